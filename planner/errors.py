@@ -1,0 +1,41 @@
+"""The engine's error types.
+
+Every error the engine raises on bad input is a :class:`PlannerError` subclass whose
+message names the parameter or column, the constraint, the offending *public* value
+(never a private data value) and a remedy. Pages catch ``PlannerError`` and show its
+message; anything else is a bug.
+"""
+
+from __future__ import annotations
+
+
+class PlannerError(ValueError):
+    """Base class of every error the engine reports to a user."""
+
+
+class BudgetError(PlannerError):
+    """An invalid privacy parameter (ε ≤ 0, δ outside [0, 1), ...)."""
+
+
+class BudgetExceededError(PlannerError):
+    """A plan or release needs more budget than remains."""
+
+
+class SchemaError(PlannerError):
+    """An invalid schema declaration (bounds, categories, privacy unit)."""
+
+
+class DataError(PlannerError):
+    """A file or column that cannot be used as declared."""
+
+
+class QueryError(PlannerError):
+    """A query that does not fit the schema or the mechanism."""
+
+
+class PlanError(PlannerError):
+    """An invalid plan specification (weights, targets, pinned shares)."""
+
+
+class LedgerError(PlannerError):
+    """A ledger inconsistency or an unusable ledger location."""
