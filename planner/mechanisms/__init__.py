@@ -1,5 +1,32 @@
 """Mechanisms: calibration, privacy cost (as events) and predicted accuracy, vectorised over ε."""
 
-from planner.mechanisms.base import MechanismName, Sensitivity
+from planner.mechanisms.base import AdditiveNoise, MechanismName, Sensitivity
+from planner.mechanisms.gaussian import (
+    DISCRETE_GAUSSIAN,
+    GAUSSIAN,
+    DiscreteGaussianMechanism,
+    GaussianMechanism,
+)
+from planner.mechanisms.laplace import (
+    DISCRETE_LAPLACE,
+    LAPLACE,
+    DiscreteLaplaceMechanism,
+    LaplaceMechanism,
+)
+from planner.mechanisms.registry import ADDITIVE, additive
 
-__all__ = ["MechanismName", "Sensitivity"]
+__all__ = [
+    "ADDITIVE",
+    "DISCRETE_GAUSSIAN",
+    "DISCRETE_LAPLACE",
+    "GAUSSIAN",
+    "LAPLACE",
+    "AdditiveNoise",
+    "DiscreteGaussianMechanism",
+    "DiscreteLaplaceMechanism",
+    "GaussianMechanism",
+    "LaplaceMechanism",
+    "MechanismName",
+    "Sensitivity",
+    "additive",
+]

@@ -1,0 +1,573 @@
+"""The default backend: exact aggregates on a pandas DataFrame, fully vectorised.
+
+Implements the contract of :mod:`planner.backends.base`. Each declared column is
+*conformed* once (missing-value rule applied, values clipped / mapped to declared bins)
+and cached as numpy arrays; every aggregate is then a mask, a ``bincount`` or a
+``searchsorted``: the same shape as one ``GROUP BY`` over the declared grid in SQL.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import math
+import operator
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from planner.backends.base import (
+    Backend,
+    BinCounts,
+    BooleanCounts,
+    ColumnStats,
+    CountAggregate,
+    QuantileAggregate,
+    SumAggregate,
+)
+from planner.errors import DataError, QueryError
+from planner.queries import Predicate, PredicateOp
+from planner.schema import (
+    FALSE_TOKENS,
+    TRUE_TOKENS,
+    Column,
+    ColumnKind,
+    MissingAction,
+    Schema,
+)
+
+BoolArray = npt.NDArray[np.bool_]
+
+_NUMERIC_OPS: dict[PredicateOp, Callable[[Any, Any], Any]] = {
+    PredicateOp.EQ: operator.eq,
+    PredicateOp.NE: operator.ne,
+    PredicateOp.LT: operator.lt,
+    PredicateOp.LE: operator.le,
+    PredicateOp.GT: operator.gt,
+    PredicateOp.GE: operator.ge,
+}
+FloatArray = npt.NDArray[np.float64]
+IntArray = npt.NDArray[np.int64]
+
+#: Text tokens read as missing in a numeric column (case-insensitive, stripped).
+NUMERIC_NA_TOKENS = frozenset({"nan", "na", "n/a", "null", "none", "-nan", "+nan"})
+
+
+@dataclass(frozen=True, slots=True)
+class Conformed:
+    """One column after the missing-value rule: per row ``usable`` and ``values``.
+
+    ``values``: clipped floats (numeric), bin codes (categorical: index into
+    ``Column.labels``, −1 for no bin; boolean: 0 false / 1 true), or 0 (identifier).
+    ``dropped``: rows the missing-value rule removes (``usable`` also excludes
+    undeclared categories that have no bin; those are not "dropped").
+    """
+
+    usable: BoolArray
+    values: FloatArray | IntArray
+    stats: ColumnStats
+    dropped: BoolArray
+
+
+_NUMBER_RE = r"[+-]?(?:(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?|(?i:inf|infinity|nan))"
+_NUMBER = re.compile(rf"^{_NUMBER_RE}$")
+_INT = re.compile(r"^[+-]?\d+$")
+_ID_INT_RE = r"^[+-]?\d{1,18}$"
+
+
+def _is_number_dtype(s: pd.Series) -> bool:
+    return bool(pd.api.types.is_numeric_dtype(s.dtype)) and not pd.api.types.is_bool_dtype(s.dtype)
+
+
+def _arrow_text(series: pd.Series) -> pa.Array:
+    """Each cell as a stripped string (null for NA), cell by cell, as an Arrow array."""
+    s = series if isinstance(series.dtype, pd.StringDtype) else series.astype("string")
+    arr = pa.array(s)
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks()
+    return pc.utf8_trim_whitespace(arr)
+
+
+def _np_bool(arr: pa.Array | pa.ChunkedArray) -> BoolArray:
+    """A writable numpy bool array (nulls as False)."""
+    return np.array(arr.fill_null(False).to_numpy(zero_copy_only=False), dtype=np.bool_)
+
+
+def _missing_mask(series: pd.Series) -> BoolArray:
+    """NULL / NaN / empty or blank string, cell by cell."""
+    if _is_number_dtype(series):
+        return np.array(series.isna().to_numpy(dtype=bool), dtype=np.bool_)
+    t = _arrow_text(series)
+    return np.array(_np_bool(pc.is_null(t)) | _np_bool(pc.equal(t, "")), dtype=np.bool_)
+
+
+def parse_numbers(series: pd.Series) -> tuple[FloatArray, BoolArray]:
+    """Cell-by-cell numbers: (values, parsed). Unparsed cells are NaN with parsed False.
+
+    The result for a cell depends on that cell only, never on the column's dtype or on
+    other rows (a neighbouring file with one text cell must not change how the other
+    cells are read). Accepted text: optional sign, digits, decimal point, exponent,
+    ``inf``/``infinity``/``nan`` (any case), surrounding blanks. Booleans are not numbers.
+    """
+    if _is_number_dtype(series):
+        x = np.array(series.to_numpy(dtype=np.float64, na_value=np.nan), dtype=np.float64)
+        return x, ~np.isnan(x)
+    t = _arrow_text(series)
+    ok_arr = pc.match_substring_regex(t, rf"^{_NUMBER_RE}$").fill_null(False)
+    valid = pc.if_else(ok_arr, t, pa.scalar(None, type=t.type))
+    x = np.array(pc.cast(valid, pa.float64()).to_numpy(zero_copy_only=False), dtype=np.float64)
+    return x, _np_bool(ok_arr)
+
+
+def canonical_value(v: object) -> str | None:
+    """The canonical string of one cell (``None`` for a missing cell).
+
+    Stripped text, except numbers, written the same whatever their type: integers
+    without sign or leading zeros ("+007", 7 and 7.0 → "7"), other finite numbers in
+    shortest form ("2.50" → "2.5"), ±inf as "inf" / "-inf", NaN as missing.
+
+    Examples
+    --------
+    >>> [canonical_value(v) for v in ["+007", 7.0, " 2.50 ", True, "A", float("nan")]]
+    ['7', '7', '2.5', 'True', 'A', None]
+    """
+    if v is None or v is pd.NA:
+        return None
+    if isinstance(v, (bool, np.bool_)):
+        return str(bool(v))
+    if isinstance(v, (int, np.integer)):
+        return str(int(v))
+    if isinstance(v, (float, np.floating)):
+        x = float(v)
+    else:
+        text = str(v).strip()
+        if _INT.match(text):
+            return str(int(text))
+        if not _NUMBER.match(text):
+            return text
+        x = float(text)
+    if math.isnan(x):
+        return None
+    if math.isinf(x):
+        return "inf" if x > 0 else "-inf"
+    if x == math.floor(x) and abs(x) < 2.0**53:
+        return str(int(x))
+    return repr(x)
+
+
+def _factorize(series: pd.Series) -> tuple[list[object], IntArray]:
+    """(unique cells, code per row with −1 for NA): canonicalise the few uniques, not every row."""
+    if pd.api.types.is_numeric_dtype(series.dtype) or pd.api.types.is_bool_dtype(series.dtype):
+        codes, uniques = pd.factorize(series, use_na_sentinel=True)
+        return list(uniques), np.asarray(codes, dtype=np.int64)
+    enc = pc.dictionary_encode(_arrow_text(series))
+    idx = np.asarray(enc.indices.fill_null(-1).to_numpy(zero_copy_only=False), dtype=np.int64)
+    return list(enc.dictionary.to_pylist()), idx
+
+
+def _canonical_codes(
+    series: pd.Series, lookup: dict[str, int], missing_code: int = -1, other_code: int = -2,
+    *, lower: bool = False,
+) -> IntArray:
+    """Per row: ``lookup[canonical cell]``; ``missing_code`` for missing, ``other_code`` else."""
+    uniques, idx = _factorize(series)
+    table = np.empty(len(uniques) + 1, dtype=np.int64)
+    for i, u in enumerate(uniques):
+        c = canonical_value(u)
+        if c is not None and lower:
+            c = c.lower()
+        table[i] = missing_code if c is None or c == "" else lookup.get(c, other_code)
+    table[-1] = missing_code  # idx == −1 (NA) picks the last entry
+    return table[idx]
+
+
+def _canonical_categories(column: Column) -> dict[str, int]:
+    lookup: dict[str, int] = {}
+    for i, c in enumerate(column.categories or ()):
+        key = canonical_value(c)
+        if key is None or key in lookup:
+            raise DataError(
+                f"column {column.name!r}: two declared categories denote the same value "
+                "(e.g. '1' and '1.0'); keep one of them."
+            )
+        lookup[key] = i
+    return lookup
+
+
+_BOOL_LOOKUP: dict[str, int] = {
+    **{t.lower(): 1 for t in TRUE_TOKENS if canonical_value(t) == t},
+    **{t.lower(): 0 for t in FALSE_TOKENS if canonical_value(t) == t},
+}
+
+
+def identifier_codes(series: pd.Series) -> IntArray:
+    """One code per person (canonical identifier); −1 for a missing identifier."""
+    if pd.api.types.is_integer_dtype(series.dtype) and not series.isna().any():
+        return np.asarray(pd.factorize(series)[0], dtype=np.int64)
+    if not _is_number_dtype(series) and not pd.api.types.is_bool_dtype(series.dtype):
+        t = _arrow_text(series)
+        nonempty = pc.and_(pc.is_valid(t), pc.not_equal(t, ""))
+        is_int = pc.match_substring_regex(t, _ID_INT_RE)
+        if pc.all(pc.or_(pc.invert(nonempty.fill_null(False)), is_int.fill_null(False))).as_py():
+            # all identifiers are integers: "007" and "7" are the same person
+            ints = pc.cast(pc.if_else(nonempty, t, pa.scalar(None, type=t.type)), pa.int64())
+            s = pd.Series(ints.to_numpy(zero_copy_only=False))
+            codes = np.asarray(pd.factorize(s, use_na_sentinel=True)[0], dtype=np.int64)
+            return np.where(_np_bool(nonempty), codes, -1)
+    uniques, idx = _factorize(series)
+    canon = [canonical_value(u) for u in uniques]
+    keys = pd.Index(["" if c is None else c for c in canon])
+    group = np.asarray(pd.factorize(keys)[0], dtype=np.int64)
+    group[np.asarray([c is None or c == "" for c in canon], dtype=bool)] = -1
+    table = np.append(group, -1)
+    return np.asarray(table[idx], dtype=np.int64)
+
+
+def conform_column(series: pd.Series, column: Column) -> Conformed:
+    """Apply the column's declared rule to raw values, cell by cell (vectorised).
+
+    Parameters
+    ----------
+    series : pandas.Series
+        The raw column as loaded (strings from CSV, typed values from Parquet or memory).
+    column : Column
+        Its declaration.
+
+    Returns
+    -------
+    Conformed
+    """
+    n = len(series)
+    kind = column.kind
+    rule = column.missing
+    if kind is ColumnKind.NUMERIC:
+        lo, hi = column.bounds
+        missing = _missing_mask(series)
+        x, parsed = parse_numbers(series)
+        missing |= np.isinf(x) | (parsed & np.isnan(x))
+        unparsed = ~parsed & ~missing
+        if unparsed.any():
+            tok = pc.utf8_lower(_arrow_text(series[unparsed]))
+            na = _np_bool(pc.is_in(tok, value_set=pa.array(sorted(NUMERIC_NA_TOKENS))))
+            missing[np.flatnonzero(unparsed)[na]] = True
+        invalid = ~parsed & ~missing
+        bad = missing | invalid
+        if rule.action is MissingAction.REPLACE:
+            x = np.where(bad, float(rule.value), x)  # type: ignore[arg-type]
+            usable = np.ones(n, dtype=bool)
+        else:
+            usable = ~bad
+        clipped = int(np.count_nonzero(usable & ((x < lo) | (x > hi))))
+        values: FloatArray | IntArray = np.clip(np.where(usable, x, lo), lo, hi)
+        return Conformed(
+            usable, values, _stats(n, usable, clipped, invalid, missing, rule.action), ~usable
+        )
+    if kind is ColumnKind.CATEGORICAL:
+        labels = column.labels
+        codes = _canonical_codes(series, _canonical_categories(column), -1, -2)
+        missing = codes == -1
+        undeclared = codes == -2
+        codes[undeclared] = len(labels) - 1 if column.other_bin else -1
+        if rule.action is MissingAction.REPLACE:
+            codes[missing] = labels.index(str(rule.value))
+        usable = codes >= 0
+        n_missing = int(missing.sum())
+        return Conformed(
+            usable, codes,
+            ColumnStats(
+                rows=n,
+                usable=int(usable.sum()),
+                clipped=0,
+                invalid=int(undeclared.sum()),
+                missing=n_missing,
+                replaced=n_missing if rule.action is MissingAction.REPLACE else 0,
+                dropped=n_missing if rule.action is MissingAction.DROP else 0,
+            ),
+            missing if rule.action is MissingAction.DROP else np.zeros(n, dtype=bool),
+        )
+    if kind is ColumnKind.BOOLEAN:
+        codes = _canonical_codes(series, _BOOL_LOOKUP, -1, -2, lower=True)
+        missing = codes == -1
+        invalid = codes == -2
+        bad = missing | invalid
+        b = codes == 1
+        if rule.action is MissingAction.REPLACE:
+            b = np.where(bad, bool(rule.value), b)
+            usable = np.ones(n, dtype=bool)
+        else:
+            usable = ~bad
+        vals = np.where(usable, b, False).astype(np.int64)
+        return Conformed(usable, vals, _stats(n, usable, 0, invalid, missing, rule.action), ~usable)
+    # IDENTIFIER
+    usable = identifier_codes(series) >= 0
+    zeros = np.zeros(n, dtype=np.int64)
+    n_miss = int(n - usable.sum())
+    return Conformed(usable, zeros, ColumnStats(n, n - n_miss, 0, 0, n_miss, 0, n_miss), ~usable)
+
+
+def _stats(
+    n: int, usable: BoolArray, clipped: int, invalid: BoolArray, missing: BoolArray,
+    action: MissingAction,
+) -> ColumnStats:
+    bad = int(np.count_nonzero(invalid | missing))
+    return ColumnStats(
+        rows=n,
+        usable=int(np.count_nonzero(usable)),
+        clipped=clipped,
+        invalid=int(np.count_nonzero(invalid)),
+        missing=int(np.count_nonzero(missing)),
+        replaced=bad if action is MissingAction.REPLACE else 0,
+        dropped=bad if action is MissingAction.DROP else 0,
+    )
+
+
+def _splitmix64(x: npt.NDArray[np.uint64]) -> npt.NDArray[np.uint64]:
+    """A bijective 64-bit mixer (Steele, Lea & Flood 2014), vectorised (wrapping arithmetic)."""
+    z = x + np.uint64(0x9E3779B97F4A7C15)
+    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return np.asarray(z ^ (z >> np.uint64(31)), dtype=np.uint64)
+
+
+def salt_key(salt: str) -> str:
+    """The 16-character hash key derived from a schema salt (for pandas' SipHash)."""
+    return hashlib.sha256(salt.encode("utf-8")).hexdigest()[:16]
+
+
+def bound_contributions(df: pd.DataFrame, schema: Schema, salt: str | None = None) -> BoolArray:
+    """Rows kept by contribution bounding: at most c per person, deterministic.
+
+    A person is a canonical identifier (:func:`canonical_value`: "007" and 7 are the
+    same person). A person's rows are ordered by a salted 64-bit hash of the row's
+    *conformed* declared values (so the order never depends on how the file's column
+    types were inferred), then by position, which only breaks ties between rows that
+    are identical for every query; the first c are kept. The order of one person's rows
+    never depends on another person's rows, so adding or removing a person leaves
+    everyone else's kept rows unchanged.
+
+    Raises
+    ------
+    DataError
+        If the identifier column holds missing values.
+    """
+    n = len(df)
+    unit = schema.unit
+    if unit.column is None:
+        return np.ones(n, dtype=bool)
+    codes = identifier_codes(df[unit.column])
+    null = int(np.count_nonzero(codes < 0))
+    if null:
+        raise DataError(
+            f"identifier column {unit.column!r} has {null} row(s) with no value; every row "
+            "must name its person. Fill them in or remove those rows."
+        )
+    c = unit.max_rows
+    if n == 0 or int(np.bincount(codes).max()) <= c:
+        return np.ones(n, dtype=bool)
+    parts: dict[str, object] = {}
+    for col in schema.columns:
+        if col.name == unit.column or col.name not in df.columns:
+            continue
+        conf = conform_column(df[col.name], col)
+        parts[f"{col.name}.u"] = conf.usable
+        parts[f"{col.name}.v"] = conf.values
+    key = salt_key(schema.salt if salt is None else salt)
+    if parts:
+        hv = pd.util.hash_pandas_object(
+            pd.DataFrame(parts), index=False, hash_key=key
+        ).to_numpy(dtype=np.uint64)
+    else:
+        hv = np.zeros(n, dtype=np.uint64)
+    # pandas keys only its string hashes; mix the salt into every hash (splitmix64)
+    hv = _splitmix64(np.asarray(hv ^ np.uint64(int(key, 16)), dtype=np.uint64))
+    order = np.lexsort((np.arange(n), hv, codes))
+    sc = codes[order]
+    start = np.r_[True, sc[1:] != sc[:-1]]
+    first = np.maximum.accumulate(np.where(start, np.arange(n), 0))
+    rank = np.arange(n) - first
+    keep = np.empty(n, dtype=bool)
+    keep[order] = rank < c
+    return keep
+
+
+class PandasBackend(Backend):
+    """Exact aggregates of a pandas DataFrame under a schema.
+
+    Parameters
+    ----------
+    df : pandas.DataFrame
+        The private table (every declared column must be present).
+    schema : Schema
+        The declaration.
+    salt : str or None
+        Overrides ``schema.salt`` for the contribution-bounding hash.
+
+    Raises
+    ------
+    DataError
+        If a declared column is absent or the identifier column has missing values.
+
+    Examples
+    --------
+    >>> from planner.schema import Column, ColumnKind, MissingRule, Schema
+    >>> s = Schema((Column("age", ColumnKind.NUMERIC, MissingRule(), 0, 100),))
+    >>> b = PandasBackend(pd.DataFrame({"age": [30, 150, None]}), s)
+    >>> b.clipped_sum("age")
+    SumAggregate(value=130.0, n=2, clipped=1, dropped=1)
+    """
+
+    def __init__(self, df: pd.DataFrame, schema: Schema, salt: str | None = None) -> None:
+        absent = [n for n in schema.names if n not in df.columns]
+        if absent:
+            raise DataError(
+                f"column(s) {absent} are declared in the schema but not in the data; "
+                f"fix the schema or the file (the file has {len(df.columns)} columns)."
+            )
+        self.schema = schema
+        keep = bound_contributions(df, schema, salt)
+        self._truncated = int(len(df) - keep.sum())
+        self._df = df.loc[keep, list(schema.names)].reset_index(drop=True) if self._truncated \
+            else df[list(schema.names)]
+        self._cache: dict[str, Conformed] = {}
+
+    @property
+    def rows(self) -> int:
+        return len(self._df)
+
+    @property
+    def rows_truncated(self) -> int:
+        return self._truncated
+
+    def conformed(self, column: str) -> Conformed:
+        """The conformed column (cached)."""
+        if column not in self._cache:
+            col = self.schema.column(column)
+            self._cache[column] = conform_column(self._df[column], col)
+        return self._cache[column]
+
+    def _col(self, column: str, *kinds: ColumnKind) -> Column:
+        col = self.schema.column(column)
+        if kinds and col.kind not in kinds:
+            raise QueryError(
+                f"column {column!r} is {col.kind.value}; this aggregate needs "
+                f"{' or '.join(k.value for k in kinds)}."
+            )
+        return col
+
+    def _predicate_mask(self, p: Predicate) -> BoolArray:
+        col = self._col(p.column)
+        conf = self.conformed(p.column)
+        v = conf.values
+        op = p.op
+        m: BoolArray
+        if col.kind is ColumnKind.NUMERIC:
+            x = np.asarray(v, dtype=np.float64)
+            consts = np.asarray([float(c) for c in p.values], dtype=np.float64)
+            k = float(consts[0])
+            if op is PredicateOp.IN:
+                m = np.isin(x, consts)
+            else:
+                m = np.asarray(_NUMERIC_OPS[op](x, k), dtype=np.bool_)
+        elif col.kind in (ColumnKind.CATEGORICAL, ColumnKind.BOOLEAN):
+            if col.kind is ColumnKind.BOOLEAN:
+                wanted = [int(bool(c)) for c in p.values]
+            else:
+                wanted = [col.labels.index(str(c)) for c in p.values]
+            codes = np.asarray(v, dtype=np.int64)
+            if op is PredicateOp.EQ:
+                m = codes == wanted[0]
+            elif op is PredicateOp.NE:
+                m = codes != wanted[0]
+            elif op is PredicateOp.IN:
+                m = np.isin(codes, wanted)
+            else:
+                raise QueryError(f"operator {op.value!r} does not apply to column {col.name!r}.")
+        else:
+            raise QueryError(f"a predicate on identifier column {col.name!r} is not allowed.")
+        return m & conf.usable
+
+    def count(self, column: str | None = None, predicate: Predicate | None = None) -> CountAggregate:
+        usable = np.ones(self.rows, dtype=bool)
+        if column is not None:
+            self._col(column)
+            usable &= ~self.conformed(column).dropped
+        if predicate is not None:
+            predicate.validate(self.schema, "count")
+            usable &= ~self.conformed(predicate.column).dropped
+        dropped = int(self.rows - usable.sum())
+        m = usable if predicate is None else usable & self._predicate_mask(predicate)
+        return CountAggregate(int(np.count_nonzero(m)), dropped)
+
+    def clipped_sum(self, column: str) -> SumAggregate:
+        self._col(column, ColumnKind.NUMERIC)
+        conf = self.conformed(column)
+        vals = np.asarray(conf.values, dtype=np.float64)[conf.usable]
+        return SumAggregate(
+            float(vals.sum()), int(vals.size), conf.stats.clipped, conf.stats.dropped
+        )
+
+    def bin_counts(self, column: str, edges: Sequence[float] | None = None) -> BinCounts:
+        col = self._col(column, ColumnKind.CATEGORICAL, ColumnKind.BOOLEAN, ColumnKind.NUMERIC)
+        conf = self.conformed(column)
+        if col.kind is ColumnKind.NUMERIC:
+            if edges is None:
+                raise QueryError(f"bin counts of numeric column {column!r} need declared bin edges.")
+            e = np.asarray(edges, dtype=np.float64)
+            if e.ndim != 1 or e.size < 2 or np.any(np.diff(e) <= 0) or not np.all(np.isfinite(e)):
+                raise QueryError("bin edges must be at least 2 strictly increasing finite numbers.")
+            x = np.asarray(conf.values, dtype=np.float64)[conf.usable]
+            idx = np.searchsorted(e, x, side="right") - 1
+            idx[x == e[-1]] = e.size - 2  # the last bin is closed
+            inside = (idx >= 0) & (idx < e.size - 1)
+            counts = np.bincount(idx[inside], minlength=e.size - 1)
+            labels = tuple(
+                f"[{a:g}, {b:g}{']' if i == e.size - 2 else ')'}"
+                for i, (a, b) in enumerate(itertools.pairwise(e))
+            )
+            return BinCounts(
+                labels, tuple(int(c) for c in counts), tuple(float(v) for v in e),
+                int(np.count_nonzero(~inside)), conf.stats.dropped,
+            )
+        if edges is not None:
+            raise QueryError(f"column {column!r} is {col.kind.value}; its bins are declared, not edges.")
+        labels = col.labels
+        codes = np.asarray(conf.values, dtype=np.int64)[conf.usable]
+        counts = np.bincount(codes, minlength=len(labels))
+        unbinned = int(conf.stats.invalid if col.kind is ColumnKind.CATEGORICAL and not col.other_bin else 0)
+        return BinCounts(labels, tuple(int(c) for c in counts), None, unbinned, conf.stats.dropped)
+
+    def candidate_counts(self, column: str, candidates: Sequence[float]) -> QuantileAggregate:
+        col = self._col(column, ColumnKind.NUMERIC)
+        lo, hi = col.bounds
+        grid = np.asarray(candidates, dtype=np.float64)
+        if grid.ndim != 1 or grid.size < 1 or np.any(np.diff(grid) <= 0):
+            raise QueryError("quantile candidates must be a strictly increasing list.")
+        if grid[0] > lo or grid[-1] < hi:
+            raise QueryError(
+                f"quantile candidates must cover the declared bounds [{lo:g}, {hi:g}] of {column!r}."
+            )
+        conf = self.conformed(column)
+        x = np.asarray(conf.values, dtype=np.float64)[conf.usable]
+        idx = np.searchsorted(grid, x, side="left")
+        counts = np.bincount(idx, minlength=grid.size)
+        return QuantileAggregate(
+            tuple(float(v) for v in grid), tuple(int(c) for c in counts), conf.stats.dropped
+        )
+
+    def boolean_counts(self, column: str) -> BooleanCounts:
+        self._col(column, ColumnKind.BOOLEAN)
+        conf = self.conformed(column)
+        v = np.asarray(conf.values)[conf.usable]
+        t = int(np.count_nonzero(v))
+        return BooleanCounts(t, int(v.size - t), conf.stats.dropped)
+
+    def column_stats(self, column: str) -> ColumnStats:
+        self._col(column)
+        return self.conformed(column).stats

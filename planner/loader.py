@@ -1,0 +1,440 @@
+"""Reading the private table: CSV / TSV / Parquet from a path or from uploaded bytes.
+
+Every bad input becomes a :class:`~planner.errors.DataError` naming the file (and the
+column or row number) and a fix. Messages never contain a cell's value: they report
+counts and positions only. Anything unexpected from the parsers is also turned into a
+``DataError``, so a caller (a page, the CLI) only ever has to catch ``PlannerError``.
+
+CSV handling: encodings UTF-8 (with or without BOM), then Windows-1252 / Latin-1; the
+delimiter is sniffed among ``, ; TAB |`` (TAB for ``.tsv`` / ``.tab``); parsing is by
+pyarrow (multi-threaded, strict about ragged rows), every column as text so that a cell's
+meaning never depends on the other rows of its column. Parquet is detected by its magic
+bytes.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+import os
+import re
+import unicodedata
+from collections.abc import Mapping
+from pathlib import Path
+from typing import IO, Any, Final, Literal
+
+import pandas as pd
+
+from planner.backends.base import ColumnStats
+from planner.backends.pandas_backend import PandasBackend
+from planner.errors import DataError, PlannerError
+from planner.schema import ColumnKind, Schema
+
+#: Default upload limit in MB (matches ``server.maxUploadSize`` in .streamlit/config.toml).
+DEFAULT_MAX_MB: Final[float] = 200.0
+#: Environment variable overriding the limit.
+MAX_MB_ENV: Final[str] = "PLANNER_MAX_UPLOAD_MB"
+
+FileFormat = Literal["csv", "tsv", "parquet"]
+Source = str | os.PathLike[str] | bytes | bytearray | memoryview | IO[bytes]
+
+_DELIMITERS: Final[str] = ",;\t|"
+_SAMPLE_BYTES: Final[int] = 1 << 16
+_NUMBER = re.compile(r"^\s*[-+]?(\d+(\.\d*)?|\.\d+)([eE][-+]?\d+)?\s*$")
+
+
+def max_upload_bytes(max_mb: float | None = None) -> int:
+    """The size limit in bytes: ``max_mb``, else ``$PLANNER_MAX_UPLOAD_MB``, else 200 MB."""
+    if max_mb is None:
+        env = os.environ.get(MAX_MB_ENV)
+        if env is None or not env.strip():
+            max_mb = DEFAULT_MAX_MB
+        else:
+            try:
+                max_mb = float(env)
+            except ValueError as exc:
+                raise DataError(
+                    f"{MAX_MB_ENV} must be a number of megabytes; got {env!r}. "
+                    "Set it to e.g. 200."
+                ) from exc
+    if not max_mb > 0 or max_mb == float("inf"):
+        raise DataError(f"the upload limit must be > 0 MB and finite; got {max_mb}.")
+    return math.ceil(max_mb * 1024 * 1024)
+
+
+def _too_big(label: str, size: int, limit: int) -> DataError:
+    return DataError(
+        f"file {label!r} is {size / 1048576:.3g} MB, over the {limit / 1048576:.3g} MB limit; "
+        f"use a smaller file (e.g. Parquet, or fewer columns) or raise {MAX_MB_ENV}."
+    )
+
+
+def read_source(source: Source, name: str | None = None, max_mb: float | None = None) -> tuple[bytes, str]:
+    """Read a path, bytes or a binary file object into bytes, enforcing the size limit.
+
+    Returns
+    -------
+    (bytes, str)
+        The content and a display name (the file name, never a full private path).
+    """
+    limit = max_upload_bytes(max_mb)
+    if isinstance(source, (str, os.PathLike)):
+        p = Path(source)
+        label = name or p.name
+        try:
+            size = p.stat().st_size
+            if size > limit:
+                raise _too_big(label, size, limit)
+            return p.read_bytes(), label
+        except OSError as exc:
+            raise DataError(f"cannot read file {label!r} ({exc.strerror}); check the path.") from exc
+    if isinstance(source, (bytes, bytearray, memoryview)):
+        data = bytes(source)
+        label = name or "upload"
+    elif hasattr(source, "read"):
+        label = name or str(getattr(source, "name", "") or "upload")
+        size_attr = getattr(source, "size", None)
+        if isinstance(size_attr, int) and size_attr > limit:
+            raise _too_big(label, size_attr, limit)
+        if hasattr(source, "seek"):
+            try:
+                source.seek(0)
+            except (OSError, ValueError):
+                pass
+        raw = source.read(limit + 1)
+        if not isinstance(raw, (bytes, bytearray)):
+            raise DataError(f"upload {label!r} must be opened in binary mode.")
+        data = bytes(raw)
+    else:
+        raise DataError(f"cannot read data from a {type(source).__name__}; pass a path or bytes.")
+    if len(data) > limit:
+        raise _too_big(label, len(data), limit)
+    return data, label
+
+
+def _guess_format(data: bytes, label: str, file_format: FileFormat | None) -> FileFormat:
+    if file_format is not None:
+        return file_format
+    if data[:4] == b"PAR1":
+        return "parquet"
+    suffix = Path(label).suffix.lower()
+    if suffix in (".parquet", ".pq"):
+        return "parquet"
+    if suffix in (".tsv", ".tab"):
+        return "tsv"
+    return "csv"
+
+
+def _check_binary(data: bytes, label: str) -> None:
+    head = data[:_SAMPLE_BYTES]
+    if head.startswith((b"\xff\xfe", b"\xfe\xff")):
+        raise DataError(
+            f"file {label!r} is UTF-16 (or UTF-32) encoded; save it as UTF-8 CSV and upload again."
+        )
+    if head.startswith(b"PK\x03\x04"):
+        raise DataError(
+            f"file {label!r} is a ZIP archive (an Excel .xlsx?); export the sheet as CSV "
+            "(UTF-8) or Parquet."
+        )
+    if head.startswith(b"\x1f\x8b"):
+        raise DataError(f"file {label!r} is gzip-compressed; decompress it first.")
+    if b"\x00" in head:
+        raise DataError(
+            f"file {label!r} does not look like CSV text (it contains binary data); upload "
+            "a UTF-8 or Latin-1 CSV/TSV, or a Parquet file."
+        )
+
+
+def _decode(data: bytes, label: str) -> tuple[str, str]:
+    """Decode as UTF-8 (BOM allowed), else Windows-1252, else Latin-1; reject control junk."""
+    text: str | None = None
+    encoding = "utf-8"
+    for enc in ("utf-8-sig", "cp1252", "latin-1"):
+        try:
+            text = data.decode(enc)
+            encoding = enc
+            break
+        except UnicodeDecodeError:
+            continue
+    assert text is not None  # latin-1 decodes any bytes
+    sample = text[:_SAMPLE_BYTES]
+    if sample:
+        bad = sum(
+            1 for ch in sample if unicodedata.category(ch) in ("Cc", "Cs", "Co", "Cn")
+            and ch not in "\t\r\n"
+        )
+        if bad > max(2, len(sample) // 100):
+            raise DataError(
+                f"file {label!r} is not readable text in UTF-8 or Latin-1 (wrong encoding, or "
+                "binary data); save it as UTF-8 CSV and upload again."
+            )
+    return text, encoding
+
+
+def _sniff_delimiter(text: str, file_format: FileFormat) -> str:
+    if file_format == "tsv":
+        return "\t"
+    lines = [ln for ln in text[:_SAMPLE_BYTES].splitlines()[:50] if ln.strip()]
+    if not lines:
+        return ","
+    sample = "\n".join(lines)
+    try:
+        d = csv.Sniffer().sniff(sample, delimiters=_DELIMITERS).delimiter
+        if d in _DELIMITERS:
+            return d
+    except csv.Error:
+        pass
+    # Fallback: the candidate that appears the same (non-zero) number of times per line.
+    best, best_score = ",", 0
+    for d in _DELIMITERS:
+        counts = [ln.count(d) for ln in lines]
+        if counts[0] > 0 and len(set(counts)) == 1 and counts[0] > best_score:
+            best, best_score = d, counts[0]
+    return best
+
+
+def _check_header(names: list[str], label: str) -> None:
+    if not names:
+        raise DataError(f"file {label!r} has no columns; check the file and its delimiter.")
+    for i, n in enumerate(names):
+        if not str(n).strip():
+            raise DataError(
+                f"file {label!r}: column #{i + 1} has an empty name; give every column a "
+                "header name."
+            )
+    seen: dict[str, int] = {}
+    for n in names:
+        seen[str(n)] = seen.get(str(n), 0) + 1
+    dups = sorted(n for n, k in seen.items() if k > 1)
+    if dups:
+        raise DataError(
+            f"file {label!r}: column name(s) {dups} appear more than once; give each column "
+            "a unique name."
+        )
+
+
+def _ragged_report(text: str, delimiter: str, label: str) -> DataError | None:
+    """On a parse failure: find ragged rows (row numbers and counts only)."""
+    reader = csv.reader(io.StringIO(text), delimiter=delimiter)
+    try:
+        header = next(reader)
+    except (StopIteration, csv.Error):
+        return None
+    width = len(header)
+    first: int | None = None
+    first_n = 0
+    bad = 0
+    try:
+        for row in reader:
+            if not row or (len(row) == 1 and not row[0].strip()):
+                continue
+            if len(row) != width:
+                bad += 1
+                if first is None:
+                    first, first_n = reader.line_num, len(row)
+    except csv.Error:
+        return DataError(
+            f"file {label!r} has a malformed quoted field near line {reader.line_num}; check "
+            "quotes in that row."
+        )
+    if first is None:
+        return None
+    return DataError(
+        f"file {label!r}: line {first} has {first_n} field(s) but the header has {width} "
+        f"({bad} such row(s)); fix those rows, or check that the delimiter "
+        f"{delimiter!r} is right."
+    )
+
+
+def _read_csv(data: bytes, label: str, file_format: FileFormat) -> pd.DataFrame:
+    import pyarrow as pa
+    import pyarrow.csv as pacsv
+
+    _check_binary(data, label)
+    text, encoding = _decode(data, label)
+    if not text.strip():
+        raise DataError(f"file {label!r} is empty; upload a file with a header row and data.")
+    delimiter = _sniff_delimiter(text, file_format)
+    try:
+        header = next(csv.reader(io.StringIO(text.lstrip("\r\n")), delimiter=delimiter))
+    except (StopIteration, csv.Error) as exc:
+        raise DataError(f"file {label!r}: the header row cannot be read; check its quotes.") from exc
+    _check_header(header, label)
+    if all(_NUMBER.match(h) for h in header):
+        raise DataError(
+            f"file {label!r}: the first row looks like data, not a header (all "
+            f"{len(header)} fields are numbers); add a header row with the column names."
+        )
+    utf8 = data[3:] if encoding == "utf-8-sig" and data.startswith(b"\xef\xbb\xbf") else data
+    if encoding not in ("utf-8-sig", "utf-8"):
+        utf8 = text.encode("utf-8")
+    try:
+        table = pacsv.read_csv(
+            io.BytesIO(utf8),
+            read_options=pacsv.ReadOptions(use_threads=True, block_size=1 << 24),
+            parse_options=pacsv.ParseOptions(delimiter=delimiter, newlines_in_values=True),
+            # Every column as text: types are read cell by cell later, so one odd cell
+            # never changes how the other rows of its column are read.
+            convert_options=pacsv.ConvertOptions(
+                strings_can_be_null=True,
+                column_types={h: pa.string() for h in header},
+            ),
+        )
+    except (pa.ArrowInvalid, pa.ArrowException, ValueError) as exc:
+        rag = _ragged_report(text, delimiter, label)
+        if rag is not None:
+            raise rag from exc
+        raise DataError(
+            f"file {label!r} could not be parsed as {'TSV' if delimiter == chr(9) else 'CSV'} "
+            f"(delimiter {delimiter!r}); check the delimiter, quotes and line endings."
+        ) from exc
+    if table.num_rows == 0:
+        raise DataError(
+            f"file {label!r} has a header but no data rows; upload a file with at least one row."
+        )
+    df: pd.DataFrame = table.to_pandas()
+    return df
+
+
+def _read_parquet(data: bytes, label: str) -> pd.DataFrame:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    if data[:4] != b"PAR1" or data[-4:] != b"PAR1":
+        raise DataError(
+            f"file {label!r} is not a valid Parquet file (missing Parquet markers; truncated "
+            "or another format); re-export it as Parquet or CSV."
+        )
+    try:
+        table = pq.read_table(io.BytesIO(data))
+    except (pa.ArrowException, OSError, ValueError) as exc:
+        raise DataError(
+            f"file {label!r} could not be read as Parquet (corrupt or unsupported); "
+            "re-export it."
+        ) from exc
+    _check_header([str(n) for n in table.column_names], label)
+    if table.num_rows == 0:
+        raise DataError(f"file {label!r} has columns but no rows; upload a file with data.")
+    df: pd.DataFrame = table.to_pandas()
+    return df
+
+
+def load_table(
+    source: Source,
+    *,
+    name: str | None = None,
+    max_mb: float | None = None,
+    file_format: FileFormat | None = None,
+) -> pd.DataFrame:
+    """Load a CSV, TSV or Parquet table from a path, bytes or an upload.
+
+    Parameters
+    ----------
+    source : path, bytes or binary file object
+        A file path, the raw bytes, or a file-like object such as Streamlit's upload.
+    name : str, optional
+        Display name used in messages (default: the file name, or "upload").
+    max_mb : float, optional
+        Size limit in MB (default ``$PLANNER_MAX_UPLOAD_MB`` or 200).
+    file_format : {"csv", "tsv", "parquet"}, optional
+        Skip detection (default: Parquet magic bytes, then the extension, else CSV).
+
+    Returns
+    -------
+    pandas.DataFrame
+        CSV/TSV: every column as text (NA for empty cells and the usual NA tokens);
+        numbers and booleans are read cell by cell by the backend under the schema.
+        Parquet: the file's own types. Nothing is dropped.
+
+    Raises
+    ------
+    DataError
+        Empty file, header only, no header, ragged rows, binary or wrong encoding,
+        empty or duplicated column names, file over the limit, unreadable Parquet.
+    """
+    data, label = read_source(source, name, max_mb)
+    try:
+        if not data.strip():
+            raise DataError(f"file {label!r} is empty; upload a file with a header row and data.")
+        fmt = _guess_format(data, label, file_format)
+        if fmt == "parquet":
+            df = _read_parquet(data, label)
+        else:
+            df = _read_csv(data, label, fmt)
+        df.columns = [str(c) for c in df.columns]
+        return df
+    except PlannerError:
+        raise
+    except Exception as exc:  # the parsers' own errors may quote private cells
+        raise DataError(
+            f"file {label!r} could not be read ({type(exc).__name__}); check that it is a "
+            "UTF-8/Latin-1 CSV, a TSV or a Parquet file."
+        ) from exc
+
+
+def column_report(df: pd.DataFrame, schema: Schema) -> dict[str, Any]:
+    """Per-column counts (usable / clipped / invalid / missing / replaced / dropped).
+
+    Counts only, never values. Data-dependent: for the data owner (MATH.md §7).
+    Counts are after contribution bounding (``rows_truncated`` rows removed).
+    """
+    return PandasBackend(df, schema).column_report()
+
+
+def check_against_schema(
+    df: pd.DataFrame, schema: Schema, *, allow_invalid: bool = False
+) -> dict[str, Any]:
+    """Check a loaded table against its schema and return :func:`column_report`.
+
+    Raises
+    ------
+    DataError
+        A declared column is absent; an identifier column has empty cells; unless
+        ``allow_invalid``, a numeric column holds text that is not a number or a boolean
+        column holds tokens that are not booleans (the count of rows is reported, not the
+        values). NaN, ±inf and empty cells are missing values, handled by the declared
+        rule and counted, not errors.
+    """
+    for col in schema.columns:
+        if col.name in df.columns and col.kind is ColumnKind.IDENTIFIER:
+            s = df[col.name]
+            nulls = int(s.isna().sum())
+            if not pd.api.types.is_numeric_dtype(s.dtype):
+                nulls += int((s.dropna().astype("string").str.strip() == "").sum())
+            if nulls:
+                raise DataError(
+                    f"identifier column {col.name!r} has {nulls} row(s) with no value; every "
+                    "row must name its person. Fill them in or remove those rows."
+                )
+    report = column_report(df, schema)
+    if not allow_invalid:
+        cols: Mapping[str, Mapping[str, Any]] = report["columns"]
+        for col in schema.columns:
+            stats = cols[col.name]
+            bad = int(stats["invalid"])
+            if bad and col.kind is ColumnKind.NUMERIC:
+                raise DataError(
+                    f"column {col.name!r} is declared numeric but {bad} of {stats['rows']} "
+                    "row(s) hold text that is not a number; fix those cells, or declare the "
+                    "column categorical."
+                )
+            if bad and col.kind is ColumnKind.BOOLEAN:
+                raise DataError(
+                    f"column {col.name!r} is declared boolean but {bad} of {stats['rows']} "
+                    "row(s) are not true/false, yes/no or 1/0; fix those cells, or declare "
+                    "the column categorical."
+                )
+    return report
+
+
+__all__ = [
+    "DEFAULT_MAX_MB",
+    "MAX_MB_ENV",
+    "ColumnStats",
+    "check_against_schema",
+    "column_report",
+    "load_table",
+    "max_upload_bytes",
+    "read_source",
+]

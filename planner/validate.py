@@ -1,0 +1,56 @@
+"""The logic of ``planner validate --data FILE --schema SCHEMA.json``.
+
+Loads the schema and the table, checks one against the other and returns a JSON-able
+report of counts (never values). The report is data-dependent: it is for the data owner
+and must not be shared with a release (MATH.md §7).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from planner.loader import check_against_schema, load_table, read_source
+from planner.schema import Schema, dataset_fingerprint
+
+
+def validate_command(data_path: str, schema_path: str) -> dict[str, Any]:
+    """Validate a data file against a schema file.
+
+    Parameters
+    ----------
+    data_path : str
+        CSV, TSV or Parquet file.
+    schema_path : str
+        Schema JSON file.
+
+    Returns
+    -------
+    dict
+        ``data`` (file name), ``fingerprint`` (sha256 of the file), ``schema_hash``,
+        ``relation``, ``privacy_unit``, ``rows``, ``columns``, ``undeclared_columns``,
+        ``rows_after_bounding``, ``rows_truncated`` and ``column_report`` (per declared
+        column: kind, rows, usable, clipped, invalid, missing, replaced, dropped).
+
+    Raises
+    ------
+    PlannerError
+        A :class:`~planner.errors.SchemaError` or :class:`~planner.errors.DataError`
+        whose message names the file or column and the fix.
+    """
+    schema = Schema.load(schema_path)
+    data, label = read_source(data_path)
+    df = load_table(data, name=label)
+    report = check_against_schema(df, schema)
+    return {
+        "data": label,
+        "fingerprint": dataset_fingerprint(data),
+        "schema_hash": schema.schema_hash(),
+        "relation": schema.relation.value,
+        "privacy_unit": schema.unit.to_dict(),
+        "rows": len(df),
+        "columns": len(df.columns),
+        "undeclared_columns": [c for c in df.columns if c not in schema.names],
+        "rows_after_bounding": report["rows_after_bounding"],
+        "rows_truncated": report["rows_truncated"],
+        "column_report": report["columns"],
+    }

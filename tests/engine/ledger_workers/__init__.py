@@ -1,0 +1,1 @@
+"""Helper programs for the ledger's concurrency and crash tests (run in child processes)."""

@@ -1,0 +1,438 @@
+"""The privacy ledger: budget checks, spends, reuse, export, storage settings.
+
+Expected ε values are hand sums (basic composition adds ε; PRODUCT.md §5 order of
+operations) or the accountant's own ``total_epsilon`` on the same spends, which is
+what the ledger must agree with.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import runpy
+import warnings
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from sqlalchemy import event
+from sqlalchemy.dialects import postgresql
+from sqlalchemy.schema import CreateTable
+from sqlmodel import SQLModel
+
+from planner.accounting import CompositionRule, Spend, total_epsilon
+from planner.errors import BudgetError, BudgetExceededError, LedgerError
+from planner.events import GaussianEvent, LaplaceEvent, PureEvent
+from planner.ledger import (
+    ENV_HOME,
+    ENV_URL,
+    LEDGER_METADATA,
+    Ledger,
+    ReleaseStatus,
+    _dataset_stmt,
+    default_ledger_url,
+)
+
+FP = "sha256:dataset-a"
+
+
+def pure(eps: float) -> Spend:
+    return Spend(event=PureEvent(eps), epsilon=eps, delta=0.0)
+
+
+def laplace(eps: float) -> Spend:
+    return Spend(event=LaplaceEvent(1.0 / eps), epsilon=eps, delta=0.0)
+
+
+def gaussian(noise_multiplier: float, delta: float) -> Spend:
+    ev = GaussianEvent(noise_multiplier)
+    return Spend(event=ev, epsilon=ev.approx_epsilon(delta), delta=delta)
+
+
+@pytest.fixture
+def url(tmp_path: Path) -> str:
+    return f"sqlite:///{tmp_path / 'ledger.db'}"
+
+
+@pytest.fixture
+def ledger(url: str) -> Any:
+    led = Ledger(url)
+    led.register_dataset(FP, "survey", epsilon=1.0, delta=1e-6, rule="basic")
+    yield led
+    led.close()
+
+
+class Sampler:
+    """A sample() that counts its calls."""
+
+    def __init__(self, answers: dict[str, Any]) -> None:
+        self.answers = answers
+        self.calls = 0
+
+    def __call__(self) -> dict[str, Any]:
+        self.calls += 1
+        return self.answers
+
+
+# ----------------------------------------------------------------- release basics
+
+
+def test_ledger_release_records_spend_and_answers(ledger: Ledger) -> None:
+    sampler = Sampler({"count": 1041.0, "mean": 37.2})
+    rec = ledger.release(
+        FP, "plan-1", "schema-1", [("count", pure(0.3)), ("mean", laplace(0.2))], sampler
+    )
+    assert rec.status is ReleaseStatus.DONE
+    assert rec.answers == {"count": 1041.0, "mean": 37.2}
+    assert sampler.calls == 1
+    assert [s.query_id for s in rec.spends] == ["count", "mean"]
+    st_ = ledger.status(FP)
+    # basic composition: 0.3 + 0.2 (hand sum)
+    assert st_.epsilon_spent == pytest.approx(0.5, rel=1e-12)
+    assert st_.epsilon_remaining == pytest.approx(0.5, rel=1e-12)
+    assert st_.releases == 1
+    assert st_.rule is CompositionRule.BASIC
+    (stored,) = ledger.releases(FP)
+    assert stored.answers == rec.answers
+    assert stored.spends[1].event == LaplaceEvent(5.0)
+    assert stored.spends[0].rho == pytest.approx(0.3**2 / 2)  # ε-DP ⇒ ε²/2-zCDP
+    assert ledger.integrity_check() == []
+
+
+def test_ledger_release_same_plan_reuses_answers_without_sampling(ledger: Ledger) -> None:
+    first = ledger.release(FP, "plan-1", "schema-1", [("q", pure(0.4))], Sampler({"q": 7}))
+    again = Sampler({"q": 999})
+    second = ledger.release(FP, "plan-1", "schema-1", [("q", pure(0.4))], again)
+    assert again.calls == 0
+    assert second.status is ReleaseStatus.REUSED
+    assert second.answers == {"q": 7}
+    assert second.release_id == first.release_id
+    assert ledger.status(FP).epsilon_spent == pytest.approx(0.4)  # charged once
+    assert ledger.status(FP).releases == 1
+
+
+def test_ledger_release_same_hash_different_queries_is_refused(ledger: Ledger) -> None:
+    ledger.release(FP, "plan-1", "schema-1", [("q", pure(0.1))], Sampler({"q": 1}))
+    with pytest.raises(LedgerError, match="plan hash must"):
+        ledger.release(FP, "plan-1", "schema-1", [("other", pure(0.1))], Sampler({"other": 1}))
+
+
+def test_ledger_release_over_budget_raises_and_records_nothing(ledger: Ledger) -> None:
+    ledger.release(FP, "plan-1", "s", [("q", pure(0.7))], Sampler({"q": 1}))
+    sampler = Sampler({"q": 2})
+    with pytest.raises(BudgetExceededError) as info:
+        ledger.release(FP, "plan-2", "s", [("q", pure(0.5))], sampler)
+    msg = str(info.value)
+    # requested 0.5, remaining 0.3, difference 0.2 (hand arithmetic)
+    assert "ε = 0.5 " in msg and "ε = 0.3 " in msg and "difference 0.2" in msg
+    assert "Lower the per-query ε" in msg and "rdp" in msg
+    assert sampler.calls == 0
+    assert ledger.status(FP).releases == 1
+    assert ledger.status(FP).epsilon_spent == pytest.approx(0.7)
+
+
+def test_ledger_release_exact_fit_allowed_within_float_noise(url: str) -> None:
+    led = Ledger(url)
+    led.register_dataset("fp", "x", epsilon=0.3, delta=0.0, rule="basic")
+    # 0.1 + 0.2 = 0.30000000000000004 > 0.3 by 5.6e-17: float noise, within 1e-12 relative
+    led.release("fp", "a", "s", [("q1", pure(0.1)), ("q2", pure(0.2))], Sampler({}))
+    assert led.status("fp").epsilon_remaining <= 0.0
+    with pytest.raises(BudgetExceededError):
+        led.release("fp", "b", "s", [("q", pure(1e-9))], Sampler({}))
+
+
+def test_ledger_release_beyond_tolerance_is_refused(url: str) -> None:
+    led = Ledger(url)
+    led.register_dataset("fp", "x", epsilon=1.0, delta=0.0, rule="basic")
+    with pytest.raises(BudgetExceededError):
+        led.release("fp", "a", "s", [("q", pure(1.0 + 1e-9))], Sampler({}))
+    led.release("fp", "b", "s", [("q", pure(1.0))], Sampler({}))
+
+
+def test_ledger_sample_error_keeps_spend_and_never_resamples(ledger: Ledger) -> None:
+    def boom() -> dict[str, Any]:
+        raise RuntimeError("opendp failed")
+
+    with pytest.raises(RuntimeError, match="opendp failed"):
+        ledger.release(FP, "plan-1", "s", [("q", pure(0.25))], boom)
+    (rec,) = ledger.releases(FP)
+    assert rec.status is ReleaseStatus.SPENT_NO_ANSWERS
+    assert rec.answers is None
+    assert ledger.status(FP).epsilon_spent == pytest.approx(0.25)  # never refunded
+    assert ledger.status(FP).releases_without_answers == 1
+    sampler = Sampler({"q": 1})
+    with pytest.raises(LedgerError, match="answers were lost") as info:
+        ledger.release(FP, "plan-1", "s", [("q", pure(0.25))], sampler)
+    assert "will not be sampled again" in str(info.value)
+    assert sampler.calls == 0
+    assert ledger.status(FP).epsilon_spent == pytest.approx(0.25)
+
+
+def test_ledger_unserialisable_answers_keep_spend(ledger: Ledger) -> None:
+    with pytest.raises(LedgerError, match="not JSON values"):
+        ledger.release(FP, "plan-1", "s", [("q", pure(0.25))], lambda: {"q": object()})  # type: ignore[dict-item]
+    assert ledger.releases(FP)[0].status is ReleaseStatus.SPENT_NO_ANSWERS
+    assert ledger.status(FP).epsilon_spent == pytest.approx(0.25)
+
+
+def test_ledger_pending_release_of_live_sampler_is_not_marked_lost(
+    ledger: Ledger, url: str
+) -> None:
+    seen: dict[str, Any] = {}
+
+    def sample() -> dict[str, Any]:
+        seen["status"] = ledger.releases(FP)[0].status
+        other = Ledger(url)  # a new open runs repair(): must leave a live release alone
+        seen["repaired"] = other.repair()
+        seen["other_status"] = other.releases(FP)[0].status
+        other.close()
+        return {"q": 3}
+
+    rec = ledger.release(FP, "plan-1", "s", [("q", pure(0.1))], sample)
+    assert seen == {
+        "status": ReleaseStatus.PENDING,
+        "repaired": 0,
+        "other_status": ReleaseStatus.PENDING,
+    }
+    assert rec.status is ReleaseStatus.DONE
+
+
+def test_ledger_release_validates_input(ledger: Ledger) -> None:
+    with pytest.raises(LedgerError, match="not in the ledger"):
+        ledger.release("unknown", "p", "s", [("q", pure(0.1))], Sampler({}))
+    with pytest.raises(LedgerError, match="at least one spend"):
+        ledger.release(FP, "p", "s", [], Sampler({}))
+    with pytest.raises(LedgerError, match="twice"):
+        ledger.release(FP, "p", "s", [("q", pure(0.1)), ("q", pure(0.1))], Sampler({}))
+    with pytest.raises(LedgerError, match="plan_hash"):
+        ledger.release(FP, "", "s", [("q", pure(0.1))], Sampler({}))
+    assert ledger.status(FP).releases == 0
+
+
+# ----------------------------------------------------------------- composition
+
+
+def test_ledger_rdp_composes_later_releases_with_earlier_ones(url: str) -> None:
+    led = Ledger(url)
+    delta = 1e-6
+    led.register_dataset("fp", "x", epsilon=10.0, delta=delta, rule=CompositionRule.RDP)
+    g1 = gaussian(3.0, 5e-7)
+    ev2 = GaussianEvent(4.0, discrete=True)
+    g2 = Spend(event=ev2, epsilon=ev2.approx_epsilon(5e-7), delta=5e-7)
+    led.release("fp", "a", "s", [("q1", g1)], Sampler({"q1": 1}))
+    led.release("fp", "b", "s", [("q2", g2)], Sampler({"q2": 2}))
+    spent = led.status("fp").epsilon_spent
+    # the accountant on both events at once (the stored event JSON round-trips)
+    expected = total_epsilon([g1, g2], CompositionRule.RDP, delta)
+    assert spent == pytest.approx(expected, rel=1e-12)
+    separately = total_epsilon([g1], CompositionRule.RDP, delta) + total_epsilon(
+        [g2], CompositionRule.RDP, delta
+    )
+    assert spent < separately  # composing across releases is tighter than adding
+    # a fresh Ledger object reports the same number
+    assert Ledger(url).status("fp").epsilon_spent == spent
+
+
+def test_ledger_history_is_cumulative_in_time_order(ledger: Ledger) -> None:
+    for i, eps in enumerate([0.1, 0.2, 0.3]):
+        ledger.release(FP, f"plan-{i}", "s", [("q", pure(eps))], Sampler({"q": i}))
+    hist = ledger.history(FP)
+    assert [h.plan_hash for h in hist] == ["plan-0", "plan-1", "plan-2"]
+    # cumulative hand sums 0.1, 0.3, 0.6
+    assert [h.epsilon_spent for h in hist] == pytest.approx([0.1, 0.3, 0.6])
+    assert [h.epsilon_release for h in hist] == pytest.approx([0.1, 0.2, 0.3])
+    assert [h.created_at for h in hist] == sorted(h.created_at for h in hist)
+
+
+# ----------------------------------------------------------------- datasets
+
+
+def test_ledger_register_dataset_is_idempotent(ledger: Ledger) -> None:
+    again = ledger.register_dataset(FP, "survey (renamed)", epsilon=1.0, delta=1e-6, rule="basic")
+    assert again.name == "survey"
+    assert [d.fingerprint for d in ledger.datasets()] == [FP]
+
+
+def test_ledger_register_dataset_with_other_budget_says_how_to_proceed(ledger: Ledger) -> None:
+    with pytest.raises(LedgerError) as info:
+        ledger.register_dataset(FP, "survey", epsilon=2.0, delta=1e-6, rule="basic")
+    msg = str(info.value)
+    assert "ε = 1.0" in msg and "ε = 2.0" in msg
+    assert "recorded budget" in msg and "fingerprint" in msg
+    with pytest.raises(LedgerError):
+        ledger.register_dataset(FP, "survey", epsilon=1.0, delta=1e-6, rule="rdp")
+
+
+def test_ledger_register_dataset_validates_budget(ledger: Ledger) -> None:
+    with pytest.raises(BudgetError):
+        ledger.register_dataset("x", "x", epsilon=-1.0, delta=0.0, rule="basic")
+    with pytest.raises(BudgetError):
+        ledger.register_dataset("x", "x", epsilon=1.0, delta=1.0, rule="basic")
+    with pytest.raises(BudgetError, match="rule must be one of"):
+        ledger.register_dataset("x", "x", epsilon=1.0, delta=0.0, rule="pld-someday")
+
+
+def test_ledger_status_unknown_dataset_raises(ledger: Ledger) -> None:
+    with pytest.raises(LedgerError, match="register_dataset"):
+        ledger.status("nope")
+
+
+# ----------------------------------------------------------------- export
+
+
+def test_ledger_export_holds_no_answer_values_unless_asked(ledger: Ledger) -> None:
+    ledger.release(
+        FP, "plan-1", "s", [("median_income", pure(0.3))], Sampler({"median_income": 52341.5})
+    )
+    exported = ledger.export(FP)
+    text = json.dumps(exported, allow_nan=False)
+    assert "52341.5" not in text and '"answers"' not in text
+    assert exported["status"]["epsilon_spent"] == pytest.approx(0.3)
+    assert exported["releases"][0]["spends"][0]["event"] == {"event": "pure", "epsilon": 0.3}
+    with_answers = ledger.export(FP, include_answers=True)
+    assert with_answers["releases"][0]["answers"] == {"median_income": 52341.5}
+    json.dumps(with_answers, allow_nan=False)
+
+
+def test_ledger_export_of_gaussian_spend_is_strict_json(url: str) -> None:
+    led = Ledger(url)
+    led.register_dataset("fp", "x", epsilon=5.0, delta=1e-6, rule="zcdp")
+    led.release("fp", "a", "s", [("q", gaussian(2.0, 1e-7))], Sampler({"q": 1}))
+    exported = led.export("fp")
+    json.dumps(exported, allow_nan=False)
+    # ρ = 1/(2·2²) = 0.125 (MATH.md: Gaussian zCDP)
+    assert exported["releases"][0]["spends"][0]["rho"] == pytest.approx(0.125)
+
+
+def test_ledger_basic_rule_refuses_delta_overspend(url: str) -> None:
+    led = Ledger(url)
+    led.register_dataset("fp", "x", epsilon=50.0, delta=1e-6, rule="basic")
+    led.release("fp", "a", "s", [("q", gaussian(2.0, 6e-7))], Sampler({"q": 1}))
+    with pytest.raises(BudgetExceededError, match="delta"):
+        led.release("fp", "b", "s", [("q", gaussian(2.0, 6e-7))], Sampler({"q": 1}))
+    assert led.status("fp").releases == 1
+
+
+# ----------------------------------------------------------------- storage settings
+
+
+def test_ledger_default_url_honours_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    target = f"sqlite:///{tmp_path / 'elsewhere.db'}"
+    monkeypatch.setenv(ENV_URL, target)
+    assert default_ledger_url() == target
+    led = Ledger()
+    assert led.url == target
+    led.register_dataset("fp", "x", 1.0, 0.0, "basic")
+    assert (tmp_path / "elsewhere.db").exists()
+    led.close()
+    monkeypatch.delenv(ENV_URL)
+    monkeypatch.setenv(ENV_HOME, str(tmp_path / "home"))
+    assert default_ledger_url() == f"sqlite:///{tmp_path / 'home' / 'ledger.db'}"
+    Ledger().close()  # creates the home directory
+    assert (tmp_path / "home" / "ledger.db").exists()
+    monkeypatch.delenv(ENV_HOME)
+    expected = Path("~/.privacy-budget-planner/ledger.db").expanduser()
+    assert default_ledger_url() == f"sqlite:///{expected}"
+
+
+def test_ledger_sqlite_connection_uses_wal_and_busy_timeout(ledger: Ledger) -> None:
+    with ledger.engine.connect() as conn:
+        assert conn.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
+        assert conn.exec_driver_sql("PRAGMA busy_timeout").scalar() == 30_000
+        assert conn.exec_driver_sql("PRAGMA synchronous").scalar() == 2  # FULL
+        assert conn.exec_driver_sql("PRAGMA foreign_keys").scalar() == 1
+        assert conn.connection.dbapi_connection.isolation_level is None  # type: ignore[union-attr]
+
+
+def test_ledger_release_takes_write_lock_with_begin_immediate(ledger: Ledger) -> None:
+    statements: list[str] = []
+
+    def record(conn: Any, cursor: Any, statement: str, *args: Any) -> None:
+        statements.append(statement)
+
+    event.listen(ledger.engine, "before_cursor_execute", record)
+    try:
+        ledger.release(FP, "plan-1", "s", [("q", pure(0.1))], Sampler({"q": 1}))
+    finally:
+        event.remove(ledger.engine, "before_cursor_execute", record)
+    begins = [s for s in statements if s.startswith("BEGIN")]
+    # transaction 1 (check + spend) and transaction 2 (answers) both write
+    assert begins[:2] == ["BEGIN IMMEDIATE", "BEGIN IMMEDIATE"]
+
+
+def test_ledger_status_reads_do_not_take_write_lock(ledger: Ledger) -> None:
+    statements: list[str] = []
+
+    def record(conn: Any, cursor: Any, statement: str, *args: Any) -> None:
+        statements.append(statement)
+
+    event.listen(ledger.engine, "before_cursor_execute", record)
+    try:
+        ledger.status(FP)
+    finally:
+        event.remove(ledger.engine, "before_cursor_execute", record)
+    assert "BEGIN DEFERRED" in statements and "BEGIN IMMEDIATE" not in statements
+
+
+def test_ledger_postgresql_locks_dataset_row_and_tables_compile() -> None:
+    sql = str(_dataset_stmt("fp", lock=True).compile(dialect=postgresql.dialect()))
+    assert sql.rstrip().endswith("FOR UPDATE")
+    for table in LEDGER_METADATA.sorted_tables:
+        CreateTable(table).compile(dialect=postgresql.dialect())
+    assert {t.name for t in LEDGER_METADATA.sorted_tables} == {
+        "datasets",
+        "releases",
+        "spends",
+        "answers",
+    }
+
+
+def test_ledger_bad_url_or_missing_driver_is_a_ledger_error() -> None:
+    with pytest.raises(LedgerError, match="not a valid SQLAlchemy URL"):
+        Ledger("not a url")
+    try:
+        import psycopg  # noqa: F401
+    except ImportError:
+        with pytest.raises(LedgerError, match="driver") as info:
+            Ledger("postgresql+psycopg://alice:s3cret@localhost/ledger")
+        assert "s3cret" not in str(info.value)
+
+
+def test_ledger_tables_are_not_redefined_on_reimport() -> None:
+    path = Path(__file__).resolve().parents[2] / "planner" / "ledger.py"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        again = runpy.run_path(str(path), run_name="planner._ledger_reimported")
+    assert again["LEDGER_METADATA"] is not LEDGER_METADATA
+    assert "releases" not in SQLModel.metadata.tables  # private metadata only
+
+
+def test_ledger_in_memory_url_works() -> None:
+    led = Ledger("sqlite://")
+    led.register_dataset("fp", "x", 1.0, 0.0, "basic")
+    led.release("fp", "a", "s", [("q", pure(0.5))], Sampler({"q": 1}))
+    assert led.status("fp").epsilon_remaining == pytest.approx(0.5)
+
+
+# ----------------------------------------------------------------- property
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.floats(min_value=0.01, max_value=0.6, allow_nan=False), min_size=1, max_size=12))
+def test_ledger_never_overspends(costs: list[float]) -> None:
+    led = Ledger("sqlite://")
+    led.register_dataset("fp", "x", 1.0, 0.0, "basic")
+    accepted: list[float] = []
+    for i, c in enumerate(costs):
+        try:
+            led.release("fp", f"p{i}", "s", [("q", pure(c))], Sampler({"q": i}))
+            accepted.append(c)
+        except BudgetExceededError:
+            assert math.fsum(accepted) + c > 1.0
+    status = led.status("fp")
+    assert status.epsilon_spent == pytest.approx(math.fsum(accepted), rel=1e-12, abs=1e-15)
+    assert status.epsilon_spent <= 1.0 * (1 + 1e-12)
+    assert status.releases == len(accepted)
+    led.close()

@@ -1,0 +1,134 @@
+"""Crash safety: a release whose process is SIGKILLed at the worst moments.
+
+A child process (``ledger_workers/crash_worker.py``) releases one plan of ε = 0.25 against
+a budget of ε = 1.0 and kills itself (SIGKILL: no cleanup, no checkpoint, the WAL file
+left behind) at one of three moments. A fresh process and a fresh :class:`Ledger` must
+then find a consistent database and the same budget accounting, and a re-run of the same
+plan must never sample again once its spend was committed (PRODUCT.md §5).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from planner.ledger import Ledger, ReleaseStatus
+
+WORKER = Path(__file__).resolve().parent / "ledger_workers" / "crash_worker.py"
+REPO = Path(__file__).resolve().parents[2]
+FP = "sha256:crash"
+COST = 0.25  # crash_worker.EPSILON
+
+
+def _run(mode: str, url: str, marker: Path) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH", "")) if p)
+    return subprocess.run(
+        [sys.executable, str(WORKER), mode, url, FP, "plan-1", str(marker)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def _rerun(url: str, marker: Path) -> dict[str, Any]:
+    proc = _run("rerun", url, marker)
+    assert proc.returncode == 0, proc.stderr
+    out: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
+    return out
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Path:
+    path = tmp_path / "ledger.db"
+    led = Ledger(f"sqlite:///{path}")
+    led.register_dataset(FP, "crash", epsilon=1.0, delta=0.0, rule="basic")
+    led.close()
+    return path
+
+
+def _fresh_checks(url: str, db: Path) -> dict[str, Any]:
+    """Open anew: integrity, WAL still on, and the accounting as a dict."""
+    led = Ledger(url)
+    assert led.integrity_check() == []
+    with led.engine.connect() as conn:
+        assert conn.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
+    status = led.status(FP).to_dict()
+    led.close()
+    return status
+
+
+def test_ledger_crash_inside_sample_keeps_spend_and_never_resamples(
+    db: Path, tmp_path: Path
+) -> None:
+    url = f"sqlite:///{db}"
+    marker = tmp_path / "sampled-1"
+    proc = _run("kill_in_sample", url, marker)
+    assert proc.returncode == -signal.SIGKILL, proc.stderr
+    assert marker.exists()  # it died inside sample(), after the spend was committed
+    assert Path(f"{db}-wal").exists()  # no clean close: recovery is exercised
+
+    status = _fresh_checks(url, db)
+    assert status["epsilon_spent"] == pytest.approx(COST)  # the spend is counted
+    assert status["releases"] == 1
+    assert status["releases_without_answers"] == 1
+    (rec,) = Ledger(url).releases(FP)
+    assert rec.status is ReleaseStatus.SPENT_NO_ANSWERS
+    assert rec.answers is None
+    with sqlite3.connect(db) as raw:  # repaired on open, not only reported
+        assert raw.execute("SELECT status FROM releases").fetchall() == [("spent_no_answers",)]
+
+    marker2 = tmp_path / "sampled-2"
+    out = _rerun(url, marker2)
+    assert out["outcome"] == "LedgerError"
+    assert "answers were lost" in out["message"] and "will not be sampled again" in out["message"]
+    assert not marker2.exists()  # never sampled again
+    assert out["status"] == status  # a new process reports identical accounting
+    assert out["releases"] == ["spent_no_answers"]
+    assert _fresh_checks(url, db) == status
+
+
+def test_ledger_crash_after_answers_returns_stored_answers(db: Path, tmp_path: Path) -> None:
+    url = f"sqlite:///{db}"
+    proc = _run("kill_after_answers", url, tmp_path / "sampled-1")
+    assert proc.returncode == -signal.SIGKILL, proc.stderr
+
+    status = _fresh_checks(url, db)
+    assert status["epsilon_spent"] == pytest.approx(COST)
+    assert status["releases"] == 1 and status["releases_without_answers"] == 0
+    (rec,) = Ledger(url).releases(FP)
+    assert rec.status is ReleaseStatus.DONE and rec.answers == {"q": 12.5}
+
+    marker2 = tmp_path / "sampled-2"
+    out = _rerun(url, marker2)
+    assert out["outcome"] == "reused" and out["answers"] == {"q": 12.5}
+    assert not marker2.exists()
+    assert out["status"] == status
+    assert _fresh_checks(url, db) == status
+
+
+def test_ledger_crash_before_spend_commit_records_nothing(db: Path, tmp_path: Path) -> None:
+    url = f"sqlite:///{db}"
+    marker = tmp_path / "sampled-1"
+    proc = _run("kill_before_commit", url, marker)
+    assert proc.returncode == -signal.SIGKILL, proc.stderr
+    assert not marker.exists()  # nothing was sampled
+
+    status = _fresh_checks(url, db)
+    assert status["epsilon_spent"] == 0.0 and status["releases"] == 0
+
+    marker2 = tmp_path / "sampled-2"
+    out = _rerun(url, marker2)  # nothing was spent, so the plan may be released now
+    assert out["outcome"] == "done" and marker2.exists()
+    assert out["status"]["epsilon_spent"] == pytest.approx(COST)
+    assert _fresh_checks(url, db) == out["status"]
