@@ -450,7 +450,9 @@ def plan_warnings(epsilon: float, delta: float, n: int | None) -> tuple[str, ...
     return tuple(out)
 
 
-def _scale_to_budget(cost: Callable[[FloatArray], float], theta: FloatArray, free: npt.NDArray[np.bool_], target: float) -> FloatArray:
+def _scale_to_budget(
+    cost: Callable[[FloatArray], float], theta: FloatArray, free: npt.NDArray[np.bool_], target: float, width: float = 1.0
+) -> FloatArray:
     """Multiply the free θ by one factor so the exact cost equals target (never above).
 
     Brent's method on the log factor (the cost is increasing in it), then a few ulp-sized
@@ -465,7 +467,7 @@ def _scale_to_budget(cost: Callable[[FloatArray], float], theta: FloatArray, fre
     def g(log_f: float) -> float:
         return cost(at(log_f)) - target
 
-    lo, hi = -1.0, 1.0
+    lo, hi = -width, width
     while g(lo) > 0:
         lo *= 2.0
         if lo < -700:
@@ -504,10 +506,10 @@ def _surrogate(wl: _Workload, rule: CompositionRule) -> FloatArray:
         theta[pure] = (w[pure] * c[pure]) ** (1 / 3)
         theta[wl.gauss] = np.sqrt(w[wl.gauss] * c[wl.gauss])
     else:
-        k = c.copy()
-        k[pure] = c[pure] / 2.0
-        k[wl.masks[Family.EXPONENTIAL]] = c[wl.masks[Family.EXPONENTIAL]] / 8.0
-        rho = np.sqrt(w * k)
+        kk = c.copy()
+        kk[pure] = c[pure] / 2.0
+        kk[wl.masks[Family.EXPONENTIAL]] = c[wl.masks[Family.EXPONENTIAL]] / 8.0
+        rho = np.sqrt(w * kk)
         theta[pure] = np.sqrt(2.0 * rho[pure])
         theta[wl.masks[Family.EXPONENTIAL]] = np.sqrt(8.0 * rho[wl.masks[Family.EXPONENTIAL]])
         theta[wl.gauss] = rho[wl.gauss]
@@ -614,7 +616,11 @@ def _allocate_once(
         return float(total_epsilon(spends, rule, delta))
 
     def fit(theta: FloatArray) -> FloatArray:
-        return _scale_to_budget(exact, theta, free, epsilon)
+        # The fast cost uses the same formulas as the accountant for basic, advanced and
+        # zCDP; a narrow exact pass then lands on the ledger's own number.
+        if rule is not CompositionRule.RDP:
+            theta = _scale_to_budget(cost.value, theta, free, epsilon)
+        return _scale_to_budget(exact, theta, free, epsilon, width=1e-6)
 
     if not free.any():
         used = exact(pinned_theta)

@@ -33,6 +33,59 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _register(sub: Any) -> None:
     """Register subcommands; each sets ``handler`` via ``set_defaults``."""
+    p = sub.add_parser("validate", help="check a data file against a schema; print per-column counts")
+    p.add_argument("--data", required=True, help="CSV, TSV or Parquet file")
+    p.add_argument("--schema", required=True, help="schema JSON")
+    p.set_defaults(handler=_cmd_validate)
+
+    p = sub.add_parser("plan", help="split a total budget across a workload (JSON in, JSON out)")
+    p.add_argument("--spec", required=True, help="PLAN.json: schema, budget, queries")
+    p.set_defaults(handler=_cmd_plan)
+
+    p = sub.add_parser("compose", help="total (ε, δ) of a list of mechanisms under every rule")
+    p.add_argument("--spec", required=True, help='MECHS.json: {"delta": ..., "mechanisms": [...]}')
+    p.set_defaults(handler=_cmd_compose)
+
+    p = sub.add_parser("release", help="make a differentially private release and record it in the ledger")
+    p.add_argument("--spec", required=True, help="PLAN.json")
+    p.add_argument("--data", required=True, help="the data file")
+    p.add_argument("--ledger", default=None, help="SQLAlchemy URL of the ledger (default: $PLANNER_LEDGER_URL)")
+    p.set_defaults(handler=_cmd_release)
+
+    p = sub.add_parser("ledger", help="show datasets, budgets and releases recorded in the ledger")
+    p.add_argument("--ledger", default=None, help="SQLAlchemy URL of the ledger (default: $PLANNER_LEDGER_URL)")
+    p.add_argument("--dataset", default=None, help="a dataset fingerprint")
+    p.set_defaults(handler=_cmd_ledger)
+
+
+def _cmd_validate(args: argparse.Namespace) -> Any:
+    from planner.validate import validate_command
+
+    return validate_command(args.data, args.schema)
+
+
+def _cmd_plan(args: argparse.Namespace) -> Any:
+    from planner.plan_spec import plan_command
+
+    return plan_command(args.spec)
+
+
+def _cmd_compose(args: argparse.Namespace) -> Any:
+    from planner.plan_spec import compose_command
+
+    return compose_command(args.spec)
+
+
+def _cmd_release(args: argparse.Namespace) -> Any:
+    from planner.release import cmd_release
+
+    return cmd_release(args.spec, args.data, args.ledger)
+
+
+def _cmd_ledger(args: argparse.Namespace) -> Any:
+    from planner.release import cmd_ledger
+
+    return cmd_ledger(args.ledger, args.dataset)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

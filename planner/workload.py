@@ -37,7 +37,16 @@ import numpy as np
 from scipy import optimize
 
 from planner.accounting import CompositionRule
-from planner.allocation import Allocation, Family, Item, ItemAllocation, Target, allocate, applicable_rules, plan_targets
+from planner.allocation import (
+    Allocation,
+    Family,
+    Item,
+    ItemAllocation,
+    Target,
+    allocate,
+    applicable_rules,
+    plan_targets,
+)
 from planner.errors import QueryError
 from planner.mechanisms import exponential as em
 from planner.mechanisms import randomized_response as rr
@@ -48,10 +57,14 @@ from planner.schema import Schema
 
 M = MechanismName
 _BETA = 0.05
+# Released Gaussian noise is OpenDP's, which certifies ρ-zCDP (it samples a discrete
+# Gaussian on a fine grid); its (ε, δ) is therefore taken from the zCDP conversion, as
+# OpenDP's make_zCDP_to_approxDP does, not from the analytic Gaussian of an idealised
+# continuous sampler. Both Gaussian mechanisms plan as the DISCRETE_GAUSSIAN family.
 _ADDITIVE_FAMILY = {
     M.LAPLACE: Family.LAPLACE,
     M.DISCRETE_LAPLACE: Family.DISCRETE_LAPLACE,
-    M.GAUSSIAN: Family.GAUSSIAN,
+    M.GAUSSIAN: Family.DISCRETE_GAUSSIAN,
     M.DISCRETE_GAUSSIAN: Family.DISCRETE_GAUSSIAN,
 }
 
@@ -118,7 +131,7 @@ def build_items(
             else:
                 a2 = qparts[0].sensitivity.l2
                 b2 = m * qparts[1].sensitivity.l2
-                item = Item(q.id, Family.GAUSSIAN, (a2 + b2) ** 2 / (2.0 * n**2), weight=w, error_scale=s)
+                item = Item(q.id, Family.DISCRETE_GAUSSIAN, (a2 + b2) ** 2 / (2.0 * n**2), weight=w, error_scale=s)
             parts.append(Part(q, item, q.id))
             continue
         if kind in (QueryKind.QUANTILE, QueryKind.MEDIAN):
@@ -155,9 +168,10 @@ def build_items(
             parts.append(Part(q, Item(q.id, Family.LAPLACE, 2.0 * p.sensitivity.l1**2, weight=w, error_scale=s), p.name))
             continue
         # count, sum, histogram, mean with public n: additive noise on one number per bin
-        fam = _ADDITIVE_FAMILY.get(mech)
-        if fam is None:
+        add_fam = _ADDITIVE_FAMILY.get(mech)
+        if add_fam is None:
             raise QueryError(f"query {q.id!r}: mechanism {mech.value!r} is not additive noise.")
+        fam = add_fam
         if fam is Family.LAPLACE:
             item = Item(q.id, fam, 2.0 * p.sensitivity.l1**2, weight=w, error_scale=s)
         elif fam is Family.DISCRETE_LAPLACE:

@@ -195,7 +195,7 @@ def test_target_relative_uses_the_error_scale() -> None:
 
 
 def test_compare_rules_match_the_accountant_and_rdp_beats_basic_for_many_gaussians() -> None:
-    items = [Item(f"g{i}", Family.GAUSSIAN, 0.5) for i in range(50)]
+    items = [Item(f"g{i}", Family.DISCRETE_GAUSSIAN, 0.5) for i in range(50)]  # as the product plans Gaussians
     out = compare_rules(items, 1.0, 1e-6)
     for rule, alloc in out.items():
         spends = [s for _, s in alloc.spends()]
@@ -210,7 +210,8 @@ def test_error_curve_decreases_with_total_epsilon() -> None:
 
 
 def test_warnings_for_large_epsilon_and_delta_over_one_over_n() -> None:
-    a = allocate([Item("a", Family.LAPLACE, 2.0)], 12.0, 1e-3, CompositionRule.BASIC, n=500)
+    # δ = 0.01 ≥ 1/n = 0.002 and ε = 12 > 10: both warnings (issue 4, item 5)
+    a = allocate([Item("a", Family.LAPLACE, 2.0)], 12.0, 1e-2, CompositionRule.BASIC, n=500)
     text = " ".join(a.warnings)
     assert "above 10" in text and "1/n" in text
 

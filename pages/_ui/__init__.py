@@ -1,0 +1,1 @@
+"""Streamlit helpers shared by the pages: state keys, cached engine calls, charts, sidebar."""

@@ -1,0 +1,70 @@
+"""The command line: JSON in, JSON out, errors as JSON on stderr with exit status 2."""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from planner.cli import main
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _run(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, dict, str]:
+    code = main(args)
+    out, err = capsys.readouterr()
+    return code, (json.loads(out) if out.strip() else {}), err
+
+
+def test_cli_validate_reports_counts_only(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = _run(["validate", "--data", str(ROOT / "data/census.csv"), "--schema", str(ROOT / "data/census.schema.json")], capsys)
+    assert code == 0
+    assert out["rows"] == 50_000  # data/README.md: the census sample has 50,000 rows
+    assert set(out["column_report"]["age"]) >= {"usable", "clipped", "invalid", "missing"}
+
+
+def test_cli_plan_uses_the_whole_budget_and_compares_rules(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = _run(["plan", "--spec", str(ROOT / "examples/census_plan.json")], capsys)
+    assert code == 0
+    assert out["rule"] == "rdp"
+    assert out["used_epsilon"] == pytest.approx(1.0, rel=1e-9)
+    assert out["used_epsilon"] <= 1.0
+    assert {q["id"] for q in out["queries"]} == {"people", "income_mean", "age_median", "region", "smokers"}
+    for q in out["queries"]:
+        assert q["rmse"] > 0 and q["error_bound_95"] > 0
+    assert set(out["comparison"]) == {"basic", "advanced", "rdp", "zcdp"}
+
+
+def test_cli_compose_matches_hand_calculation(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    spec = tmp_path / "m.json"
+    spec.write_text(json.dumps({"delta": 1e-6, "mechanisms": [{"mechanism": "laplace", "epsilon": 0.1, "count": 100}]}))
+    code, out, _ = _run(["compose", "--spec", str(spec)], capsys)
+    assert code == 0
+    # basic: 100 × 0.1 = 10 (MATH.md §5)
+    assert out["total"]["basic"]["epsilon"] == pytest.approx(10.0, rel=1e-12)
+    # advanced (KOV Thm 3.5; no mechanism needs δ, so all of it is the slack δ' = 1e-6):
+    # Σ εᵢ(e^εᵢ−1)/(e^εᵢ+1) + √(2 ln(1/δ') Σ εᵢ²) = 100·0.1·tanh(0.05) + √(2 ln(1e6)·100·0.01), by hand
+    kov = 100 * 0.1 * math.tanh(0.05) + math.sqrt(2 * math.log(1 / 1e-6) * 100 * 0.01)
+    assert out["total"]["advanced"]["epsilon"] == pytest.approx(min(10.0, kov), rel=1e-9)
+    assert out["total"]["rdp"]["epsilon"] < out["total"]["basic"]["epsilon"]
+
+
+def test_cli_bad_spec_is_json_error_with_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    spec = tmp_path / "bad.json"
+    spec.write_text("{}")
+    code, _out, err = _run(["plan", "--spec", str(spec)], capsys)
+    assert code == 2
+    assert "missing 'schema'" in json.loads(err)["error"]
+    spec.write_text("{not json")
+    code, _, err = _run(["compose", "--spec", str(spec)], capsys)
+    assert code == 2 and "not valid JSON" in json.loads(err)["error"]
+
+
+def test_python_dash_m_planner_runs() -> None:
+    res = subprocess.run([sys.executable, "-m", "planner", "--help"], capture_output=True, text=True, cwd=ROOT, timeout=60)
+    assert res.returncode == 0 and "plan" in res.stdout
