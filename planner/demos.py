@@ -887,6 +887,14 @@ def accuracy_per_rule(
     return AccuracyPerRule(kk, float(total_epsilon), float(delta), sens.l1, per, err)
 
 
+def simulate_count_answers(
+    true_count: float, epsilon: float, size: int, rng: np.random.Generator
+) -> FloatArray:
+    """``size`` demo draws of a count (Δ = 1) answered with Laplace noise at ε (never released)."""
+    b = float(LAPLACE.scale_for(epsilon, _COUNT))
+    return LAPLACE.simulate(float(true_count), b, v.count(size, "size"), rng)
+
+
 def log_grid(k_max: int, points: int = 25) -> list[int]:
     """About ``points`` distinct integers from 1 to k_max, evenly spaced on a log scale."""
     km = v.count(k_max, "k_max")

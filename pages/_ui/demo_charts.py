@@ -26,7 +26,7 @@ CENSUS_SCHEMA = ROOT / "data" / "census.schema.json"
 
 DEFAULT_SEED = 2024
 
-_RULE_LABELS = {
+RULE_LABELS = {
     demos.Rule.BASIC: "basic (sum of ε)",
     demos.Rule.ADVANCED: "advanced (best of DRV / KOV)",
     demos.Rule.RDP: "Rényi DP (Laplace)",
@@ -363,7 +363,7 @@ def composition_chart(c: demos.CompositionCurves) -> alt.LayerChart:
 def accuracy_chart(acc: demos.AccuracyPerRule) -> alt.Chart:
     """Per-query Laplace RMSE against k for a fixed total ε, per rule (log-log)."""
     df = pd.concat(
-        pd.DataFrame({"k": acc.k, "RMSE": acc.rmse[r], "ε per query": acc.per_query[r], "rule": _RULE_LABELS[r]})
+        pd.DataFrame({"k": acc.k, "RMSE": acc.rmse[r], "ε per query": acc.per_query[r], "rule": RULE_LABELS[r]})
         for r in demos.Rule
     )
     return (
@@ -377,3 +377,20 @@ def accuracy_chart(acc: demos.AccuracyPerRule) -> alt.Chart:
         )
         .properties(height=300)
     )
+
+
+def rule_answers_chart(answers: dict[str, np.ndarray[Any, Any]], truth: float) -> alt.LayerChart:
+    """Histograms of simulated noisy answers to one count under each rule's per-query ε."""
+    allv = np.concatenate(list(answers.values()))
+    lo, hi = np.quantile(allv, [0.005, 0.995])
+    frames = [
+        _hist_df(v[(v >= lo) & (v <= hi)], 60, float(lo), float(hi)).assign(rule=k) for k, v in answers.items()
+    ]
+    bars = alt.Chart(pd.concat(frames)).mark_bar(opacity=0.45, binSpacing=0).encode(
+        x=alt.X("start:Q", title="noisy answer to one count"),
+        x2="end:Q",
+        y=alt.Y("count:Q", title="runs", stack=None),
+        color=alt.Color("rule:N", title=None, legend=alt.Legend(orient="bottom")),
+    )
+    rule = alt.Chart(pd.DataFrame({"x": [truth]})).mark_rule(color="black", strokeDash=[4, 3]).encode(x="x:Q")
+    return (bars + rule).properties(height=240)

@@ -40,6 +40,7 @@ DELTA = "plan_delta"
 RULE = "plan_rule"
 MODE = "plan_mode"  # "weighted" or "target"
 RELATIVE = "plan_relative"  # measure errors relative to a public scale
+SHOW_CURVE = "plan_show_curve"  # compute the rules-across-ε comparison (slow under zCDP)
 
 # --- accuracy -----------------------------------------------------------------------
 ACC_QUERY = "acc_query"
@@ -98,6 +99,7 @@ _DEFAULTS: dict[str, Any] = {
     RULE: "rdp",
     MODE: "weighted",
     RELATIVE: True,
+    SHOW_CURVE: False,
     ACC_QUERY: None,
     ACC_EPS: 1.0,
     ACC_DATA_VIEW: False,

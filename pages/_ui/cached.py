@@ -1,0 +1,259 @@
+"""Cached wrappers of deterministic engine calls.
+
+Everything here is a pure function of its (hashable) arguments: loading a file, column
+reports, plans, accuracy curves, rule comparisons. NOTHING that draws noise is cached:
+releases go through ``planner.release`` from an ``on_click`` callback only.
+
+Arguments whose name starts with ``_`` are not hashed by Streamlit; every such argument
+is paired with a hashed key (a fingerprint or a JSON text) that determines it.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+from planner import bounds, workload
+from planner.backends.pandas_backend import PandasBackend
+from planner.errors import PlannerError
+from planner.ledger import Ledger
+from planner.loader import column_report, load_table
+from planner.mechanisms import ism
+from planner.queries import VALID_MECHANISMS, Query, QueryKind, queries_from_list
+from planner.schema import ColumnKind, Schema, dataset_fingerprint, suggest_kinds
+
+from . import state as S
+
+LINEAR_KINDS = (QueryKind.COUNT, QueryKind.SUM, QueryKind.HISTOGRAM)
+
+
+# ----------------------------------------------------------------------------- loading
+@st.cache_data(show_spinner="Loading the sample…", max_entries=4)
+def load_sample(name: str) -> tuple[pd.DataFrame, str, str]:
+    """(table, schema JSON, fingerprint) of a bundled sample."""
+    csv, schema_path = S.SAMPLES[name]
+    df = load_table(csv, name=csv.name)
+    return df, Schema.load(schema_path).to_json(), dataset_fingerprint(csv)
+
+
+@st.cache_data(show_spinner="Reading the upload…", max_entries=4)
+def load_upload(data: bytes, name: str) -> tuple[pd.DataFrame, str]:
+    """(table, fingerprint) of uploaded bytes; raises the engine's DataError on bad input."""
+    return load_table(data, name=name), dataset_fingerprint(data)
+
+
+@st.cache_data(max_entries=8)
+def suggested_kinds(fingerprint: str, _df: pd.DataFrame) -> dict[str, str]:
+    """Kinds suggested from the rows (kinds only: never bounds or categories)."""
+    return {k: v.value for k, v in suggest_kinds(_df).items()}
+
+
+@st.cache_data(max_entries=16)
+def report(fingerprint: str, schema_json: str, _df: pd.DataFrame) -> dict[str, Any]:
+    """The column report (counts only) of a table under a schema."""
+    return column_report(_df, Schema.from_json(schema_json))
+
+
+@st.cache_resource(max_entries=4)
+def backend(fingerprint: str, schema_json: str, _df: pd.DataFrame) -> PandasBackend:
+    return PandasBackend(_df, Schema.from_json(schema_json))
+
+
+@st.cache_resource
+def get_ledger(url: str | None) -> Ledger:
+    """One ledger per process and URL (``$PLANNER_LEDGER_URL`` or the default)."""
+    return Ledger(url)
+
+
+def ledger() -> Ledger:
+    import os
+
+    return get_ledger(os.environ.get("PLANNER_LEDGER_URL"))
+
+
+@dataclass(frozen=True)
+class Active:
+    """The dataset the pages work on."""
+
+    name: str
+    source: str
+    fingerprint: str
+    df: pd.DataFrame
+    schema: Schema | None
+    schema_json: str | None
+    sample: str | None
+
+
+def active() -> Active:
+    """The active dataset; raises PlannerError on a bad upload."""
+    ss = st.session_state
+    if ss[S.SOURCE] == "upload" and ss[S.UPLOAD_BYTES] is not None:
+        df, fp = load_upload(ss[S.UPLOAD_BYTES], ss[S.UPLOAD_NAME] or "upload")
+        sj = ss[S.UPLOAD_SCHEMA]
+        return Active(ss[S.UPLOAD_NAME] or "upload", "upload", fp, df,
+                      Schema.from_json(sj) if sj else None, sj, None)
+    name = ss[S.SAMPLE]
+    df, sj, fp = load_sample(name)
+    return Active(f"{name} (sample)", "sample", fp, df, Schema.from_json(sj), sj, name)
+
+
+def sync_workload(data: Active) -> None:
+    """Reset the workload to the dataset's default when the dataset changes."""
+    ss = st.session_state
+    if ss[S.ACTIVE_FP] != data.fingerprint:
+        if ss[S.ACTIVE_FP] is not None:
+            S.reset_workload(data.sample)
+        ss[S.ACTIVE_FP] = data.fingerprint
+
+
+# ----------------------------------------------------------------------------- queries
+def clean_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Editor rows → query dicts: blank cells dropped, numbers as floats."""
+    out = []
+    for r in rows:
+        d: dict[str, Any] = {}
+        for k, v in r.items():
+            if v is None or (isinstance(v, float) and math.isnan(v)) or (isinstance(v, str) and not v.strip()):
+                continue
+            d[k] = float(v) if k in ("weight", "target") else (v.strip() if isinstance(v, str) else v)
+        if d:
+            out.append(d)
+    return out
+
+
+def workload_json(rows: list[dict[str, Any]], mode: str = "weighted") -> str:
+    """Canonical JSON of the workload for ``mode``: weights in weighted mode, targets in target mode."""
+    drop = "target" if mode == "weighted" else "weight"
+    return json.dumps([{k: v for k, v in r.items() if k != drop} for r in clean_rows(rows)], sort_keys=True)
+
+
+def parse_queries(wl_json: str, schema_json: str) -> tuple[Query, ...]:
+    """Validated queries (raises QueryError naming the query)."""
+    return queries_from_list(json.loads(wl_json), Schema.from_json(schema_json))
+
+
+def error_scales(queries: tuple[Query, ...], schema: Schema) -> dict[str, float] | None:
+    """A public scale per query (from the declared bounds and public n) to weigh relative errors."""
+    n = schema.public_n
+    if n is None:
+        return None
+    out: dict[str, float] = {}
+    for q in queries:
+        k = q.kind
+        if k is QueryKind.COUNT:
+            out[q.id] = float(n)
+        elif k in (QueryKind.SUM, QueryKind.MEAN):
+            lo, hi = schema.column(q.column or "").bounds
+            mid = (abs(lo) + abs(hi)) / 2 or 1.0
+            out[q.id] = mid * (n if k is QueryKind.SUM else 1.0)
+        elif k in (QueryKind.HISTOGRAM, QueryKind.MODE, QueryKind.SYNTHETIC_SAMPLE):
+            out[q.id] = float(n) / max(len(q.labels(schema)), 1)
+    return out
+
+
+# ----------------------------------------------------------------------------- plans
+@st.cache_data(max_entries=64)
+def plan(wl_json: str, schema_json: str, epsilon: float, delta: float, rule: str, relative: bool) -> workload.Plan:
+    schema = Schema.from_json(schema_json)
+    qs = parse_queries(wl_json, schema_json)
+    return workload.plan(qs, schema, epsilon, delta, rule, error_scales(qs, schema) if relative else None)
+
+
+@st.cache_data(max_entries=32)
+def targets(wl_json: str, schema_json: str, delta: float, rule: str) -> workload.TargetResult:
+    schema = Schema.from_json(schema_json)
+    return workload.plan_for_targets(parse_queries(wl_json, schema_json), schema, delta, rule)
+
+
+@st.cache_data(max_entries=32)
+def compare(wl_json: str, schema_json: str, epsilon: float, delta: float, relative: bool) -> pd.DataFrame:
+    schema = Schema.from_json(schema_json)
+    qs = parse_queries(wl_json, schema_json)
+    plans = workload.compare(qs, schema, epsilon, delta, error_scales(qs, schema) if relative else None)
+    return pd.DataFrame(
+        [{"rule": r, "total weighted error": p.allocation.objective, "ε used": p.allocation.used_epsilon,
+          "method": p.allocation.method} for r, p in plans.items()]
+    )
+
+
+def curve_epsilons(epsilon: float, points: int = 12) -> tuple[float, ...]:
+    return tuple(float(e) for e in np.geomspace(epsilon / 10, epsilon * 10, points))
+
+
+@st.cache_data(max_entries=32)
+def compare_curve(wl_json: str, schema_json: str, epsilons: tuple[float, ...], delta: float, relative: bool) -> pd.DataFrame:
+    schema = Schema.from_json(schema_json)
+    qs = parse_queries(wl_json, schema_json)
+    cur = workload.compare_curve(qs, schema, list(epsilons), delta, error_scales(qs, schema) if relative else None)
+    return pd.DataFrame(
+        [{"rule": r, "epsilon": e, "objective": v} for r, vals in cur.items() for e, v in zip(epsilons, vals, strict=True)]
+    )
+
+
+# ----------------------------------------------------------------------------- accuracy
+EPS_GRID: tuple[float, ...] = tuple(float(e) for e in np.geomspace(0.01, 10, 31))
+
+
+@st.cache_data(max_entries=64)
+def accuracy_curves(query_json: str, schema_json: str, delta: float, epsilons: tuple[float, ...]) -> tuple[pd.DataFrame, list[str]]:
+    """RMSE and 95% bound of one query alone, per applicable mechanism, over ``epsilons``.
+
+    Each point is the planner's own prediction for the query given the whole ε (basic
+    composition of a one-query workload). Returns the curves and notes on mechanisms the
+    planner cannot predict.
+    """
+    schema = Schema.from_json(schema_json)
+    base = json.loads(query_json)
+    rows: list[dict[str, Any]] = []
+    notes: list[str] = []
+    kind = QueryKind(base["kind"])
+    for mech in sorted(m.value for m in VALID_MECHANISMS[kind]):
+        q = dict(base, mechanism=mech)
+        q.pop("target", None)
+        try:
+            qs = queries_from_list([q], schema)
+            for e in epsilons:
+                p = workload.plan(qs, schema, e, delta, "basic")
+                for pr in p.predictions:
+                    label = mech if len(p.predictions) == 1 else f"{mech} ({pr.part})"
+                    rows.append({"mechanism": label, "epsilon": e, "RMSE": pr.rmse,
+                                 "95% bound": pr.error_bound_95, "unit": pr.unit})
+        except PlannerError as exc:
+            notes.append(f"{mech}: {exc}")
+    return pd.DataFrame(rows), notes
+
+
+@st.cache_data(max_entries=64)
+def lower_bound_curve(query_json: str, schema_json: str, epsilons: tuple[float, ...]) -> pd.DataFrame | None:
+    """√ of the MSE lower bound for unbiased ε-DP mechanisms (linear queries only)."""
+    schema = Schema.from_json(schema_json)
+    q = queries_from_list([json.loads(query_json)], schema)[0]
+    if q.kind not in LINEAR_KINDS:
+        return None
+    sens = q.sensitivity(schema).l1
+    b = bounds.unbiased_mse_lower_bound(np.asarray(epsilons), sens)
+    return pd.DataFrame({"epsilon": epsilons, "RMSE lower bound (unbiased)": np.sqrt(b.values)})
+
+
+@st.cache_data(max_entries=16)
+def mode_exactness(fingerprint: str, schema_json: str, column: str, epsilons: tuple[float, ...], _df: pd.DataFrame) -> pd.DataFrame:
+    """DATA-DEPENDENT: P[ISM = true mode] vs the unbiased upper bound at ¼ε (seed 000)."""
+    b = backend(fingerprint, schema_json, _df)
+    counts = b.category_counts(column).as_array()
+    d = ism.mode_distance(counts).distance
+    chk = bounds.ism_optimality(d, np.asarray(epsilons))
+    return pd.DataFrame({
+        "epsilon": list(epsilons) * 2,
+        "P[exact]": np.concatenate([chk.ism, chk.bound_at_fraction]),
+        "curve": ["ISM at ε"] * len(epsilons) + [f"best unbiased at {chk.fraction:g}·ε"] * len(epsilons),
+    })
+
+
+def numeric_kinds() -> tuple[str, ...]:
+    return tuple(k.value for k in ColumnKind)

@@ -1,0 +1,73 @@
+"""Learn: averaging done right — seed 004, figure 4."""
+
+import sys
+from pathlib import Path
+
+if str(Path(__file__).resolve().parents[1]) not in sys.path:  # `streamlit run pages/...`
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import streamlit as st
+
+from pages._ui import demo_charts as dc
+from planner import demos
+from planner.errors import PlannerError
+
+COLUMNS = {"income": "income", "hours worked": "hours_worked", "age": "age"}
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def _demo(column: str, n: int, epsilon: float, clamp: bool, seed: int) -> demos.AveragingDemo:
+    g = dc.rng(seed)
+    values = dc.census_column(column)
+    sample = g.choice(values, size=min(n, values.size), replace=False)
+    lo, hi = dc.census_bounds(column)
+    return demos.averaging_demo(sample, lo, hi, epsilon, 20_000, g, clamp=clamp)
+
+
+st.title("Averaging done right")
+st.markdown(
+    "A noisy average can be made private in two ways. The naive way adds noise for the "
+    "worst case (an empty table, where one person *is* the average): scale C/ε. The better "
+    "way releases a noisy sum and a noisy count, each with half the budget, and divides "
+    "(seed 004, examples 3 and 4)."
+)
+
+c1, c2, c3 = st.columns(3)
+label = c1.selectbox("Census column", list(COLUMNS), key="avg_column")
+n = c2.select_slider("People averaged (random sample)", [100, 300, 1000, 3000, 10_000, 30_000], 1000, key="avg_n")
+eps = c3.select_slider("Total ε", [0.001, 0.003, 0.01, 0.03, 0.1, 0.3, 1.0], demos.SEED_004_AVG_EPSILON, key="avg_eps")
+clamp = st.checkbox(
+    "Clamp the sum/count answer into the declared range (free post-processing)", True, key="avg_clamp"
+)
+seed = dc.seed_controls("avg")
+
+column = COLUMNS[label]
+try:
+    res = _demo(column, int(n), float(eps), bool(clamp), seed)
+except PlannerError as exc:
+    st.error(str(exc))
+    st.stop()
+
+lo, hi = dc.census_bounds(column)
+m1, m2, m3, m4 = st.columns(4)
+m1.metric("True average (sample)", f"{res.true_mean:,.1f}")
+m2.metric("Naive: mean abs. error", f"{res.naive_mae:,.1f}")
+m3.metric("Sum/count: mean abs. error", f"{res.composed_mae:,.1f}")
+m4.metric("Sum/count is more accurate by", f"{res.ratio:,.0f}×", help=f"large-n approximation: {res.ratio_large_n:,.0f}×")
+left, right = st.columns(2)
+left.altair_chart(dc.averaging_chart(res.naive, res.true_mean, f"Naive: mean + Laplace(C/ε), C = {res.bound:,.0f}"), width="stretch")
+right.altair_chart(dc.averaging_chart(res.composed, res.true_mean, "Noisy sum / noisy count (ε/2 each)"), width="stretch")
+st.markdown(
+    f"Both use the same total ε = {res.epsilon:g} on the same {res.n:,} people "
+    f"(values clipped to the declared range [{lo:,.0f}, {hi:,.0f}]). The naive outputs are "
+    f"practically meaningless; sum/count lands close to the truth, {res.ratio:,.0f} times "
+    "closer on average. Red line: the true average."
+)
+st.caption(
+    "Seed 004 reports “around 400 times” at ε = 0.01 without giving its data or n. For n "
+    "values symmetric in [−C, C] the ratio is about n/2 for large n (n(1+r)/(2(1+r+r²)), "
+    "r = |mean|/C); at n = 1000 uniform values the engine's simulation gives ≈ 470. "
+    "Without clamping, the sum/count error has no finite mean (the noisy count can land near "
+    "0), so its simulated ratio jumps from run to run. Demo on the synthetic census sample: "
+    "the true average shown is data-dependent; nothing here is a release."
+)

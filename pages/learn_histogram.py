@@ -1,0 +1,72 @@
+"""Learn: releasing a distribution — seed 001's perturbed-histogram simulation."""
+
+import sys
+from pathlib import Path
+
+if str(Path(__file__).resolve().parents[1]) not in sys.path:  # `streamlit run pages/...`
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import streamlit as st
+
+from pages._ui import demo_charts as dc
+from planner import demos
+from planner.errors import PlannerError
+from planner.mechanisms.histogram import MiseCurve
+
+
+@st.cache_data(show_spinner=False, max_entries=32)
+def _sample(n: int, epsilon: float, m: int, seed: int) -> demos.SyntheticSample:
+    return demos.synthetic_sample_demo(n, epsilon, m, dc.rng(seed))
+
+
+def _mise(n: int, epsilon: float, reps: int, seed: int) -> MiseCurve:
+    """Monte Carlo with a progress bar; results kept per (n, ε, reps, seed) in session state."""
+    cache = st.session_state.setdefault("hist_mise_cache", {})
+    key = (n, epsilon, reps, seed)
+    if key not in cache:
+        bar = st.progress(0.0, text="Running the Monte Carlo simulation…")
+
+        def _tick(done: int, total: int) -> None:
+            bar.progress(done / total, text=f"Monte Carlo repetition {done} of {total}")
+
+        cache[key] = demos.beta_mise_curve(n, epsilon, dc.rng(seed), reps=reps, progress=_tick)
+        bar.empty()
+    curve: MiseCurve = cache[key]
+    return curve
+
+
+st.title("Releasing a whole distribution")
+st.markdown(
+    "Instead of one number, release a histogram: add Laplace noise (variance 8/ε²) to every "
+    "bin count, clip negatives to zero, and draw as many synthetic points as you like from it "
+    "(seed 001). The data here are simulated from a Beta(10, 10) density, as in the seed."
+)
+
+c1, c2, c3 = st.columns(3)
+n = c1.select_slider("Sample size n", list(demos.SEED_001_NS), 1000, key="hist_n")
+eps = c2.select_slider("ε", [*demos.SEED_001_EPSILONS[::-1], 1.0], 0.1, key="hist_eps")
+m = c3.slider("Bins for the synthetic sample", 5, 100, 20, key="hist_m")
+reps = st.select_slider("Monte Carlo repetitions", [10, 25, 50, 100, 200], 50, key="hist_reps")
+seed = dc.seed_controls("hist")
+
+try:
+    sample = _sample(int(n), float(eps), int(m), seed)
+    curve = _mise(int(n), float(eps), int(reps), seed)
+except PlannerError as exc:
+    st.error(str(exc))
+    st.stop()
+
+left, right = st.columns(2)
+left.altair_chart(dc.sample_chart(sample.real, f"Real sample (n = {n})"), width="stretch")
+right.altair_chart(dc.sample_chart(sample.synthetic, f"Synthetic sample from the ε = {eps:g} histogram"), width="stretch")
+st.altair_chart(
+    dc.mise_chart(curve, f"Error of the density estimate vs bins (n = {n}, ε = {eps:g}, {curve.reps} runs)"),
+    width="stretch",
+)
+st.markdown(
+    "The private (perturbed) histogram is always further from the true density than the raw "
+    "one, and its error depends much more on the number of bins: more bins means more noisy "
+    "counts. Smaller ε or smaller n make it worse — the seed's conclusion: the constants in "
+    "the error matter, not only the rate. Dashed line: the true Beta(10, 10) density."
+)
+st.caption("Monte Carlo on simulated data (data-independent); nothing here is a release.")

@@ -1,0 +1,187 @@
+"""AppTest checks of the app frame and the six planning pages on the bundled samples."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from pages._ui import state as S
+
+ROOT = Path(__file__).resolve().parents[2]
+APP = str(ROOT / "app.py")
+PAGES = ["data_page", "queries_page", "accuracy_page", "plan_page", "release_page", "ledger_page"]
+
+
+@pytest.fixture(autouse=True)
+def _ledger(tmp_path, monkeypatch):
+    monkeypatch.setenv("PLANNER_LEDGER_URL", f"sqlite:///{tmp_path}/l.db")
+    # one Ledger per process and URL: the URL differs per test, so each test gets its own.
+
+
+def _app() -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=120)
+    at.run()
+    assert not at.exception
+    return at
+
+
+def _goto(at: AppTest, page: str) -> AppTest:
+    at.switch_page(f"pages/{page}.py").run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def _status(at: AppTest):
+    from pages._ui.cached import ledger
+
+    return ledger().status(at.session_state[S.ACTIVE_FP])
+
+
+def test_app_frame_survives_two_reruns():
+    at = _app()
+    for _ in range(2):
+        at.run()
+        assert not at.exception
+        sidebar_text = " ".join(m.value for m in at.sidebar.markdown)
+        assert "census" in sidebar_text and "add_remove" in sidebar_text
+    assert at.title[0].value == "Data and schema"  # the default page, sample loaded at once
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_page_renders_on_sample(page):
+    at = _goto(_app(), page)
+    assert not at.error, [e.value for e in at.error]
+    assert at.title
+
+
+def test_data_page_shows_owner_only_counts():
+    at = _goto(_app(), "data_page")
+    assert any("visible to you only" in c.value.lower() for c in at.caption)
+    assert at.metric[0].value == "add_remove"
+
+
+def test_queries_page_reports_invalid_row():
+    at = _app()
+    at.session_state[S.WORKLOAD_BASE] = [
+        {"id": "bad", "kind": "sum", "column": "sex", "mechanism": "laplace", "weight": 1.0, "target": None}
+    ]
+    at.session_state[S.WORKLOAD] = at.session_state[S.WORKLOAD_BASE]
+    _goto(at, "queries_page")
+    assert at.error and "bad" in at.error[0].value
+
+
+def test_accuracy_curves_are_log_log():
+    at = _goto(_app(), "accuracy_page")
+    spec = json.dumps(json.loads(at.get("vega_lite_chart")[0].proto.spec))
+    assert spec.count('"type": "log"') >= 2
+
+
+def test_accuracy_data_dependent_view_off_by_default_and_labelled():
+    at = _goto(_app(), "accuracy_page")
+    assert at.toggle(key=S.ACC_DATA_VIEW).value is False
+    assert not any("do not share" in e.value for e in at.error)
+    at.selectbox(key=S.ACC_QUERY).set_value("education_mode").run()
+    at.toggle(key=S.ACC_DATA_VIEW).set_value(True).run()
+    assert not at.exception
+    assert any("not private, do not share" in e.value for e in at.error)
+
+
+@pytest.mark.parametrize("rule", S.RULES)
+def test_plan_under_each_rule(rule):
+    at = _app()
+    at.session_state[S.RULE] = rule
+    _goto(at, "plan_page")
+    assert not at.error, [e.value for e in at.error]
+    assert at.dataframe  # allocation table and the rules table
+
+
+def test_target_mode_reports_least_epsilon():
+    at = _app()
+    at.session_state[S.MODE] = "target"
+    _goto(at, "plan_page")
+    assert not at.error, [e.value for e in at.error]
+    assert any("Least total ε" in m.label for m in at.metric)
+
+
+def test_main_flow_release_once_then_ledger():
+    at = _app()
+    at.session_state[S.RULE] = "basic"
+    _goto(at, "plan_page")
+    _goto(at, "release_page")
+    assert at.button(key="release_open")
+    at.session_state[S.CONFIRMED] = True  # the dialog's confirm (STYLE.md: clicks lost in AppTest)
+    at.run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    assert any("Released" in s.value for s in at.success)
+    specs = [json.loads(c.proto.spec) for c in at.get("vega_lite_chart")]
+    assert any("facet" in sp for sp in specs), "answers with error bars, one panel per query"
+    assert any(b.label.startswith("Download report") for b in at.get("download_button"))
+    rid = at.session_state[S.LAST_RELEASE_ID]
+    assert rid is not None
+    before = _status(at)
+    assert before.releases == 1 and before.epsilon_spent > 0
+    # a rerun (and a page revisit) does not spend again
+    at.run()
+    _goto(at, "release_page")
+    after = _status(at)
+    assert (after.releases, after.epsilon_spent) == (before.releases, before.epsilon_spent)
+    # a fresh session (a reload) shows the stored release and spends nothing
+    at2 = _app()
+    at2.session_state[S.RULE] = "basic"
+    _goto(at2, "release_page")
+    assert any("already released" in s.value for s in at2.success)
+    assert _status(at2).releases == 1
+    _goto(at, "ledger_page")
+    assert any(f"Release #{rid}" in e.label for e in at.expander)
+
+
+@pytest.mark.parametrize(
+    "name,content",
+    [("empty.csv", b""), ("ragged.csv", b"a,b,c\n1,2,3\n4,5\n6,7,8,9\n")],
+)
+def test_bad_upload_shows_error(name, content):
+    at = _goto(_app(), "data_page")
+    at.radio(key=S.SOURCE).set_value("upload").run()
+    at.file_uploader(key="data_uploader").upload(name, content, "text/csv").run()
+    assert not at.exception
+    assert at.error, "a bad upload must show st.error"
+
+
+def test_upload_schema_form_is_not_prefilled():
+    at = _goto(_app(), "data_page")
+    at.radio(key=S.SOURCE).set_value("upload").run()
+    csv = b"person_id,age,city\n1,30,A\n2,41,B\n3,52,A\n"
+    at.file_uploader(key="data_uploader").upload("people.csv", csv, "text/csv").run()
+    assert not at.exception and not at.error
+    assert any("never filled in from the rows" in w.value for w in at.warning)
+    assert at.text_input(key="schema_bounds_age").value == ""
+    assert at.selectbox(key="schema_kind_age").value == "numeric"
+
+
+def test_upload_schema_form_saves_a_declared_schema():
+    at = _goto(_app(), "data_page")
+    at.radio(key=S.SOURCE).set_value("upload").run()
+    csv = b"person_id,age,city\n1,30,A\n2,41,B\n3,52,A\n"
+    at.file_uploader(key="data_uploader").upload("people.csv", csv, "text/csv").run()
+    at.text_input(key="schema_bounds_age").input("18, 90")
+    at.text_input(key="schema_cats_city").input("A, B, C")
+    at.number_input(key="schema_public_n").set_value(3)
+    at.button(key="schema_save").click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    assert at.session_state[S.UPLOAD_SCHEMA] is not None
+    assert any("visible to you only" in c.value.lower() for c in at.caption)
+    _goto(at, "plan_page")
+    assert not at.error, [e.value for e in at.error]
+
+
+def test_upload_schema_form_reports_bad_bounds():
+    at = _goto(_app(), "data_page")
+    at.radio(key=S.SOURCE).set_value("upload").run()
+    at.file_uploader(key="data_uploader").upload("p.csv", b"age\n30\n41\n", "text/csv").run()
+    at.text_input(key="schema_bounds_age").input("90, 18")
+    at.button(key="schema_save").click().run()
+    assert not at.exception
+    assert at.error and "age" in at.error[0].value

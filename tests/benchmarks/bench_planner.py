@@ -1,0 +1,65 @@
+"""Planner speed (issue 4): printed, never asserted.
+
+Run: python tests/benchmarks/bench_planner.py [--max-n 1000]
+Targets on a 2-core machine: 100 mixed queries under RDP < 200 ms; 1000 < 2 s;
+the compare-rules curve (50 total-ε values, 20 queries, every rule) < 500 ms.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+import numpy as np
+
+from planner.accounting import CompositionRule
+from planner.allocation import Family, Item, allocate, applicable_rules
+
+FAMS = [Family.LAPLACE, Family.DISCRETE_GAUSSIAN, Family.EXPONENTIAL, Family.RANDOMIZED_RESPONSE, Family.DISCRETE_LAPLACE]
+
+
+def workload(n: int, seed: int = 0) -> list[Item]:
+    rng = np.random.default_rng(seed)
+    items = []
+    for i in range(n):
+        fam = FAMS[i % len(FAMS)]
+        coef = float(rng.uniform(1, 100)) if fam is not Family.RANDOMIZED_RESPONSE else 50_000.0
+        items.append(Item(f"q{i}", fam, coef, weight=float(rng.uniform(0.5, 5))))
+    return items
+
+
+def timed(fn, repeat: int = 3) -> float:  # type: ignore[no-untyped-def]
+    times = []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t)
+    return statistics.median(times)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--max-n", type=int, default=1000)
+    args = ap.parse_args()
+    print("allocation time vs number of mixed queries (median of 3):")
+    for rule in (CompositionRule.RDP, CompositionRule.BASIC, CompositionRule.ZCDP):
+        for n in (10, 20, 50, 100, 200, 500, 1000):
+            if n > args.max_n:
+                break
+            items = workload(n)
+            t = timed(lambda items=items, rule=rule: allocate(items, 1.0, 1e-6, rule), repeat=1 if n >= 500 else 3)
+            print(f"  {rule.value:6s} n={n:5d}: {t * 1000:9.1f} ms")
+    items = workload(20)
+    eps = np.geomspace(0.1, 10, 50)
+
+    def curve() -> None:
+        for rule in applicable_rules(items, 1e-6):
+            for e in eps:
+                allocate(items, float(e), 1e-6, rule)
+
+    print(f"compare-rules curve, 20 queries x 50 total-eps x 4 rules: {timed(curve, 1) * 1000:.0f} ms")
+
+
+if __name__ == "__main__":
+    main()

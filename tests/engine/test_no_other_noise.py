@@ -1,0 +1,170 @@
+"""Only :mod:`planner.release` draws released noise, and only through OpenDP.
+
+AST-level checks over the source tree (MATH.md §9; STYLE.md "release.py: the only place
+that draws released noise"):
+
+* no module under ``planner/`` other than ``release.py`` imports OpenDP or calls an
+  OpenDP measurement constructor;
+* no module under ``planner/`` other than ``release.py`` creates a random generator or uses
+  a global one (planning simulators take a ``numpy.random.Generator`` from the caller);
+* ``release.py`` does not import the mechanisms' numpy samplers, and its one numpy
+  generator is post-processing (the synthetic sample drawn from a released histogram);
+* ``enable_features`` is only ever called with ``"contrib"``, anywhere in the project,
+  and at run time the enabled set is exactly ``{"contrib"}``.
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+PLANNER = ROOT / "planner"
+RELEASE = PLANNER / "release.py"
+
+#: OpenDP measurement constructors (and their ``then_`` forms): anything that draws noise.
+MEASUREMENT_NAMES = (
+    "make_laplace", "then_laplace", "make_gaussian", "then_gaussian", "make_geometric",
+    "then_geometric", "make_noisy_max", "then_noisy_max", "make_noisy_top_k", "then_noisy_top_k",
+    "make_report_noisy_max_gumbel", "then_report_noisy_max_gumbel", "make_private_quantile",
+    "then_private_quantile", "make_randomized_response", "make_randomized_response_bool",
+    "make_randomized_response_bitvec", "then_randomized_response_bitvec", "make_user_measurement",
+    "make_laplace_threshold", "then_laplace_threshold", "make_alp_queryable", "make_private_expr",
+    "make_private_lazyframe", "make_base_laplace", "make_base_gaussian", "make_base_discrete_laplace",
+)
+#: Ways to get randomness other than a Generator handed in by the caller.
+RNG_CALLS = ("default_rng", "RandomState", "Generator", "SeedSequence", "PCG64", "urandom", "token_bytes", "randbits")
+RNG_MODULES = ("random", "secrets")
+
+
+def _modules() -> Iterator[Path]:
+    yield from sorted(PLANNER.rglob("*.py"))
+
+
+def _tree(path: Path) -> ast.Module:
+    return ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+
+
+def _call_name(node: ast.Call) -> str:
+    f = node.func
+    if isinstance(f, ast.Attribute):
+        return f.attr
+    if isinstance(f, ast.Name):
+        return f.id
+    return ""
+
+
+def _dotted(node: ast.AST) -> str:
+    if isinstance(node, ast.Attribute):
+        return f"{_dotted(node.value)}.{node.attr}"
+    if isinstance(node, ast.Name):
+        return node.id
+    return ""
+
+
+@pytest.mark.parametrize("path", [p for p in _modules() if p != RELEASE], ids=lambda p: str(p.relative_to(ROOT)))
+def test_no_other_module_uses_opendp_or_draws_noise(path: Path) -> None:
+    tree = _tree(path)
+    where = path.relative_to(ROOT)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                root = a.name.split(".")[0]
+                assert root != "opendp", f"{where}: imports OpenDP; only planner/release.py may"
+                assert root not in RNG_MODULES, f"{where}: imports {a.name!r} (randomness)"
+        elif isinstance(node, ast.ImportFrom):
+            mod = (node.module or "").split(".")[0]
+            assert mod != "opendp", f"{where}: imports from OpenDP; only planner/release.py may"
+            assert mod not in RNG_MODULES, f"{where}: imports from {node.module!r} (randomness)"
+        elif isinstance(node, ast.Call):
+            name = _call_name(node)
+            assert name not in MEASUREMENT_NAMES, f"{where}:{node.lineno}: calls OpenDP's {name}"
+            assert name not in RNG_CALLS, (
+                f"{where}:{node.lineno}: creates randomness ({name}); take a numpy Generator from the caller"
+            )
+            dotted = _dotted(node.func)
+            assert not dotted.startswith(("np.random.", "numpy.random.")), (
+                f"{where}:{node.lineno}: uses numpy's global RNG ({dotted})"
+            )
+
+
+def test_release_imports_no_numpy_sampler() -> None:
+    """``release.py`` imports nothing from ``planner.mechanisms`` that takes a generator,
+    and no whole mechanism module (whose samplers would then be reachable)."""
+    import importlib
+
+    tree = _tree(RELEASE)
+    checked = 0
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            assert not any(a.name.startswith("planner.mechanisms") for a in node.names)
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("planner.mechanisms"):
+            mod = importlib.import_module(node.module or "")
+            for a in node.names:
+                obj = getattr(mod, a.name)
+                assert not inspect.ismodule(obj), f"release.py imports the module {a.name!r}"
+                if callable(obj) and not inspect.isclass(obj):
+                    params = inspect.signature(obj).parameters
+                    assert "rng" not in params, f"release.py imports the sampler {a.name!r}"
+                    assert not a.name.startswith(("sample", "simulate", "draw", "perturb")), a.name
+                checked += 1
+    assert checked >= 1  # mode_distance (deterministic) and MechanismName
+
+
+def test_release_generator_only_in_post_processing() -> None:
+    tree = _tree(RELEASE)
+    for fn in ast.walk(tree):
+        if not isinstance(fn, ast.FunctionDef):
+            continue
+        for node in ast.walk(fn):
+            if isinstance(node, ast.Call):
+                name = _call_name(node)
+                if name in RNG_CALLS or _dotted(node.func).startswith(("np.random.", "numpy.random.")):
+                    assert fn.name == "_synthetic", f"release.py:{node.lineno}: randomness outside post-processing"
+    # the module level draws nothing
+    for node in tree.body:
+        for sub in ast.walk(node):
+            if isinstance(sub, ast.Call) and not isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+                assert _call_name(sub) not in RNG_CALLS
+
+
+def _all_sources() -> Iterator[Path]:
+    for base in ("planner", "pages", "tests", "scripts", "examples"):
+        d = ROOT / base
+        if d.is_dir():
+            yield from sorted(d.rglob("*.py"))
+    app = ROOT / "app.py"
+    if app.is_file():
+        yield app
+
+
+def test_enable_features_only_contrib() -> None:
+    found = 0
+    for path in _all_sources():
+        try:
+            tree = _tree(path)
+        except SyntaxError:  # pragma: no cover - not our file to judge
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call) and _call_name(node) == "enable_features":
+                where = f"{path.relative_to(ROOT)}:{node.lineno}"
+                assert not node.keywords, f"{where}: enable_features with keywords"
+                assert len(node.args) == 1, f"{where}: enable_features must enable exactly 'contrib'"
+                arg = node.args[0]
+                assert isinstance(arg, ast.Constant) and arg.value == "contrib", (
+                    f"{where}: enable_features({ast.unparse(arg)}); only \"contrib\" is allowed"
+                )
+                found += 1
+    assert found >= 1  # release.py's own
+
+
+def test_enabled_features_at_runtime_are_contrib_only() -> None:
+    import opendp.mod
+
+    import planner.release  # noqa: F401  (enables contrib on import)
+
+    assert opendp.mod.GLOBAL_FEATURES == {"contrib"}

@@ -1,0 +1,269 @@
+"""End-to-end releases on the census sample into a file SQLite ledger.
+
+Checks the order fixed in PRODUCT.md §5 (budget check → spend → sample → store), reuse of
+stored answers for the same plan hash (nothing drawn again), refusal of an over-budget plan
+(nothing sampled), declared bins (region's empty 'Overseas' bin), the exports, the CLI
+handlers, and the statistical sanity of OpenDP's noise against the planner's predicted
+RMSE (OpenDP is unseeded: ≥ 2000 draws, 5-standard-error tolerance).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from planner import release as rel
+from planner.accounting import CompositionRule
+from planner.backends.base import CountAggregate
+from planner.backends.pandas_backend import PandasBackend
+from planner.errors import BudgetExceededError, PlannerError
+from planner.ledger import Ledger
+from planner.loader import load_table
+from planner.queries import queries_from_list
+from planner.release import ReleaseError, cmd_ledger, cmd_release, plan_hash, prepare, release
+from planner.schema import Schema
+from planner.workload import plan
+
+ROOT = Path(__file__).resolve().parents[2]
+DATA = ROOT / "data" / "census.csv"
+SCHEMA = ROOT / "data" / "census.schema.json"
+FP = "sha256:census-test"
+
+QUERIES: list[dict[str, Any]] = [
+    {"id": "n", "kind": "count", "mechanism": "discrete_laplace"},
+    {"id": "region", "kind": "histogram", "column": "region", "mechanism": "discrete_laplace"},
+    {"id": "income_sum", "kind": "sum", "column": "income", "mechanism": "gaussian"},
+    {"id": "age_mean", "kind": "mean", "column": "age", "mechanism": "laplace"},
+    {"id": "age_median", "kind": "median", "column": "age", "mechanism": "exponential", "candidates": 73},
+    {"id": "income_q", "kind": "quantile", "column": "income", "mechanism": "exponential",
+     "alphas": [0.25, 0.75], "candidates": 251},
+    {"id": "edu_mode", "kind": "mode", "column": "education", "mechanism": "report_noisy_max"},
+    {"id": "region_ism", "kind": "mode", "column": "region", "mechanism": "inverse_sensitivity"},
+    {"id": "smokers", "kind": "proportion", "column": "smoker", "mechanism": "randomized_response"},
+    {"id": "ages", "kind": "synthetic_sample", "column": "age", "mechanism": "perturbed_histogram", "bins": 8},
+]
+FORBIDDEN_KEYS = {"rows", "dropped", "unbinned", "clipped", "n", "n_true", "n_false", "exact", "true_value"}
+
+
+@pytest.fixture(scope="module")
+def schema() -> Schema:
+    return Schema.load(SCHEMA)
+
+
+@pytest.fixture(scope="module")
+def df() -> pd.DataFrame:
+    return load_table(str(DATA))
+
+
+@pytest.fixture()
+def backend(df: pd.DataFrame, schema: Schema) -> PandasBackend:
+    return PandasBackend(df, schema)
+
+
+@pytest.fixture()
+def ledger(tmp_path: Path) -> Any:
+    led = Ledger(f"sqlite:///{tmp_path / 'ledger.db'}")
+    yield led
+    led.close()
+
+
+@pytest.fixture()
+def calls(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Count every OpenDP measurement invocation (the only place noise is drawn)."""
+    counter: list[int] = []
+    real = rel._invoke
+
+    def counting(meas: Any, arg: Any) -> Any:
+        counter.append(1)
+        return real(meas, arg)
+
+    monkeypatch.setattr(rel, "_invoke", counting)
+    return counter
+
+
+def _plan(schema: Schema, eps: float = 1.0, delta: float = 1e-6, rule: str = "basic",
+          queries: list[dict[str, Any]] | None = None) -> Any:
+    return plan(queries_from_list(queries or QUERIES, schema), schema, eps, delta, rule)
+
+
+def _walk_keys(obj: Any) -> set[str]:
+    out: set[str] = set()
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            out.add(str(k))
+            out |= _walk_keys(v)
+    elif isinstance(obj, list):
+        for v in obj:
+            out |= _walk_keys(v)
+    return out
+
+
+def test_release_end_to_end_then_reuse(schema: Schema, backend: PandasBackend, ledger: Ledger, calls: list[int]) -> None:
+    p = _plan(schema)
+    res = release(p, schema, backend, ledger, FP, "census", total_epsilon=1.0, total_delta=1e-6, rule="basic")
+    assert res.status == "done"
+    assert {a.query_id for a in res.answers} == {q["id"] for q in QUERIES}
+    n_draws = len(calls)
+    # one invocation per measurement (a Laplace mean: sum and count; a quantile: per level)
+    assert n_draws == sum(len(d.components) for d in prepare(p, schema).draws) == 12
+    region = res.answer("region").answer
+    assert isinstance(region, dict)
+    assert region["labels"] == list(schema.column("region").labels)
+    assert "Overseas" in region["labels"] and len(region["counts"]) == 6
+    assert all(isinstance(v, float) and math.isfinite(v) for v in region["counts"])
+    assert res.answer("edu_mode").answer["value"] in schema.column("education").labels  # type: ignore[index]
+    assert res.answer("region_ism").answer["value"] in schema.column("region").labels  # type: ignore[index]
+    med = res.answer("age_median").answer["value"]  # type: ignore[index]
+    assert 18 <= med <= 90
+    parts = res.answer("income_q").answer["parts"]  # type: ignore[index]
+    assert set(parts) == {"quantile@0.25", "quantile@0.75"}
+    assert 0.0 <= res.answer("smokers").answer["value"] <= 1.0  # type: ignore[index]
+    syn = res.answer("ages").answer
+    assert isinstance(syn, dict) and len(syn["counts"]) == 8 and all(18 <= v <= 90 for v in syn["sample"])  # type: ignore[union-attr]
+    # costs: the shares add up to the plan's ε under basic composition
+    assert math.isclose(sum(a.epsilon for a in res.answers), res.epsilon_spent, rel_tol=1e-9)
+    assert res.epsilon_spent <= 1.0 * (1 + 1e-12)
+    assert res.epsilon_remaining == pytest.approx(1.0 - res.epsilon_spent)
+    # predictions are the plan's (data-independent)
+    assert res.answer("n").predictions[0]["rmse"] == p.predictions[0].rmse
+
+    # same plan again: stored answers, nothing drawn, nothing spent
+    again = release(_plan(schema), schema, backend, ledger, FP, "census", total_epsilon=1.0, total_delta=1e-6, rule="basic")
+    assert again.status == "reused"
+    assert len(calls) == n_draws
+    assert [a.answer for a in again.answers] == [a.answer for a in res.answers]
+    assert again.epsilon_spent == res.epsilon_spent
+    assert len(ledger.releases(FP)) == 1
+
+
+def test_release_over_budget_refused_nothing_sampled(
+    schema: Schema, backend: PandasBackend, ledger: Ledger, calls: list[int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    small = [q for q in QUERIES if q["id"] in ("n", "region")]
+    first = _plan(schema, 0.6, 0.0, queries=small)
+    release(first, schema, backend, ledger, FP, "census", total_epsilon=1.0, total_delta=0.0, rule="basic")
+    drawn = len(calls)
+
+    def no_aggregates(*_a: Any, **_k: Any) -> Any:
+        raise AssertionError("the backend must not be touched for a refused release")
+
+    monkeypatch.setattr(backend, "aggregate", no_aggregates)
+    second = _plan(schema, 0.6, 0.0, queries=[q for q in QUERIES if q["id"] == "n"])
+    with pytest.raises(BudgetExceededError) as exc:
+        release(second, schema, backend, ledger, FP, "census", total_epsilon=1.0, total_delta=0.0, rule="basic")
+    msg = str(exc.value)
+    assert "needs ε = 0.6" in msg and "only ε = 0.4" in msg and "remains" in msg
+    assert len(calls) == drawn
+    assert len(ledger.releases(FP)) == 1
+    assert ledger.status(FP).epsilon_remaining == pytest.approx(0.4)
+
+
+def test_release_rule_and_schema_mismatch_refused(schema: Schema, backend: PandasBackend, ledger: Ledger, calls: list[int]) -> None:
+    p = _plan(schema, queries=QUERIES[:1], rule="rdp")
+    with pytest.raises(ReleaseError, match="re-plan under basic"):
+        release(p, schema, backend, ledger, FP, "census", total_epsilon=1.0, total_delta=1e-6, rule="basic")
+    other = Schema.from_dict({**schema.to_dict(), "public_n": 49999})
+    p2 = _plan(other, queries=QUERIES[:1])
+    with pytest.raises(ReleaseError, match="schema"):
+        release(p2, other, backend, ledger, FP, "census", total_epsilon=1.0, total_delta=1e-6, rule="basic")
+    assert calls == []
+
+
+def test_release_exports_hold_no_exact_aggregates(schema: Schema, backend: PandasBackend, ledger: Ledger) -> None:
+    res = release(_plan(schema), schema, backend, ledger, FP, "census", total_epsilon=1.0, total_delta=1e-6, rule="basic")
+    report = res.report_json()
+    json.dumps(report)  # JSON-able
+    assert not (_walk_keys(report) & FORBIDDEN_KEYS)
+    assert report["schema_hash"] == schema.schema_hash()
+    assert report["plan_hash"] == plan_hash(_plan(schema), schema)
+    assert report["budget"]["epsilon_remaining"] == pytest.approx(1.0 - report["budget"]["epsilon_spent"])
+    for q in report["queries"]:
+        assert q["opendp"] and q["predictions"] and q["epsilon"] > 0
+        for d in q["opendp"]:
+            assert d["opendp"][0]["constructor"].startswith(("make_laplace", "make_gaussian", "make_noisy_max"))
+    rows = list(csv.DictReader(io.StringIO(res.to_csv())))
+    region_rows = [r for r in rows if r["query"] == "region"]
+    assert [r["label"] for r in region_rows] == list(schema.column("region").labels)
+    assert all(r["rmse"] and r["error_bound_95"] for r in region_rows)
+    assert {r["part"] for r in rows if r["query"] == "income_q"} == {"quantile@0.25", "quantile@0.75"}
+
+
+def test_plan_hash_changes_with_the_plan(schema: Schema) -> None:
+    a = plan_hash(_plan(schema, queries=QUERIES[:2]), schema)
+    assert a == plan_hash(_plan(schema, queries=QUERIES[:2]), schema)
+    assert a != plan_hash(_plan(schema, 0.9, queries=QUERIES[:2]), schema)
+    assert a != plan_hash(_plan(schema, queries=QUERIES[:2], rule="rdp"), schema)
+    assert a != plan_hash(_plan(schema, queries=QUERIES[:1]), schema)
+
+
+def test_release_smoothed_histogram_not_releasable(schema: Schema) -> None:
+    q = [{"id": "s", "kind": "synthetic_sample", "column": "age", "mechanism": "smoothed_histogram", "bins": 4}]
+    with pytest.raises(PlannerError):
+        prepare(_plan(schema, queries=q), schema)
+
+
+@pytest.mark.parametrize("mechanism", ["discrete_laplace", "laplace", "discrete_gaussian"])
+def test_release_count_noise_matches_predicted_rmse(schema: Schema, mechanism: str) -> None:
+    """Empirical MSE of 3000 OpenDP draws vs the plan's predicted RMSE², within 5 standard
+    errors of the mean of X² (its sd estimated from the same draws)."""
+    p = _plan(schema, 0.5, 1e-6, queries=[{"id": "n", "kind": "count", "mechanism": mechanism}])
+    item = prepare(p, schema).items[0]
+    truth = 1234
+    err = np.array([item.answer(CountAggregate(truth))["value"] for _ in range(3000)], dtype=float) - truth  # type: ignore[operator]
+    sq = err**2
+    predicted = p.predictions[0].rmse ** 2
+    se = sq.std(ddof=1) / math.sqrt(sq.size)
+    assert abs(sq.mean() - predicted) <= 5 * se, (sq.mean(), predicted, se)
+    assert abs(err.mean()) <= 5 * err.std(ddof=1) / math.sqrt(err.size)  # unbiased
+
+
+def test_cmd_release_and_ledger(tmp_path: Path) -> None:
+    spec = {
+        "schema": str(SCHEMA),
+        "budget": {"epsilon": 1.0, "delta": 0.0, "composition": "basic"},
+        "queries": QUERIES[:2],
+        "dataset_name": "census sample",
+    }
+    path = tmp_path / "PLAN.json"
+    path.write_text(json.dumps(spec))
+    url = f"sqlite:///{tmp_path / 'cli.db'}"
+    out = cmd_release(str(path), str(DATA), url)
+    assert out["status"] == "done" and out["dataset"]["name"] == "census sample"
+    assert [q["query"] for q in out["queries"]] == ["n", "region"]
+    assert out["budget"]["epsilon_remaining"] == pytest.approx(1.0 - out["budget"]["epsilon_spent"])
+    again = cmd_release(str(path), str(DATA), url)
+    assert again["status"] == "reused" and again["queries"] == out["queries"]
+    index = cmd_ledger(url, None)
+    assert [d["name"] for d in index["datasets"]] == ["census sample"]
+    fp = out["dataset"]["fingerprint"]
+    full = cmd_ledger(url, fp)
+    assert full["status"]["releases"] == 1
+    assert {s["query_id"] for s in full["releases"][0]["spends"]} == {"n", "region"}
+
+
+def test_cmd_release_bad_spec(tmp_path: Path) -> None:
+    path = tmp_path / "PLAN.json"
+    path.write_text("{not json")
+    with pytest.raises(ReleaseError, match="not valid JSON"):
+        cmd_release(str(path), str(DATA), f"sqlite:///{tmp_path / 'x.db'}")
+    path.write_text(json.dumps({"schema": str(SCHEMA), "queries": []}))
+    with pytest.raises(ReleaseError, match="budget"):
+        cmd_release(str(path), str(DATA), f"sqlite:///{tmp_path / 'x.db'}")
+
+
+def test_release_rule_choice_gumbel_under_zcdp(schema: Schema, backend: PandasBackend, ledger: Ledger) -> None:
+    qs = [q for q in QUERIES if q["id"] in ("age_median", "edu_mode")]
+    p = _plan(schema, 1.0, 1e-6, "zcdp", qs)
+    res = release(p, schema, backend, ledger, FP, "census", total_epsilon=1.0, total_delta=1e-6, rule=CompositionRule.ZCDP)
+    for a in res.answers:
+        assert a.opendp[0]["event"]["event"] == "exponential"
+        assert a.opendp[0]["opendp"][0]["measure"] == "zero_concentrated_divergence"
+    assert res.epsilon_spent <= 1.0 * (1 + 1e-12)
