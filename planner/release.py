@@ -982,33 +982,20 @@ def cmd_release(spec_path: str, data_path: str, ledger_url: str | None) -> dict[
     """
     from planner.backends.pandas_backend import PandasBackend
     from planner.loader import check_against_schema, load_table
-    from planner.queries import queries_from_list
+
+    # One parser for PLAN.json, shared with `planner plan` (planner/plan_spec.py).
+    from planner.plan_spec import load_plan_spec
     from planner.schema import dataset_fingerprint
     from planner.workload import plan as make_plan
 
-    spec, base = _read_spec(spec_path)
-    for key in ("schema", "budget", "queries"):
-        if key not in spec:
-            raise ReleaseError(f"the plan file needs a {key!r} entry.")
-    raw_schema = spec["schema"]
-    if isinstance(raw_schema, str):
-        sp = Path(raw_schema)
-        schema = Schema.load(sp if sp.is_absolute() else base / sp)
-    else:
-        schema = Schema.from_dict(raw_schema)
-    budget = spec["budget"]
-    if not isinstance(budget, dict) or "epsilon" not in budget:
-        raise ReleaseError("'budget' must be an object with 'epsilon', 'delta' and 'composition'.")
-    eps = float(budget["epsilon"])
-    delta = float(budget.get("delta", 0.0))
-    rl = CompositionRule(budget.get("composition", "basic"))
-    queries = queries_from_list(spec["queries"], schema)
-    the_plan = make_plan(queries, schema, eps, delta, rl)
+    spec = load_plan_spec(spec_path)
+    schema, eps, delta, rl = spec.schema, spec.epsilon, spec.delta, spec.rule
+    the_plan = make_plan(spec.queries, schema, eps, delta, rl, spec.error_scales or None, spec.pinned or None)
     df = load_table(data_path)
     check_against_schema(df, schema)
     backend = PandasBackend(df, schema)
     fp = dataset_fingerprint(data_path)
-    name = str(spec.get("dataset_name") or Path(data_path).name)
+    name = spec.dataset_name or Path(data_path).name
     ledger = Ledger(ledger_url)
     try:
         res = release(the_plan, schema, backend, ledger, fp, name, total_epsilon=eps, total_delta=delta, rule=rl)

@@ -68,3 +68,18 @@ def test_cli_bad_spec_is_json_error_with_exit_2(tmp_path: Path, capsys: pytest.C
 def test_python_dash_m_planner_runs() -> None:
     res = subprocess.run([sys.executable, "-m", "planner", "--help"], capture_output=True, text=True, cwd=ROOT, timeout=60)
     assert res.returncode == 0 and "plan" in res.stdout
+
+
+def test_cli_release_accepts_the_plan_spec_and_never_resamples(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Regression: `planner release` once had its own spec parser that rejected 'scale'.
+    url = f"sqlite:///{tmp_path}/ledger.db"
+    args = ["release", "--spec", str(ROOT / "examples/census_plan.json"), "--data", str(ROOT / "data/census.csv"), "--ledger", url]
+    code, first, err = _run(args, capsys)
+    assert code == 0, err
+    assert first["status"] == "done"
+    code, second, _ = _run(args, capsys)
+    assert code == 0 and second["status"] == "reused"
+    code, ledger, _ = _run(["ledger", "--ledger", url], capsys)
+    assert code == 0 and len(ledger["datasets"]) == 1
