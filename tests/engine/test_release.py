@@ -252,10 +252,11 @@ def test_cmd_release_and_ledger(tmp_path: Path) -> None:
 def test_cmd_release_bad_spec(tmp_path: Path) -> None:
     path = tmp_path / "PLAN.json"
     path.write_text("{not json")
-    with pytest.raises(ReleaseError, match="not valid JSON"):
+    # the PLAN.json parser is shared with `planner plan` and raises PlanError (a PlannerError)
+    with pytest.raises(PlannerError, match="not valid JSON"):
         cmd_release(str(path), str(DATA), f"sqlite:///{tmp_path / 'x.db'}")
     path.write_text(json.dumps({"schema": str(SCHEMA), "queries": []}))
-    with pytest.raises(ReleaseError, match="budget"):
+    with pytest.raises(PlannerError, match="budget"):
         cmd_release(str(path), str(DATA), f"sqlite:///{tmp_path / 'x.db'}")
 
 
