@@ -93,6 +93,31 @@ def _unit(query: Query, schema: Schema) -> str:
     return f"{query.column} units"
 
 
+def default_error_scales(queries: Sequence[Query], schema: Schema) -> dict[str, float] | None:
+    """A public magnitude per query, so relative errors can share one budget fairly.
+
+    Data-independent (MATH.md §7): from the declared bounds and the public row count n
+    only. count → n; sum → n·(|L|+|U|)/2; mean → (|L|+|U|)/2; histogram, mode and
+    synthetic sample → n per bin. Quantiles (already a fraction of n) and proportions
+    (in [0, 1]) keep scale 1. ``None`` when n is not declared.
+    """
+    n = schema.public_n
+    if n is None:
+        return None
+    out: dict[str, float] = {}
+    for q in queries:
+        k = q.kind
+        if k is QueryKind.COUNT:
+            out[q.id] = float(n)
+        elif k in (QueryKind.SUM, QueryKind.MEAN):
+            lo, hi = schema.column(q.column or "").bounds
+            mid = (abs(lo) + abs(hi)) / 2 or 1.0
+            out[q.id] = mid * (n if k is QueryKind.SUM else 1.0)
+        elif k in (QueryKind.HISTOGRAM, QueryKind.MODE, QueryKind.SYNTHETIC_SAMPLE):
+            out[q.id] = float(n) / max(len(q.labels(schema)), 1)
+    return out
+
+
 @dataclass(frozen=True, slots=True)
 class Part:
     """One allocation item of a query (a quantile query has one per level)."""

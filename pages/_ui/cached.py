@@ -139,22 +139,8 @@ def parse_queries(wl_json: str, schema_json: str) -> tuple[Query, ...]:
 
 
 def error_scales(queries: tuple[Query, ...], schema: Schema) -> dict[str, float] | None:
-    """A public scale per query (from the declared bounds and public n) to weigh relative errors."""
-    n = schema.public_n
-    if n is None:
-        return None
-    out: dict[str, float] = {}
-    for q in queries:
-        k = q.kind
-        if k is QueryKind.COUNT:
-            out[q.id] = float(n)
-        elif k in (QueryKind.SUM, QueryKind.MEAN):
-            lo, hi = schema.column(q.column or "").bounds
-            mid = (abs(lo) + abs(hi)) / 2 or 1.0
-            out[q.id] = mid * (n if k is QueryKind.SUM else 1.0)
-        elif k in (QueryKind.HISTOGRAM, QueryKind.MODE, QueryKind.SYNTHETIC_SAMPLE):
-            out[q.id] = float(n) / max(len(q.labels(schema)), 1)
-    return out
+    """A public scale per query (declared bounds and public n): the engine's default."""
+    return workload.default_error_scales(queries, schema)
 
 
 # ----------------------------------------------------------------------------- plans

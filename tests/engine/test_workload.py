@@ -1,0 +1,50 @@
+"""The workload layer: queries → allocation items → per-query predictions."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from planner.queries import queries_from_list
+from planner.schema import Schema
+from planner.workload import default_error_scales, plan
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture()
+def census() -> Schema:
+    return Schema.load(ROOT / "data/census.schema.json")
+
+
+def test_default_error_scales_come_from_the_declaration(census: Schema) -> None:
+    qs = queries_from_list(
+        [
+            {"id": "n", "kind": "count", "mechanism": "laplace"},
+            {"id": "s", "kind": "sum", "column": "age", "mechanism": "laplace"},
+            {"id": "m", "kind": "mean", "column": "age", "mechanism": "laplace"},
+            {"id": "r", "kind": "histogram", "column": "region", "mechanism": "laplace"},
+            {"id": "p", "kind": "proportion", "column": "smoker", "mechanism": "laplace"},
+        ],
+        census,
+    )
+    got = default_error_scales(qs, census)
+    assert got is not None
+    n = census.public_n
+    assert n == 50_000  # data/census.schema.json declares public_n = 50000
+    lo, hi = census.column("age").bounds  # declared [18, 90]
+    assert got["n"] == n
+    assert got["s"] == pytest.approx(n * (abs(lo) + abs(hi)) / 2)
+    assert got["m"] == pytest.approx((abs(lo) + abs(hi)) / 2)
+    assert got["r"] == pytest.approx(n / len(census.column("region").labels))
+    assert "p" not in got  # proportions are already in [0, 1]
+
+
+def test_laplace_count_prediction_matches_hand_calculation(census: Schema) -> None:
+    # One Laplace count at ε = 0.5: b = Δ/ε = 2, RMSE = √2·b, 95% bound b·ln 20 (MATH.md §3).
+    qs = queries_from_list([{"id": "n", "kind": "count", "mechanism": "laplace"}], census)
+    p = plan(qs, census, 0.5, 0.0, "basic").predictions[0]
+    assert p.noise["laplace_scale"] == pytest.approx(2.0)
+    assert p.rmse == pytest.approx(2.0 * 2**0.5)
+    assert p.error_bound_95 == pytest.approx(2.0 * 2.995732273553991)  # ln 20
