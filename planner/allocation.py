@@ -40,7 +40,14 @@ import numpy.typing as npt
 from scipy import optimize, special
 
 from planner import divergences as dv
-from planner.accounting import CompositionRule, Spend, total_epsilon, zcdp_to_approx_epsilon
+from planner.accounting import (
+    CompositionRule,
+    Spend,
+    rdp_epsilon,
+    total_epsilon,
+    zcdp_rho,
+    zcdp_to_approx_epsilon,
+)
 from planner.budget import DEFAULT_ORDERS, check_delta, check_epsilon
 from planner.errors import PlanError
 from planner.events import (
@@ -234,26 +241,29 @@ class _Workload:
 
     # per-item basic-composition ε (Gaussian items at their δᵢ)
     def eps_i(self, theta: FloatArray) -> FloatArray:
-        eps = theta.copy()
-        if self.gauss.any():
-            rho = theta[self.gauss]
-            cont = self.masks[Family.GAUSSIAN][self.gauss]
-            g_eps = np.empty_like(rho)
-            if cont.any():
-                g_eps[cont] = dv.analytic_gaussian_epsilon(self.delta_i, np.sqrt(2.0 * rho[cont]))
-            if (~cont).any():
-                g_eps[~cont] = zcdp_to_approx_epsilon(rho[~cont], self.delta_i)
-            eps[self.gauss] = g_eps
+        """Per-item standalone ε (Gaussians at their δᵢ); θ of shape (..., n)."""
+        eps = np.array(theta, dtype=np.float64, copy=True)
+        gi = np.flatnonzero(self.masks[Family.GAUSSIAN])
+        di = np.flatnonzero(self.masks[Family.DISCRETE_GAUSSIAN])
+        if gi.size:
+            eps[..., gi] = dv.analytic_gaussian_epsilon(self.delta_i, np.sqrt(2.0 * eps[..., gi]))
+        if di.size:
+            rho = eps[..., di]
+            eps[..., di] = zcdp_to_approx_epsilon(rho.ravel(), self.delta_i).reshape(rho.shape)
         return eps
 
     def rho_i(self, theta: FloatArray) -> FloatArray:
-        rho = theta**2 / 2.0
-        rho[self.masks[Family.EXPONENTIAL]] = theta[self.masks[Family.EXPONENTIAL]] ** 2 / 8.0
-        m = self.masks[Family.MEAN_LAPLACE]
-        if m.any():
-            s = self.split[m]
-            rho[m] = (theta[m] * s) ** 2 / 2.0 + (theta[m] * (1 - s)) ** 2 / 2.0
-        rho[self.gauss] = theta[self.gauss]
+        """Per-item ρ; θ of shape (..., n)."""
+        t = np.asarray(theta, dtype=np.float64)
+        rho = t**2 / 2.0
+        ei = np.flatnonzero(self.masks[Family.EXPONENTIAL])
+        rho[..., ei] = t[..., ei] ** 2 / 8.0
+        mi = np.flatnonzero(self.masks[Family.MEAN_LAPLACE])
+        if mi.size:
+            sp = self.split[mi]
+            rho[..., mi] = (t[..., mi] * sp) ** 2 / 2.0 + (t[..., mi] * (1 - sp)) ** 2 / 2.0
+        gi = np.flatnonzero(self.gauss)
+        rho[..., gi] = t[..., gi]
         return rho
 
     def rdp_matrix(self, theta: FloatArray, orders: FloatArray) -> FloatArray:
@@ -301,7 +311,8 @@ def _advanced(eps: FloatArray, delta_prime: float) -> float:
 
 
 class _Cost:
-    """Fast composed ε of a workload under a rule, with its gradient in log θ."""
+    """Fast composed ε of a workload under a rule (the same formulas as the accountant,
+    on a coarser order grid for RDP)."""
 
     def __init__(self, wl: _Workload, rule: CompositionRule, delta: float) -> None:
         self.wl, self.rule, self.delta = wl, rule, delta
@@ -318,40 +329,11 @@ class _Cost:
             rho = float(wl.rho_i(theta).sum())
             if self.delta == 0:
                 return wl.pure_total(theta)
-            return min(float(zcdp_to_approx_epsilon(rho, self.delta)), wl.pure_total(theta))
+            return float(zcdp_to_approx_epsilon(rho, self.delta))
         if self.conv is None:
             return wl.pure_total(theta)
         curve = wl.rdp_matrix(theta, self.orders).sum(axis=0) + self.conv
         return min(float(curve.min()), wl.pure_total(theta))
-
-    def grad_log(self, theta: FloatArray) -> FloatArray:
-        """∂ cost / ∂ log θᵢ by central differences, component-wise (cost is separable at
-        a fixed order / fixed sums, so all partials come from two vector evaluations)."""
-        h = 1e-6
-        up, dn = theta * math.exp(h), theta * math.exp(-h)
-        wl = self.wl
-        if self.rule is CompositionRule.BASIC:
-            return (wl.eps_i(up) - wl.eps_i(dn)) / (2 * h)
-        if self.rule is CompositionRule.ADVANCED:
-            e0 = wl.eps_i(theta)
-            de = (wl.eps_i(up) - wl.eps_i(dn)) / (2 * h)
-            basic = float(e0.sum())
-            if wl.delta_prime <= 0 or _advanced(e0, wl.delta_prime) >= basic:
-                return de
-            s2 = float(np.sum(e0**2))
-            lg = math.log(1.0 / wl.delta_prime)
-            d_kov = np.tanh(e0 / 2) + e0 / (2 * np.cosh(e0 / 2) ** 2) + math.sqrt(2 * lg) * e0 / math.sqrt(s2)
-            return np.asarray(d_kov * de)
-        if self.rule is CompositionRule.ZCDP:
-            rho = float(wl.rho_i(theta).sum())
-            drho = (wl.rho_i(up) - wl.rho_i(dn)) / (2 * h)
-            d_eps = (float(zcdp_to_approx_epsilon(rho * (1 + 1e-7), self.delta)) - float(zcdp_to_approx_epsilon(rho * (1 - 1e-7), self.delta))) / (2e-7 * rho)
-            return np.asarray(drho * d_eps)
-        assert self.conv is not None
-        curve = wl.rdp_matrix(theta, self.orders).sum(axis=0) + self.conv
-        k = int(np.argmin(curve))
-        o = self.orders[k : k + 1]
-        return np.asarray((wl.rdp_matrix(up, o) - wl.rdp_matrix(dn, o))[:, 0] / (2 * h))
 
 
 # --------------------------------------------------------------------------------------
@@ -524,42 +506,295 @@ def _closed_form_applies(wl: _Workload, rule: CompositionRule) -> bool:
     return rule is CompositionRule.ZCDP and fams <= _GAUSS_FAMILIES
 
 
-def _slsqp(wl: _Workload, cost: _Cost, theta0: FloatArray, free: npt.NDArray[np.bool_], epsilon: float) -> FloatArray:
-    """Minimise Σ wᵢ MSEᵢ over log θ of the free items with the exact composed ε ≤ budget."""
-    base = theta0.copy()
-    scale = max(wl.objective(theta0), 1e-300)
+class _Dual:
+    """Lagrangian dual of the allocation, vectorised over items and over a batch of
+    parameters (Rényi orders α for RDP, or one row for the other rules).
 
-    def full(u: FloatArray) -> FloatArray:
-        t = base.copy()
-        t[free] = np.exp(u)
-        return t
+    For a constraint that is separable — Σᵢ cᵢ(θᵢ) ≤ B — the optimum satisfies, for one
+    multiplier μ > 0, θᵢ = argmin_θ wᵢMSEᵢ(θ) + μ cᵢ(θ) (KKT; both terms are convex in
+    u = log θ). The per-item problems are solved by safeguarded Newton steps in u
+    (derivatives by central differences), μ by a secant search on (log μ, log Σcᵢ), which
+    is linear for power-law families. The rules reduce to that form:
 
-    def fun(u: FloatArray) -> float:
-        return wl.objective(full(u)) / scale
+    * basic: cᵢ = εᵢ(θᵢ) (pure ε, or a Gaussian's ε at its δᵢ), B = ε;
+    * zCDP: cᵢ = ρᵢ(θᵢ), B = the ρ whose (ε, δ) conversion is ε;
+    * RDP: at each order α, cᵢ = εᵢ(α) and B(α) = ε − conversion(α) (Canonne, Kamath &
+      Steinke 2020, Prop. 12); the feasible set is the union over α, so the optimum is the
+      best α — searched on the order grid, then refined;
+    * advanced (KOV Thm 3.5): Σ εᵢtanh(εᵢ/2) + √(2 ln(1/δ')·S), S = Σεᵢ²; the square root
+      is replaced by its tangent at the current S (an upper bound, so every iterate is
+      feasible), cᵢ = εᵢtanh(εᵢ/2) + κεᵢ²/2 with κ = √(2 ln(1/δ')/S), iterated to a fixed point.
+    """
 
-    def jac(u: FloatArray) -> FloatArray:
-        t = full(u)
-        h = 1e-6
-        up, dn = t.copy(), t.copy()
-        up[free] *= math.exp(h)
-        dn[free] *= math.exp(-h)
-        return np.asarray(wl.w[free] * (wl.mse(up)[free] - wl.mse(dn)[free]) / (2 * h) / scale)
+    H = 1e-4
 
-    def con(u: FloatArray) -> float:
-        return (epsilon - cost.value(full(u))) / epsilon
+    def __init__(self, wl: _Workload, free: npt.NDArray[np.bool_]) -> None:
+        self.wl = wl
+        self.free = free
+        items = wl.items
+        self.coef = np.array([i.coef for i in items], dtype=np.float64)
+        self.sens = np.array([i.sensitivity for i in items], dtype=np.float64)
+        m = wl.masks
 
-    def con_jac(u: FloatArray) -> FloatArray:
-        return np.asarray(-cost.grad_log(full(u))[free] / epsilon)
+        def idx(mask: npt.NDArray[np.bool_]) -> npt.NDArray[np.intp]:
+            return np.flatnonzero(mask)
 
-    res = optimize.minimize(
-        fun,
-        np.log(theta0[free]),
-        jac=jac,
-        method="SLSQP",
-        constraints=[{"type": "ineq", "fun": con, "jac": con_jac}],
-        options={"maxiter": 200, "ftol": 1e-12},
-    )
-    return full(np.asarray(res.x, dtype=np.float64))
+        self.i_inv_sq = idx(m[Family.LAPLACE] | m[Family.EXPONENTIAL] | m[Family.PURE] | m[Family.MEAN_LAPLACE])
+        self.i_dl = idx(m[Family.DISCRETE_LAPLACE])
+        self.i_rr = idx(m[Family.RANDOMIZED_RESPONSE])
+        self.i_gauss = idx(wl.gauss)
+        self.i_lap = idx(m[Family.LAPLACE])
+        self.i_exp = idx(m[Family.EXPONENTIAL])
+        self.i_pure = idx(m[Family.PURE] | m[Family.DISCRETE_LAPLACE] | m[Family.RANDOMIZED_RESPONSE])
+        self.i_mean = idx(m[Family.MEAN_LAPLACE])
+        self.mean_split = wl.split[self.i_mean]
+
+    # weighted MSE, θ of shape (A, n) or (n,)
+    def f(self, theta: FloatArray) -> FloatArray:
+        th = np.atleast_2d(theta)
+        out = np.empty_like(th)
+        with np.errstate(over="ignore", divide="ignore"):
+            i = self.i_inv_sq
+            out[:, i] = self.coef[i] / th[:, i] ** 2
+            i = self.i_dl
+            out[:, i] = self.coef[i] / (2.0 * np.sinh(th[:, i] / (2.0 * self.sens[i])) ** 2)
+            i = self.i_rr
+            out[:, i] = 1.0 / (4.0 * self.coef[i] * np.tanh(th[:, i] / 2.0) ** 2)
+            i = self.i_gauss
+            out[:, i] = self.coef[i] / th[:, i]
+        return np.asarray((self.wl.w * out).reshape(np.shape(theta)))
+
+    def rdp(self, th: FloatArray, alpha: FloatArray) -> FloatArray:
+        """Per-item RDP at orders ``alpha`` (shape (A, 1)), θ of shape (A, n)."""
+        out = np.empty_like(th)
+        if self.i_lap.size:
+            out[:, self.i_lap] = dv.laplace_rdp(1.0 / th[:, self.i_lap], alpha)
+        if self.i_exp.size:
+            out[:, self.i_exp] = dv.exponential_rdp(th[:, self.i_exp], alpha)
+        if self.i_pure.size:
+            out[:, self.i_pure] = dv.pure_dp_rdp(th[:, self.i_pure], alpha)
+        if self.i_mean.size:
+            t, sp = th[:, self.i_mean], self.mean_split
+            part_c = np.where(sp < 1.0, dv.laplace_rdp(1.0 / (t * np.maximum(1.0 - sp, 1e-300)), alpha), 0.0)
+            out[:, self.i_mean] = dv.laplace_rdp(1.0 / (t * sp), alpha) + part_c
+        out[:, self.i_gauss] = th[:, self.i_gauss] * alpha
+        return out
+
+    def argmin(
+        self, mu: FloatArray, cost: Callable[[FloatArray], FloatArray], u: FloatArray, rows: npt.NDArray[np.bool_] | None = None
+    ) -> FloatArray:
+        """θ = argmin f + μ·c per item (free items of the active ``rows`` only change), by
+        Newton in log θ."""
+        h = self.H
+        free = self.free if rows is None else self.free & rows[:, None]
+
+        def g(v: FloatArray) -> FloatArray:
+            th = np.exp(v)
+            return np.asarray(self.f(th) + mu * cost(th))
+
+        for _ in range(60):
+            gm, g0, gp = g(u - h), g(u), g(u + h)
+            d1 = (gp - gm) / (2 * h)
+            d2 = (gp - 2 * g0 + gm) / h**2
+            with np.errstate(divide="ignore", invalid="ignore"):
+                step = np.where(d2 > 0, -d1 / d2, -np.sign(d1) * 0.5)
+            step = np.clip(np.nan_to_num(step), -2.0, 2.0)
+            step = np.where(free, step, 0.0)
+            u = u + step
+            if float(np.max(np.abs(step))) < 1e-7:
+                break
+        return u
+
+    def solve(
+        self, cost: Callable[[FloatArray], FloatArray], budget: FloatArray, u0: FloatArray
+    ) -> tuple[FloatArray, npt.NDArray[np.bool_]]:
+        """For each row r, the u with Σ_free cᵢ = budget[r] at the KKT point; rows with
+        budget ≤ 0 are marked infeasible."""
+        free = self.free
+        ok = budget > 0
+        b = np.where(ok, budget, 1.0)[:, None]
+
+        def total(v: FloatArray) -> FloatArray:
+            return np.asarray(np.sum(np.where(free, cost(np.exp(v)), 0.0), axis=-1, keepdims=True))
+
+        # μ from the KKT ratio at the start point: μ = −f'(u)/c'(u), median over free items
+        h = self.H
+        df = (self.f(np.exp(u0 + h)) - self.f(np.exp(u0 - h))) / (2 * h)
+        dc = (cost(np.exp(u0 + h)) - cost(np.exp(u0 - h))) / (2 * h)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ratio = np.where(free & (dc > 0), -df / dc, np.nan)
+        lmu = np.log(np.clip(np.nan_to_num(np.nanmedian(ratio, axis=-1, keepdims=True), nan=1.0), 1e-300, 1e300))
+        u = self.argmin(np.exp(lmu), cost, u0, ok)
+        t = total(u)
+        # bracket log μ: total is decreasing in μ
+        lo_mu, lo_t, hi_mu, hi_t = lmu.copy(), t.copy(), lmu.copy(), t.copy()
+        for _ in range(60):
+            need_up = (hi_t > b) & ok[:, None]  # μ too small: cost too high
+            need_dn = (lo_t < b) & ok[:, None]
+            if not (need_up.any() or need_dn.any()):
+                break
+            hi_mu = np.where(need_up, hi_mu + 2.0, hi_mu)
+            lo_mu = np.where(need_dn, lo_mu - 2.0, lo_mu)
+            if need_up.any():
+                uh = self.argmin(np.exp(hi_mu), cost, u, need_up[:, 0])
+                hi_t = np.where(need_up, total(uh), hi_t)
+            if need_dn.any():
+                ul = self.argmin(np.exp(lo_mu), cost, u, need_dn[:, 0])
+                lo_t = np.where(need_dn, total(ul), lo_t)
+        # Illinois regula falsi on (log μ, log total − log budget)
+        flo = np.log(lo_t) - np.log(b)
+        fhi = np.log(hi_t) - np.log(b)
+        side = np.zeros_like(flo)
+        fm_prev = np.where(ok[:, None], np.inf, 0.0)
+        for _ in range(80):
+            with np.errstate(divide="ignore", invalid="ignore"):
+                mid = np.where(flo != fhi, (lo_mu * fhi - hi_mu * flo) / (fhi - flo), (lo_mu + hi_mu) / 2)
+            mid = np.where(np.isfinite(mid), mid, (lo_mu + hi_mu) / 2)
+            active = ok & (np.abs(fm_prev[:, 0]) >= 1e-12)
+            u = self.argmin(np.exp(mid), cost, u, active)
+            fm = np.where(active[:, None], np.log(total(u)) - np.log(b), 0.0)
+            fm_prev = fm
+            if not active.any():
+                break
+            go_lo = fm > 0  # cost above budget: the root lies at larger μ
+            lo_mu = np.where(go_lo, mid, lo_mu)
+            flo = np.where(go_lo, fm, np.where(side == 1, flo / 2, flo))
+            hi_mu = np.where(go_lo, hi_mu, mid)
+            fhi = np.where(go_lo, np.where(side == -1, fhi / 2, fhi), fm)
+            side = np.where(go_lo, -1.0, 1.0)
+        return u, ok
+
+
+def _dual_allocation(
+    wl: _Workload, rule: CompositionRule, epsilon: float, delta: float, free: npt.NDArray[np.bool_], start: FloatArray
+) -> FloatArray:
+    """The allocation by the dual method (see :class:`_Dual`); θ of shape (n,)."""
+    return np.asarray(_dual_batch(wl, rule, np.array([epsilon]), delta, free, start)[0], dtype=np.float64)
+
+
+def _dual_batch(
+    wl: _Workload, rule: CompositionRule, epsilons: FloatArray, delta: float, free: npt.NDArray[np.bool_], start: FloatArray
+) -> FloatArray:
+    """Optimal θ for each total ε in ``epsilons`` (one row each), shape (E, n).
+
+    ``start`` (shape (n,)) holds the pinned items' θ and a starting shape for the others.
+    """
+    d = _Dual(wl, free)
+    n_e = epsilons.size
+    fixed = ~free
+    u0 = np.broadcast_to(np.log(start), (n_e, start.size)).copy()
+
+    def c_basic(th: FloatArray) -> FloatArray:
+        return wl.eps_i(th)
+
+    if rule is CompositionRule.BASIC or (rule is CompositionRule.RDP and delta == 0.0):
+        budget = epsilons - float(c_basic(start[None, :])[0][fixed].sum())
+        u, ok = d.solve(c_basic, budget, u0)
+        if not ok.all():
+            raise PlanError("the pinned shares alone use the whole budget; lower them or raise ε.")
+        return np.asarray(np.exp(u))
+
+    if rule is CompositionRule.ZCDP:
+
+        def c_z(th: FloatArray) -> FloatArray:
+            return wl.rho_i(th)
+
+        budget = _rho_for_epsilon(epsilons, delta) - float(wl.rho_i(start)[fixed].sum())
+        u, ok = d.solve(c_z, budget, u0)
+        if not ok.all():
+            raise PlanError("the pinned shares alone use the whole budget; lower them or raise ε.")
+        return np.asarray(np.exp(u))
+
+    if rule is CompositionRule.ADVANCED:
+        # The accountant takes min(basic, KOV): the basic split is always feasible too.
+        basic = _dual_batch(wl, CompositionRule.BASIC, epsilons, delta, free, start)
+        if wl.delta_prime <= 0:
+            return basic
+        kov = _kov_allocation(wl, d, epsilons, basic)
+        better = np.sum(d.f(kov), axis=1) < np.sum(d.f(basic), axis=1)
+        return np.asarray(np.where(better[:, None], kov, basic))
+
+    # RDP: for each ε a batch of orders, then two finer batches around the best one
+    coarse = np.asarray(DEFAULT_ORDERS[::80])
+    orders = np.broadcast_to(coarse, (n_e, coarse.size)).copy()
+    best_u = u0.copy()
+    best_obj = np.full(n_e, np.inf)
+    for _round in range(3):
+        n_a = orders.shape[1]
+        alpha = orders.reshape(-1, 1)
+        eps_rows = np.repeat(epsilons, n_a)
+        fixed_r = np.sum(np.where(fixed, d.rdp(np.broadcast_to(start, (alpha.size, start.size)).copy(), alpha), 0.0), axis=1)
+        budget = eps_rows - _rdp_conversion(alpha[:, 0], delta) - fixed_r
+
+        def c_rdp(th: FloatArray, alpha: FloatArray = alpha) -> FloatArray:
+            return d.rdp(th, alpha)
+
+        u, ok = d.solve(c_rdp, budget, np.repeat(best_u, n_a, axis=0))
+        obj = np.where(ok, np.sum(d.f(np.exp(u)), axis=1), np.inf).reshape(n_e, n_a)
+        k = np.argmin(obj, axis=1)
+        rows = np.arange(n_e)
+        improve = obj[rows, k] < best_obj
+        best_obj = np.where(improve, obj[rows, k], best_obj)
+        best_u = np.where(improve[:, None], u.reshape(n_e, n_a, -1)[rows, k], best_u)
+        lo = orders[rows, np.maximum(k - 1, 0)]
+        hi = orders[rows, np.minimum(k + 1, n_a - 1)]
+        orders = 1.0 + np.geomspace(lo - 1.0, hi - 1.0, 12, axis=1)
+    theta = np.exp(best_u)
+    if not wl.gauss.any() or not np.all(np.isfinite(best_obj)):
+        # all pure: RDP's ε is min(conversion, Σε), so the basic split is feasible too
+        basic = _dual_batch(wl, CompositionRule.BASIC, epsilons, delta, free, start)
+        better = np.sum(d.f(basic), axis=1) < np.where(np.isfinite(best_obj), np.sum(d.f(theta), axis=1), np.inf)
+        theta = np.where(better[:, None], basic, theta)
+    return np.asarray(theta)
+
+
+def _kov_allocation(wl: _Workload, d: _Dual, epsilons: FloatArray, start: FloatArray) -> FloatArray:
+    """Advanced composition (KOV Thm 3.5) with the square root linearised at the current
+    S = Σεᵢ² of each row (see :class:`_Dual`), iterated to a fixed point; shape (E, n)."""
+    fixed = ~d.free
+    lg = math.log(1.0 / wl.delta_prime)
+    theta = start.copy()
+
+    eps_rows = wl.eps_i
+
+    for _ in range(30):
+        e = eps_rows(theta)
+        s_sq = np.maximum(np.sum(e**2, axis=1, keepdims=True), 1e-300)
+        kappa = np.sqrt(2 * lg / s_sq)
+
+        def c_adv(th: FloatArray, kappa: FloatArray = kappa) -> FloatArray:
+            ee = eps_rows(th)
+            return np.asarray(ee * np.tanh(ee / 2) + kappa * ee**2 / 2)
+
+        fixed_cost = np.sum(np.where(fixed, c_adv(theta), 0.0), axis=1, keepdims=True)
+        b = (epsilons[:, None] - np.sqrt(2 * lg * s_sq) + kappa * s_sq / 2 - fixed_cost)[:, 0]
+        if np.any(b <= 0):
+            break
+        u, _ = d.solve(c_adv, b, np.log(theta))
+        new = np.exp(u)
+        done = float(np.max(np.abs(np.log(new / theta)))) < 1e-10
+        theta = new
+        if done:
+            break
+    return theta
+
+
+def _rho_for_epsilon(epsilon: npt.ArrayLike, delta: float) -> FloatArray:
+    """The ρ whose zCDP → (ε, δ) conversion equals each ε (vectorised bisection on the
+    accountant's own conversion; the lower end, so converting back never exceeds ε)."""
+    eps = np.atleast_1d(np.asarray(epsilon, dtype=np.float64))
+    lo = np.zeros_like(eps)
+    hi = np.maximum(eps, 1.0)
+    while np.any(zcdp_to_approx_epsilon(hi, delta) < eps):
+        hi = np.where(zcdp_to_approx_epsilon(hi, delta) < eps, hi * 2.0, hi)
+    for _ in range(200):
+        mid = (lo + hi) / 2
+        ok = zcdp_to_approx_epsilon(mid, delta) <= eps
+        lo = np.where(ok, mid, lo)
+        hi = np.where(ok, hi, mid)
+        if np.all(hi - lo <= 1e-15 * hi):
+            break
+    return lo
 
 
 def allocate(
@@ -591,7 +826,7 @@ def allocate(
     if rule is CompositionRule.ADVANCED and any(i.is_gaussian for i in items):
         # δ' is chosen by the optimiser: search the share of δ given to the Gaussians.
         best: Allocation | None = None
-        for share in (0.25, 0.5, 0.75):
+        for share in (0.25, 0.5, 0.75, 1.0):  # 1.0: δ' = 0, the basic split
             cand = _allocate_once(items, epsilon, delta, rule, share, warnings)
             if best is None or cand.objective < best.objective:
                 best = cand
@@ -609,9 +844,13 @@ def _allocate_once(
     pinned_theta = np.array([i.pinned if i.pinned is not None else 1.0 for i in items], dtype=np.float64)
 
     def exact(theta: FloatArray) -> float:
-        if rule in (CompositionRule.RDP, CompositionRule.ZCDP):
-            events = [e for k, item in enumerate(items) for e in item_events(item, float(theta[k]))]
-            return float(total_epsilon([Spend(e, _placeholder_epsilon(e), _placeholder_delta(e, delta)) for e in events], rule, delta))
+        # The accountant's own functions: total_epsilon is rdp_epsilon under RDP and the
+        # ρ conversion under zCDP; calling them on the events skips building Spend records.
+        if rule is CompositionRule.RDP:
+            return float(rdp_epsilon([e for k, item in enumerate(items) for e in item_events(item, float(theta[k]))], delta)[0])
+        if rule is CompositionRule.ZCDP:
+            rho = zcdp_rho([e for k, item in enumerate(items) for e in item_events(item, float(theta[k]))])
+            return float(zcdp_to_approx_epsilon(rho, delta))
         spends = [s for k, item in enumerate(items) for s in _spends_of(item, float(theta[k]), wl, delta)]
         return float(total_epsilon(spends, rule, delta))
 
@@ -633,25 +872,17 @@ def _allocate_once(
     start = _scale_to_budget(cost.value, start, free, epsilon)
     method = "closed form"
     theta = start
-    if not _closed_form_applies(wl, rule) or not free.all():
-        method = "SLSQP"
-        cand = _slsqp(wl, cost, start, free, epsilon)
-        if np.all(np.isfinite(cand)) and wl.objective(_scale_to_budget(cost.value, cand, free, epsilon)) < wl.objective(start):
+    # One free item: its error falls as θ grows, so the best is all the budget that is left.
+    if int(free.sum()) > 1 and (not _closed_form_applies(wl, rule) or not free.all()):
+        method = "dual"
+        cand = _dual_allocation(wl, rule, epsilon, delta, free, start)
+        if np.all(np.isfinite(cand)) and np.all(cand > 0):
             theta = cand
     theta = fit(theta)
     equal = fit(np.where(free, 1.0, pinned_theta))
     if wl.objective(equal) < wl.objective(theta):
         theta, method = equal, "equal split"
     return _finish(wl, theta, rule, epsilon, delta, method, warnings)
-
-
-def _placeholder_epsilon(event: PrivacyEvent) -> float:
-    """RDP and zCDP composition read only the event; any valid (ε, δ) claim will do here."""
-    return event.pure_epsilon if math.isfinite(event.pure_epsilon) else 1e300
-
-
-def _placeholder_delta(event: PrivacyEvent, delta: float) -> float:
-    return 0.0 if math.isfinite(event.pure_epsilon) else delta
 
 
 def _spends_of(item: Item, theta: float, wl: _Workload, delta: float) -> list[Spend]:
@@ -784,6 +1015,27 @@ def compare_rules(items: Sequence[Item], epsilon: float, delta: float, n: int | 
 def error_curve(
     items: Sequence[Item], epsilons: npt.ArrayLike, delta: float, rule: CompositionRule | str
 ) -> FloatArray:
-    """Total weighted error (Σ wᵢ MSEᵢ/sᵢ², the objective) of the optimal split at each total ε."""
+    """Total weighted error (Σ wᵢ MSEᵢ/sᵢ², the objective) of the optimal split at each total ε.
+
+    All ε are solved as one batch by the dual method; each point is an allocation that is
+    feasible for the exact accountant (at a fixed Rényi order the conversion is exact), with
+    its true objective. It skips the final exact fit of :func:`allocate`, so a point can sit
+    a little above ``allocate(...).objective`` (never below it by more than rounding).
+    """
     rule = CompositionRule(rule)
-    return np.array([allocate(items, float(e), delta, rule).objective for e in np.asarray(epsilons, dtype=np.float64)])
+    eps = np.asarray(epsilons, dtype=np.float64)
+    for e in eps:
+        check_epsilon(float(e))
+    _validate(items, float(eps.min()), delta, rule)
+    best: FloatArray | None = None
+    shares = (0.25, 0.5, 0.75, 1.0) if rule is CompositionRule.ADVANCED and any(i.is_gaussian for i in items) else (1.0,)
+    for share in shares:
+        wl = _Workload.build(items, rule, delta, share)
+        free = np.array([i.pinned is None for i in items], dtype=bool)
+        shape = np.where(free, _surrogate(wl, rule), [i.pinned or 1.0 for i in items])
+        start = _scale_to_budget(_Cost(wl, rule, delta).value, shape, free, float(np.median(eps)))
+        theta = _dual_batch(wl, rule, eps, delta, free, start)
+        obj = np.sum(_Dual(wl, free).f(theta), axis=1)
+        best = obj if best is None else np.minimum(best, obj)
+    assert best is not None
+    return np.asarray(best)

@@ -73,7 +73,10 @@ def pure_dp_rdp(epsilon: npt.ArrayLike, orders: npt.ArrayLike) -> FloatArray:
     eps = np.asarray(epsilon, dtype=np.float64)
     a = np.asarray(orders, dtype=np.float64)
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-        small = np.log1p(np.expm1(a * eps) * (-np.expm1((1 - a) * eps)) / (1 + np.exp(eps))) / (a - 1)
+        # the small-argument form is used only where αε < 30: cap it there, so values that
+        # would overflow (slow floating-point paths) are never computed
+        ae = np.minimum(a * eps, 30.0)
+        small = np.log1p(np.expm1(ae) * (-np.expm1(np.maximum((1 - a) * eps, -30.0))) / (1 + np.exp(eps))) / (a - 1)
         large = (np.logaddexp(a * eps, (1 - a) * eps) - np.logaddexp(0.0, eps)) / (a - 1)
         out = np.where(a * eps < 30.0, small, large)
     bound = np.minimum(eps, a * eps**2 / 2.0)

@@ -14,7 +14,7 @@ import time
 import numpy as np
 
 from planner.accounting import CompositionRule
-from planner.allocation import Family, Item, allocate, applicable_rules
+from planner.allocation import Family, Item, allocate, applicable_rules, error_curve
 
 FAMS = [Family.LAPLACE, Family.DISCRETE_GAUSSIAN, Family.EXPONENTIAL, Family.RANDOMIZED_RESPONSE, Family.DISCRETE_LAPLACE]
 
@@ -43,7 +43,7 @@ def main() -> None:
     ap.add_argument("--max-n", type=int, default=1000)
     args = ap.parse_args()
     print("allocation time vs number of mixed queries (median of 3):")
-    for rule in (CompositionRule.RDP, CompositionRule.BASIC, CompositionRule.ZCDP):
+    for rule in CompositionRule:
         for n in (10, 20, 50, 100, 200, 500, 1000):
             if n > args.max_n:
                 break
@@ -55,10 +55,12 @@ def main() -> None:
 
     def curve() -> None:
         for rule in applicable_rules(items, 1e-6):
-            for e in eps:
-                allocate(items, float(e), 1e-6, rule)
+            error_curve(items, eps, 1e-6, rule)
 
-    print(f"compare-rules curve, 20 queries x 50 total-eps x 4 rules: {timed(curve, 1) * 1000:.0f} ms")
+    print(f"compare-rules curve, 20 queries x 50 total-eps x 4 rules: {timed(curve, 3) * 1000:.0f} ms")
+    for rule in applicable_rules(items, 1e-6):
+        t = timed(lambda rule=rule: error_curve(items, eps, 1e-6, rule), 3)
+        print(f"  {rule.value:8s}: {t * 1000:.0f} ms")
 
 
 if __name__ == "__main__":
