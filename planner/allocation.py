@@ -34,6 +34,7 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
+from functools import cached_property
 
 import numpy as np
 import numpy.typing as npt
@@ -230,10 +231,60 @@ class _Workload:
             masks=masks,
         )
 
+    @cached_property
+    def index(self) -> dict[str, npt.NDArray[np.intp]]:
+        """Column indices of each family group (for (..., n) arrays)."""
+        m = self.masks
+        return {
+            "inv_sq": np.flatnonzero(m[Family.LAPLACE] | m[Family.EXPONENTIAL] | m[Family.PURE] | m[Family.MEAN_LAPLACE]),
+            "dl": np.flatnonzero(m[Family.DISCRETE_LAPLACE]),
+            "rr": np.flatnonzero(m[Family.RANDOMIZED_RESPONSE]),
+            "gauss": np.flatnonzero(self.gauss),
+            "lap": np.flatnonzero(m[Family.LAPLACE]),
+            "exp": np.flatnonzero(m[Family.EXPONENTIAL]),
+            "pure": np.flatnonzero(m[Family.PURE] | m[Family.DISCRETE_LAPLACE] | m[Family.RANDOMIZED_RESPONSE]),
+            "mean": np.flatnonzero(m[Family.MEAN_LAPLACE]),
+        }
+
+    @cached_property
+    def coef(self) -> FloatArray:
+        return np.array([i.coef for i in self.items], dtype=np.float64)
+
+    @cached_property
+    def sens(self) -> FloatArray:
+        return np.array([i.sensitivity for i in self.items], dtype=np.float64)
+
     def mse(self, theta: FloatArray) -> FloatArray:
-        out = np.empty_like(theta)
-        for k, item in enumerate(self.items):
-            out[k] = item_mse(item, theta[k])
+        """Per-item MSE (:func:`item_mse`, vectorised); θ of shape (..., n)."""
+        th = np.asarray(theta, dtype=np.float64)
+        out = np.empty_like(th)
+        ix, c, s = self.index, self.coef, self.sens
+        with np.errstate(over="ignore", divide="ignore"):
+            i = ix["inv_sq"]
+            out[..., i] = c[i] / th[..., i] ** 2
+            i = ix["dl"]
+            out[..., i] = c[i] / (2.0 * np.sinh(th[..., i] / (2.0 * s[i])) ** 2)
+            i = ix["rr"]
+            out[..., i] = 1.0 / (4.0 * c[i] * np.tanh(th[..., i] / 2.0) ** 2)
+            i = ix["gauss"]
+            out[..., i] = c[i] / th[..., i]
+        return out
+
+    def rdp(self, th: FloatArray, alpha: FloatArray) -> FloatArray:
+        """Per-item RDP at orders ``alpha`` (shape (A, 1)), θ of shape (A, n)."""
+        out = np.empty_like(th)
+        ix = self.index
+        if ix["lap"].size:
+            out[:, ix["lap"]] = dv.laplace_rdp(1.0 / th[:, ix["lap"]], alpha)
+        if ix["exp"].size:
+            out[:, ix["exp"]] = dv.exponential_rdp(th[:, ix["exp"]], alpha)
+        if ix["pure"].size:
+            out[:, ix["pure"]] = dv.pure_dp_rdp(th[:, ix["pure"]], alpha)
+        if ix["mean"].size:
+            t, sp = th[:, ix["mean"]], self.split[ix["mean"]]
+            part_c = np.where(sp < 1.0, dv.laplace_rdp(1.0 / (t * np.maximum(1.0 - sp, 1e-300)), alpha), 0.0)
+            out[:, ix["mean"]] = dv.laplace_rdp(1.0 / (t * sp), alpha) + part_c
+        out[:, ix["gauss"]] = th[:, ix["gauss"]] * alpha
         return out
 
     def objective(self, theta: FloatArray) -> float:
@@ -265,31 +316,6 @@ class _Workload:
         gi = np.flatnonzero(self.gauss)
         rho[..., gi] = t[..., gi]
         return rho
-
-    def rdp_matrix(self, theta: FloatArray, orders: FloatArray) -> FloatArray:
-        """Per-item RDP curves, shape (n, len(orders))."""
-        a = orders[None, :]
-        t = theta[:, None]
-        out = np.empty((theta.size, orders.size))
-        m = self.masks
-        for fam_, fn in (
-            (Family.LAPLACE, lambda x: dv.laplace_rdp(1.0 / x, a)),
-            (Family.EXPONENTIAL, lambda x: dv.exponential_rdp(x, a)),
-            (Family.PURE, lambda x: dv.pure_dp_rdp(x, a)),
-            (Family.DISCRETE_LAPLACE, lambda x: dv.pure_dp_rdp(x, a)),
-            (Family.RANDOMIZED_RESPONSE, lambda x: dv.pure_dp_rdp(x, a)),
-            (Family.GAUSSIAN, lambda x: x * a),
-            (Family.DISCRETE_GAUSSIAN, lambda x: x * a),
-        ):
-            if m[fam_].any():
-                out[m[fam_]] = fn(t[m[fam_]])
-        mm = m[Family.MEAN_LAPLACE]
-        if mm.any():
-            s = self.split[mm][:, None]
-            tt = t[mm]
-            part_c = np.where(s < 1.0, dv.laplace_rdp(1.0 / (tt * np.maximum(1.0 - s, 1e-300)), a), 0.0)
-            out[mm] = dv.laplace_rdp(1.0 / (tt * s), a) + part_c
-        return out
 
     def pure_total(self, theta: FloatArray) -> float:
         return math.inf if self.gauss.any() else float(theta.sum())
@@ -332,7 +358,8 @@ class _Cost:
             return float(zcdp_to_approx_epsilon(rho, self.delta))
         if self.conv is None:
             return wl.pure_total(theta)
-        curve = wl.rdp_matrix(theta, self.orders).sum(axis=0) + self.conv
+        th = np.broadcast_to(theta, (self.orders.size, theta.size))
+        curve = wl.rdp(th, self.orders[:, None]).sum(axis=1) + self.conv
         return min(float(curve.min()), wl.pure_total(theta))
 
 
@@ -531,54 +558,13 @@ class _Dual:
     def __init__(self, wl: _Workload, free: npt.NDArray[np.bool_]) -> None:
         self.wl = wl
         self.free = free
-        items = wl.items
-        self.coef = np.array([i.coef for i in items], dtype=np.float64)
-        self.sens = np.array([i.sensitivity for i in items], dtype=np.float64)
-        m = wl.masks
 
-        def idx(mask: npt.NDArray[np.bool_]) -> npt.NDArray[np.intp]:
-            return np.flatnonzero(mask)
-
-        self.i_inv_sq = idx(m[Family.LAPLACE] | m[Family.EXPONENTIAL] | m[Family.PURE] | m[Family.MEAN_LAPLACE])
-        self.i_dl = idx(m[Family.DISCRETE_LAPLACE])
-        self.i_rr = idx(m[Family.RANDOMIZED_RESPONSE])
-        self.i_gauss = idx(wl.gauss)
-        self.i_lap = idx(m[Family.LAPLACE])
-        self.i_exp = idx(m[Family.EXPONENTIAL])
-        self.i_pure = idx(m[Family.PURE] | m[Family.DISCRETE_LAPLACE] | m[Family.RANDOMIZED_RESPONSE])
-        self.i_mean = idx(m[Family.MEAN_LAPLACE])
-        self.mean_split = wl.split[self.i_mean]
-
-    # weighted MSE, θ of shape (A, n) or (n,)
     def f(self, theta: FloatArray) -> FloatArray:
-        th = np.atleast_2d(theta)
-        out = np.empty_like(th)
-        with np.errstate(over="ignore", divide="ignore"):
-            i = self.i_inv_sq
-            out[:, i] = self.coef[i] / th[:, i] ** 2
-            i = self.i_dl
-            out[:, i] = self.coef[i] / (2.0 * np.sinh(th[:, i] / (2.0 * self.sens[i])) ** 2)
-            i = self.i_rr
-            out[:, i] = 1.0 / (4.0 * self.coef[i] * np.tanh(th[:, i] / 2.0) ** 2)
-            i = self.i_gauss
-            out[:, i] = self.coef[i] / th[:, i]
-        return np.asarray((self.wl.w * out).reshape(np.shape(theta)))
+        """Weighted MSE wᵢ·MSEᵢ/sᵢ²; θ of shape (..., n)."""
+        return np.asarray(self.wl.w * self.wl.mse(theta))
 
     def rdp(self, th: FloatArray, alpha: FloatArray) -> FloatArray:
-        """Per-item RDP at orders ``alpha`` (shape (A, 1)), θ of shape (A, n)."""
-        out = np.empty_like(th)
-        if self.i_lap.size:
-            out[:, self.i_lap] = dv.laplace_rdp(1.0 / th[:, self.i_lap], alpha)
-        if self.i_exp.size:
-            out[:, self.i_exp] = dv.exponential_rdp(th[:, self.i_exp], alpha)
-        if self.i_pure.size:
-            out[:, self.i_pure] = dv.pure_dp_rdp(th[:, self.i_pure], alpha)
-        if self.i_mean.size:
-            t, sp = th[:, self.i_mean], self.mean_split
-            part_c = np.where(sp < 1.0, dv.laplace_rdp(1.0 / (t * np.maximum(1.0 - sp, 1e-300)), alpha), 0.0)
-            out[:, self.i_mean] = dv.laplace_rdp(1.0 / (t * sp), alpha) + part_c
-        out[:, self.i_gauss] = th[:, self.i_gauss] * alpha
-        return out
+        return self.wl.rdp(th, alpha)
 
     def argmin(
         self, mu: FloatArray, cost: Callable[[FloatArray], FloatArray], u: FloatArray, rows: npt.NDArray[np.bool_] | None = None
