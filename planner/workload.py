@@ -223,6 +223,8 @@ class Prediction:
     rmse: float
     error_bound_95: float
     unit: str
+    theta: float = math.nan
+    currency: str = "epsilon"
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -238,6 +240,7 @@ class Prediction:
             "rmse": self.rmse,
             "error_bound_95": self.error_bound_95,
             "unit": self.unit,
+            "optimised": {"currency": self.currency, "value": self.theta},
         }
 
 
@@ -334,6 +337,8 @@ def predict(part: Part, share: ItemAllocation, schema: Schema) -> Prediction:
         rmse=rmse,
         error_bound_95=bound,
         unit=_unit(q, schema),
+        theta=theta,
+        currency="rho" if item.is_gaussian else "epsilon",
     )
 
 

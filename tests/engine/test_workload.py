@@ -48,3 +48,19 @@ def test_laplace_count_prediction_matches_hand_calculation(census: Schema) -> No
     assert p.noise["laplace_scale"] == pytest.approx(2.0)
     assert p.rmse == pytest.approx(2.0 * 2**0.5)
     assert p.error_bound_95 == pytest.approx(2.0 * 2.995732273553991)  # ln 20
+
+
+def test_plan_reports_the_optimised_currency(census: Schema) -> None:
+    # Gaussian shares are optimised in ρ (zCDP), pure ones in ε (issue 4: "in the rule's own currency")
+    qs = queries_from_list(
+        [
+            {"id": "n", "kind": "count", "mechanism": "laplace"},
+            {"id": "g", "kind": "count", "mechanism": "gaussian"},
+        ],
+        census,
+    )
+    out = {p["id"]: p for p in plan(qs, census, 1.0, 1e-6, "rdp").to_dict()["queries"]}
+    assert out["n"]["optimised"]["currency"] == "epsilon"
+    assert out["n"]["optimised"]["value"] == pytest.approx(out["n"]["epsilon"])
+    assert out["g"]["optimised"]["currency"] == "rho"
+    assert out["g"]["optimised"]["value"] == pytest.approx(out["g"]["rho"])
