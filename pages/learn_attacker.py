@@ -37,7 +37,8 @@ target = c1.number_input(
     "Target X (row of the census sample)", 0, len(people) - 1, first_smoker, key="atk_target"
 )
 epsilon = c2.select_slider(
-    "ε of each count", options=[0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 5.0], value=0.5, key="atk_eps"
+    "ε of each count", options=[0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 5.0], value=0.5, key="atk_eps",
+    help=dc.EPSILON_HELP,
 )
 prior = c3.slider("Attacker's prior that X smokes", 0.01, 0.99, 0.19, 0.01, key="atk_prior",
                   help="0.19 is about the public smoking rate")
@@ -62,13 +63,12 @@ st.subheader("2. Answers with Laplace noise")
 n1, n2, n3 = st.columns(3)
 n1.metric("Noisy: how many smoke?", f"{res.noisy_total[0]:,.1f}")
 n2.metric("Noisy: … not counting X?", f"{res.noisy_without[0]:,.1f}")
-n3.metric("Attacker's belief X smokes", f"{res.posterior[0]:.3f}", help=f"prior {res.prior:.2f}")
+n3.metric("Attacker's belief X smokes", f"{res.posterior[0]:.1%}", help=f"before the answers: {res.prior:.0%}")
 st.markdown(
-    f"Each answer carries Laplace noise of scale {res.scale:.3g}. Whatever the answers, the "
-    f"attacker's odds move by at most e^ε = {res.bound:.3g}: from a prior of {res.prior:.2f} "
-    f"the belief stays between {float(lo):.3f} and {float(hi):.3f}. "
-    f"(Both questions cost {res.total_epsilon:g} in all by basic composition; only the first "
-    "depends on X.) Below: the belief over 2,000 repetitions of the pair of questions."
+    f"**What you see:** each answer now carries random noise of typical size {res.scale:.3g} people. "
+    f"Whatever the answers, the attacker's odds move by at most a factor e^ε = {res.bound:.3g}: "
+    f"from {res.prior:.0%} before, the belief stays between {float(lo):.1%} and {float(hi):.1%}. "
+    f"Both questions together cost ε = {res.total_epsilon:g} (only the first involves X)."
 )
 left, right = st.columns(2)
 left.altair_chart(dc.posterior_chart(res.posterior, float(lo), float(hi), res.prior), width="stretch")
@@ -77,14 +77,21 @@ right.altair_chart(
 )
 
 st.subheader("3. The same guarantee as a hypothesis test (seed 001)")
-delta = st.select_slider("δ", options=[0.0, 1e-6, 1e-3, 0.01, 0.05], value=0.0, key="atk_delta")
+st.markdown(
+    "Read DP as a test: an attacker must decide “X is in the data” or not. If they accept "
+    "wrongly accusing a share γ of absent people, how often can they catch X when X is there?"
+)
+delta = st.select_slider(
+    "δ (small chance that the ε guarantee fails)", options=[0.0, 1e-6, 1e-3, 0.01, 0.05], value=0.0,
+    key="atk_delta", help="Approximate DP allows the guarantee to fail with probability δ; 0 = pure DP.",
+)
 try:
     st.altair_chart(dc.power_chart(float(epsilon), float(delta)), width="stretch")
 except PlannerError as exc:
     st.error(str(exc))
 st.markdown(
-    f"Any test of “X is in the data” that wrongly accuses an absent person with probability γ "
-    f"catches a present one with probability at most γ·e^ε (+ δ), capped at 1: at ε = {epsilon:g}, "
-    f"a 5 % false-alarm rate buys at most {min(1.0, 0.05 * math.exp(float(epsilon)) + float(delta)):.1%} power. "
-    "The best test against a Laplace count reaches this bound for small γ."
+    f"**What you see:** no test can rise above the limit curves. At ε = {epsilon:g}, accepting 5 % "
+    f"false alarms buys at most a {min(1.0, 0.05 * math.exp(float(epsilon)) + float(delta)):.1%} chance "
+    "of detecting X (γ·e^ε + δ, capped at 100 %); the best test against a noisy count reaches "
+    "that limit for small γ. The closer the curves stay to blind guessing, the better X is protected."
 )

@@ -26,15 +26,19 @@ def _accuracy(total: float, k_max: int, delta: float) -> demos.AccuracyPerRule:
 
 st.title("The cost of asking many questions")
 st.markdown(
-    "Every answer leaks a little; answers add up. Basic composition just sums the ε of each "
-    "query. Advanced composition and Rényi DP prove a smaller total for many small queries, "
-    "at the price of a tiny δ (seed 002)."
+    "Every published answer leaks a little, and the leaks add up. The simplest rule (basic "
+    "composition) adds the ε of every question; smarter accounting (advanced composition, "
+    "Rényi DP) proves a smaller total for many small questions, at the price of a tiny chance "
+    "δ that the guarantee fails (seed 002)."
 )
 
 c1, c2, c3 = st.columns(3)
-eps0 = c1.select_slider("ε of each query", [0.001, 0.01, 0.05, 0.1, 0.2, 0.5, 1.0], 0.1, key="comp_eps0")
-k_max = c2.select_slider("Up to k queries", [10, 100, 1000, 3000], 1000, key="comp_kmax")
-delta = c3.select_slider("δ", [1e-9, 1e-7, 1e-6, 1e-5, 1e-3], 1e-6, key="comp_delta")
+eps0 = c1.select_slider("ε of each question", [0.001, 0.01, 0.05, 0.1, 0.2, 0.5, 1.0], 0.1, key="comp_eps0",
+                        help=dc.EPSILON_HELP)
+k_max = c2.select_slider("Up to k questions", [10, 100, 1000, 3000], 1000, key="comp_kmax")
+delta = c3.select_slider("δ (chance the guarantee fails)", [1e-9, 1e-7, 1e-6, 1e-5, 1e-3], 1e-6, key="comp_delta",
+                         help="The advanced and Rényi rules hold except with this tiny probability; "
+                              "pick it much smaller than 1 / number of people.")
 
 try:
     curves = _curves(float(eps0), int(k_max), float(delta))
@@ -44,34 +48,46 @@ except PlannerError as exc:
 
 st.altair_chart(dc.composition_chart(curves), width="stretch")
 if curves.drv_crossover is None:
-    cross = f"With ε = {eps0:g} per query (e^ε ≥ 2) the DRV formula never beats basic composition."
+    cross = f"With ε = {eps0:g} per question (e^ε ≥ 2) the textbook advanced formula never beats the basic rule."
 else:
     cross = (
-        f"The DRV formula of seed 002 beats basic composition from k = {curves.drv_crossover} "
-        f"queries on (dashed line); the engine's tighter advanced bound from k = "
+        f"The textbook advanced formula of seed 002 beats the basic rule from k = {curves.drv_crossover} "
+        f"questions on (dashed line); the engine's tighter advanced bound from k = "
         f"{curves.advanced_crossover if curves.advanced_crossover is not None else '—'}."
     )
 st.markdown(
-    f"{cross} Rényi DP, which tracks the Laplace noise exactly, is lower still. "
-    f"For k = {int(curves.k[-1])}: basic {curves.basic[-1]:.3g}, advanced {curves.advanced[-1]:.3g}, "
-    f"RDP {curves.rdp[-1]:.3g}."
+    f"**What you see:** the total privacy cost as more questions are asked. {cross} Rényi DP, "
+    f"which tracks the Laplace noise exactly, is lower still. For k = {int(curves.k[-1]):,}: "
+    f"basic {curves.basic[-1]:.3g}, advanced {curves.advanced[-1]:.3g}, Rényi {curves.rdp[-1]:.3g}."
 )
 
 st.subheader("What each rule buys for a fixed budget")
-total = st.select_slider("Total ε to spend", [0.1, 0.5, 1.0, 2.0, 5.0, 10.0], 1.0, key="comp_total")
+st.markdown(
+    "Turn it around: with a fixed total budget, a tighter rule lets each question use a larger "
+    "ε, so each answer needs less noise."
+)
+total = st.select_slider("Total ε to spend", [0.1, 0.5, 1.0, 2.0, 5.0, 10.0], 1.0, key="comp_total",
+                         help=dc.EPSILON_HELP)
 try:
     acc = _accuracy(float(total), int(k_max), float(delta))
 except PlannerError as exc:
     st.error(str(exc))
     st.stop()
 st.altair_chart(dc.accuracy_chart(acc), width="stretch")
-table = pd.DataFrame({"k": acc.k})
+SHORT = {demos.Rule.BASIC: "basic", demos.Rule.ADVANCED: "advanced", demos.Rule.RDP: "Rényi"}
+table = pd.DataFrame({"questions k": acc.k})
+config: dict[str, object] = {"questions k": st.column_config.NumberColumn(format="%d")}
 for r in demos.Rule:
-    table[f"ε per query ({r.value})"] = acc.per_query[r]
-    table[f"RMSE ({r.value})"] = acc.rmse[r]
-st.dataframe(table.iloc[:: max(1, len(table) // 6)], hide_index=True, width="stretch")
-st.markdown("**What the answers look like** — one count (true value 500) answered with each rule's ε per query:")
-k_pick = st.select_slider("k", [int(k) for k in acc.k], int(acc.k[len(acc.k) // 2]), key="comp_kpick")
+    table[f"ε each ({SHORT[r]})"] = acc.per_query[r]
+    config[f"ε each ({SHORT[r]})"] = st.column_config.NumberColumn(
+        format="%.3g", help=f"ε each question may use under the {dc.RULE_LABELS[r]} rule")
+for r in demos.Rule:
+    table[f"error ({SHORT[r]})"] = acc.rmse[r]
+    config[f"error ({SHORT[r]})"] = st.column_config.NumberColumn(
+        format="±%.3g", help="Typical error of each count in people (RMSE = √2/ε)")
+st.dataframe(table.iloc[:: max(1, len(table) // 6)], hide_index=True, width="stretch", column_config=config)
+k_pick = st.select_slider("Number of questions k (for the simulated answers below)", [int(k) for k in acc.k],
+                          int(acc.k[len(acc.k) // 2]), key="comp_kpick")
 seed = dc.seed_controls("comp")
 i = int(list(acc.k).index(k_pick))
 g = dc.rng(seed)
@@ -80,7 +96,8 @@ answers = {
 }
 st.altair_chart(dc.rule_answers_chart(answers, 500.0), width="stretch")
 st.caption(
-    f"k counting queries (Δ = 1, Laplace noise) share a total ε = {total:g} (δ = {delta:g} for the "
-    "advanced and RDP rules). A tighter rule lets each query use a larger ε and so gives a smaller "
-    "error (RMSE = √2/ε per count). Data-independent planning numbers."
+    f"One count (true value 500) answered {2000:,} times with each rule's ε per question, when "
+    f"{k_pick:,} counting questions (Δ = 1, Laplace noise) share ε = {total:g} (δ = {delta:g} for the "
+    "advanced and Rényi rules). Typical error (RMSE) = √2/ε people per count. Data-independent "
+    "planning numbers."
 )

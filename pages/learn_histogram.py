@@ -37,16 +37,19 @@ def _mise(n: int, epsilon: float, reps: int, seed: int) -> MiseCurve:
 
 st.title("Releasing a whole distribution")
 st.markdown(
-    "Instead of one number, release a histogram: add Laplace noise (variance 8/ε²) to every "
-    "bin count, clip negatives to zero, and draw as many synthetic points as you like from it "
-    "(seed 001). The data here are simulated from a Beta(10, 10) density, as in the seed."
+    "Instead of one number, publish a whole histogram: add random noise to every bar, set "
+    "negative bars to zero, and draw as many synthetic (made-up but realistic) points from it "
+    "as you like (seed 001). The data are simulated from a bell-shaped Beta(10, 10) curve, as "
+    "in the seed."
 )
 
 c1, c2, c3 = st.columns(3)
 n = c1.select_slider("Sample size n", list(demos.SEED_001_NS), 1000, key="hist_n")
-eps = c2.select_slider("ε", [*demos.SEED_001_EPSILONS[::-1], 1.0], 0.1, key="hist_eps")
+eps = c2.select_slider("ε", [*demos.SEED_001_EPSILONS[::-1], 1.0], 0.1, key="hist_eps", help=dc.EPSILON_HELP)
 m = c3.slider("Bins for the synthetic sample", 5, 100, 20, key="hist_m")
-reps = st.select_slider("Monte Carlo repetitions", [10, 25, 50, 100, 200], 50, key="hist_reps")
+reps = st.select_slider(
+    "Simulation repetitions (more: smoother curves, slower)", [10, 25, 50, 100, 200], 50, key="hist_reps"
+)
 seed = dc.seed_controls("hist")
 
 try:
@@ -57,16 +60,27 @@ except PlannerError as exc:
     st.stop()
 
 left, right = st.columns(2)
-left.altair_chart(dc.sample_chart(sample.real, f"Real sample (n = {n})"), width="stretch")
-right.altair_chart(dc.sample_chart(sample.synthetic, f"Synthetic sample from the ε = {eps:g} histogram"), width="stretch")
+left.altair_chart(dc.sample_chart(sample.real, f"Real sample ({n:,} points)"), width="stretch")
+right.altair_chart(
+    dc.sample_chart(sample.synthetic, f"Synthetic sample (ε = {eps:g}, {m} bins)"), width="stretch"
+)
+st.markdown(
+    "**What you see:** on the left the real data, on the right made-up points drawn from the "
+    "noisy histogram; both should follow the dashed true shape. Below, how far each method's "
+    "shape is from the truth, averaged over many simulated datasets (MISE: mean integrated "
+    "squared error; lower is better)."
+)
 st.altair_chart(
-    dc.mise_chart(curve, f"Error of the density estimate vs bins (n = {n}, ε = {eps:g}, {curve.reps} runs)"),
+    dc.mise_chart(curve, f"Error of the estimated shape vs number of bins (n = {n:,}, ε = {eps:g})"),
     width="stretch",
 )
 st.markdown(
-    "The private (perturbed) histogram is always further from the true density than the raw "
-    "one, and its error depends much more on the number of bins: more bins means more noisy "
-    "counts. Smaller ε or smaller n make it worse — the seed's conclusion: the constants in "
-    "the error matter, not only the rate. Dashed line: the true Beta(10, 10) density."
+    "The private histograms are always further from the truth than the raw one, and their "
+    "error grows with the number of bins (more bins, more noisy bars). Smaller ε or smaller n "
+    "make it worse: the seed's conclusion is that the constants in the error matter, not only "
+    "its rate."
 )
-st.caption("Monte Carlo on simulated data (data-independent); nothing here is a release.")
+st.caption(
+    f"Monte Carlo over {curve.reps} simulated datasets (data-independent); noise variance 8/ε² per "
+    "bar. Nothing here is a release."
+)

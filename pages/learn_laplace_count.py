@@ -13,6 +13,8 @@ from pages._ui import demo_charts as dc
 from planner import demos
 from planner.errors import PlannerError
 
+EXACT = "within ±10 % (formula)"
+SIMULATED = "within ±10 % (simulated)"
 EPS_OPTIONS = [0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0]
 
 
@@ -23,17 +25,18 @@ def _demo(counts: tuple[int, ...], epsilons: tuple[float, ...], seed: int) -> de
 
 st.title("The Laplace count")
 st.markdown(
-    "A count changes by at most 1 when one person is added or removed, so adding Laplace "
-    "noise of scale 1/ε makes it ε-differentially private (seed 004, figure 3). The same "
-    "noise is small next to a count of 1000 and large next to a count of 100."
+    "Adding or removing one person changes a count by at most 1, so random “Laplace” noise "
+    "of typical size 1/ε people hides whether any one person is in it (seed 004, figure 3). "
+    "The same noise is small next to a count of 1000 and large next to a count of 100."
 )
 
-c1, c2 = st.columns(2)
+c1, c2, c3 = st.columns([2, 1, 1])
 eps = c1.multiselect(
-    "Three values of ε", EPS_OPTIONS, default=list(demos.SEED_004_EPSILONS), key="lc_eps", max_selections=3
+    "Up to three values of ε", EPS_OPTIONS, default=list(demos.SEED_004_EPSILONS), key="lc_eps",
+    max_selections=3, help=dc.EPSILON_HELP,
 )
-big = c2.number_input("Large true count", 10, 1_000_000, demos.SEED_004_COUNTS[0], key="lc_big")
-small = c2.number_input("Small true count", 1, 1_000_000, demos.SEED_004_COUNTS[1], key="lc_small")
+big = c2.number_input("Large true count (people)", 10, 1_000_000, demos.SEED_004_COUNTS[0], key="lc_big")
+small = c3.number_input("Small true count (people)", 1, 1_000_000, demos.SEED_004_COUNTS[1], key="lc_small")
 seed = dc.seed_controls("lc")
 
 if not eps:
@@ -48,6 +51,11 @@ except PlannerError as exc:
 left, right = st.columns(2)
 left.altair_chart(dc.laplace_count_chart(demo, 0), width="stretch")
 right.altair_chart(dc.laplace_count_chart(demo, 1), width="stretch")
+st.markdown(
+    "**What you see:** each curve shows where the published count is likely to land for one ε "
+    "(faint bars: 20,000 simulated publications). The green band is “within 10 % of the truth”: "
+    "the large count almost always lands in it, the small one often misses it."
+)
 
 rows = []
 for i, c in enumerate(demo.counts):
@@ -56,17 +64,27 @@ for i, c in enumerate(demo.counts):
             "true count": int(c),
             "ε": e,
             "noise scale 1/ε": demo.scales[j],
-            "within ±10 % (exact: 1 − e^(−0.1·count·ε))": demo.exact_share[i, j],
-            "within ±10 % (simulated, 20,000 runs)": demo.simulated_share[i, j],
+            EXACT: demo.exact_share[i, j],
+            SIMULATED: demo.simulated_share[i, j],
         })
 st.dataframe(
-    pd.DataFrame(rows).style.format({
-        "ε": "{:g}", "noise scale 1/ε": "{:.3g}",
-        "within ±10 % (exact: 1 − e^(−0.1·count·ε))": "{:.2%}",
-        "within ±10 % (simulated, 20,000 runs)": "{:.2%}",
-    }),
+    pd.DataFrame(rows),
     hide_index=True,
     width="stretch",
+    column_config={
+        "true count": st.column_config.NumberColumn("true count", format="%d people"),
+        "ε": st.column_config.NumberColumn("ε", format="%g", help=dc.EPSILON_HELP),
+        "noise scale 1/ε": st.column_config.NumberColumn(
+            "noise size 1/ε", format="%.3g people", help="Typical size of the added noise, in people."
+        ),
+        EXACT: st.column_config.NumberColumn(
+            EXACT, format="percent", help="Chance the published count is within ±10 % of the truth: "
+            "1 − e^(−0.1·count·ε), by formula."
+        ),
+        SIMULATED: st.column_config.NumberColumn(
+            SIMULATED, format="percent", help="The same share counted over 20,000 simulated publications."
+        ),
+    },
 )
 st.caption(
     "The seed does not print its three ε; its caption (count 1000: almost always within 10 %; "

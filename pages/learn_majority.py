@@ -28,14 +28,15 @@ def _votes(epsilon: float, n: int, s: int, seed: int) -> tuple[float, float]:
 
 st.title("Who won the vote? Majority with privacy")
 st.markdown(
-    "n people vote yes (1) or no (0) and s say yes. A private mechanism announces the "
-    "majority, sometimes wrongly: the closer the vote, the likelier an error (seed 000). "
-    "The inverse sensitivity mechanism (ISM) counts how many votes would have to change to "
-    "flip the answer, and it is provably near the best possible."
+    "n people vote yes or no, and s of them say yes. A private mechanism announces the winner "
+    "but must sometimes get it wrong on purpose, most often when the vote is close (seed 000). "
+    "The inverse sensitivity mechanism (ISM) counts how many votes would have to change to flip "
+    "the result; it is provably close to the best any private mechanism can do."
 )
 
 c1, c2 = st.columns(2)
-eps = c1.select_slider("ε", [0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0], 0.1, key="maj_eps")
+eps = c1.select_slider("ε", [0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0], 0.1, key="maj_eps",
+                        help=dc.EPSILON_HELP)
 n = c2.select_slider("Number of voters n (odd)", [11, 21, 51, 101, 201, 501, 1001], 101, key="maj_n")
 try:
     curves = _curves(float(eps), int(n))
@@ -46,19 +47,23 @@ except PlannerError as exc:
 st.altair_chart(dc.majority_chart(curves), width="stretch")
 matches = "matches" if curves.quarter_matches else "does NOT match"
 st.markdown(
-    f"**1/4-optimality, made visible:** the general ISM at ε {matches} the best any unbiased "
-    f"mechanism could do at ε/4 (the two curves coincide); the two-output ISM, which is seed "
-    f"000's “better mechanism”, {'matches' if curves.half_matches else 'does NOT match'} the "
-    "bound at ε/2. The exponential mechanism is slightly below the two-output ISM everywhere."
+    f"**What you see:** near a tie every mechanism is close to a coin toss; far from it, all "
+    f"announce the right winner. The general ISM at ε {matches} the best possible at ε/4 (its "
+    f"curve lies on the dashed one: “1/4-optimal”); the two-outcome ISM, seed 000's “better "
+    f"mechanism”, {'matches' if curves.half_matches else 'does NOT match'} the best possible at "
+    "ε/2. The exponential mechanism is slightly below the two-outcome ISM everywhere."
 )
 
-s = st.slider("A vote with s yes", 0, int(n), int(n) // 2 + 3, key="maj_s")
+s = st.slider("Try one vote: number of “yes” votes s", 0, int(n), int(n) // 2 + 3, key="maj_s")
 seed = dc.seed_controls("maj")
 em_sim, ism_sim = _votes(float(eps), int(n), int(s), seed)
 m1, m2, m3 = st.columns(3)
-m1.metric("Exponential mechanism: P[correct]", f"{curves.exponential[s]:.3f}", help=f"simulated over 1000 runs: {em_sim:.3f}")
-m2.metric("ISM (2 outputs): P[correct]", f"{curves.better[s]:.3f}", help=f"simulated over 1000 runs: {ism_sim:.3f}")
-m3.metric("Best unbiased ε-DP mechanism: at most", f"{curves.unbiased_bound[s]:.3f}")
+m1.metric("Exponential mechanism right", f"{curves.exponential[s]:.1%}",
+          help=f"Chance of announcing the right winner; simulated over 1000 runs: {em_sim:.1%}")
+m2.metric("ISM (two outcomes) right", f"{curves.better[s]:.1%}",
+          help=f"Chance of announcing the right winner; simulated over 1000 runs: {ism_sim:.1%}")
+m3.metric("Best possible at ε", f"{curves.unbiased_bound[s]:.1%}",
+          help="No unbiased ε-DP mechanism is right more often than this.")
 st.caption(
     f"Simulated over 1000 announcements: exponential mechanism correct {em_sim:.1%}, ISM {ism_sim:.1%}. "
     "These accuracies depend on the exact count s (data-dependent); this page uses made-up votes."

@@ -48,8 +48,9 @@ else:
         "Probability p of reporting the truth (two coins: ¾)", 0.55, 0.99, 0.75, 0.01, key="rr_keep_p"
     )
     param = float(keep_p)
-rate = col2.slider("True rate in the population", 0.0, 1.0, 0.15, 0.01, key="rr_rate")
-n = col3.slider("Respondents n", 50, 20_000, 1000, 50, key="rr_n")
+rate = col2.slider("True rate in the population", 0.0, 1.0, 0.15, 0.01, key="rr_rate",
+                   help="Share of people whose true answer is “yes” (15 % in the doping survey).")
+n = col3.slider("Respondents", 50, 20_000, 1000, 50, key="rr_n")
 seed = dc.seed_controls("rr")
 
 try:
@@ -60,24 +61,28 @@ except PlannerError as exc:
     st.stop()
 
 m1, m2, m3, m4 = st.columns(4)
-m1.metric("Keep probability p", f"{keep:.3f}")
-m2.metric("Privacy ε = ln(p/(1−p))", f"{sim.epsilon:.3f}", help="ln 3 ≈ 1.099 for both seed designs")
-m3.metric("Estimate of the rate", f"{sim.estimate:.3f}", help=f"{sim.level:.0%} interval [{sim.lower:.3f}, {sim.upper:.3f}]")
-m4.metric("Data cost vs asking directly", f"{sim.data_cost:.2f}×", help="(2p − 1)⁻²: respondents needed for the same precision")
+m1.metric("Truthful reports p", f"{keep:.1%}", help="Chance that a report is the respondent's true answer.")
+m2.metric("Privacy ε", f"{sim.epsilon:.3f}",
+          help=f"ε = ln(p/(1−p)); ln 3 ≈ 1.099 for both seed designs. {dc.EPSILON_HELP}")
+m3.metric("Estimated rate", f"{sim.estimate:.1%}",
+          help=f"{sim.level:.0%} interval: {sim.lower:.1%} to {sim.upper:.1%}")
+m4.metric("Respondents needed", f"{sim.data_cost:.1f}×",
+          help="(2p − 1)⁻²: how many times more respondents than a direct question, for the same precision")
 
-st.altair_chart(dc.survey_reports_chart(sim), width="stretch")
-st.altair_chart(dc.survey_estimate_chart(sim), width="stretch")
+left, right = st.columns(2)
+left.altair_chart(dc.survey_reports_chart(sim), width="stretch")
+right.altair_chart(dc.survey_estimate_chart(sim), width="stretch")
 st.markdown(
-    f"The share of “yes” reports ({sim.report_rate:.3f}) is pulled towards ½ by the coins; "
-    f"the unbiased estimate (ȳ − (1 − p))/(2p − 1) = {sim.estimate:.3f} undoes that "
-    f"(the {sim.n} simulated people really had {sim.sample_rate:.3f}). "
-    f"Its interval is wider than a direct question's: randomized response needs about "
-    f"{sim.data_cost:.1f} times as many respondents for the same precision."
+    f"**What you see:** the coins pull the share of “yes” reports towards ½ "
+    f"({sim.report_rate:.1%} here); because the coins' odds are known, the correction "
+    f"(ȳ − (1 − p))/(2p − 1) recovers {sim.estimate:.1%} (the {sim.n:,} simulated people really "
+    f"had {sim.sample_rate:.1%}). The price: about {sim.data_cost:.1f} times as many respondents "
+    "for the same precision as asking directly."
 )
 st.altair_chart(dc.repeated_surveys_chart(est, direct, sim.true_rate), width="stretch")
 st.caption(
-    f"Spread of the estimate over repeated surveys: randomized response {sim.rr_sd:.3f} "
-    f"(Warner's formula) vs {sim.direct_sd:.3f} asking directly. "
+    f"Typical error of the estimate over repeated surveys: randomized response ±{sim.rr_sd:.1%} "
+    f"(Warner's formula) vs ±{sim.direct_sd:.1%} asking directly. "
     "Note: seed 000 estimates the rate by 2ȳ − 1 for its coin design; that is a slip "
     "(biased by −½). The unbiased estimator there is 2ȳ − ½, used here (MATH.md §3). "
     f"Data cost at this ε: {float(rr.data_cost_factor(sim.epsilon)):.2f}×. "

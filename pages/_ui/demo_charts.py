@@ -26,10 +26,29 @@ CENSUS_SCHEMA = ROOT / "data" / "census.schema.json"
 
 DEFAULT_SEED = 2024
 
+#: Shown as the help of every ε control: the one idea a non-expert needs.
+EPSILON_HELP = (
+    "ε (epsilon) is the privacy budget: how much one person's data may change what is "
+    "published. Smaller ε means more noise, so more privacy and less accuracy."
+)
+#: Labels of long legends are never cut (Vega-Lite's default cuts them at 160 px).
+#: Streamlit fits the whole box (title, legend, axes) into ``height`` when a chart
+#: stretches; "fit-x" stretches the width only, so ``height`` is the plot's own height
+#: and a long legend under it never squeezes the plot.
+_AUTOSIZE = alt.AutoSizeParams(type="fit-x", contains="padding")
+_LEGEND_BOTTOM: dict[str, Any] = {"orient": "bottom", "direction": "vertical", "labelLimit": 0, "title": None}
+
+#: One colour per composition rule, the same on every chart of the composition demo.
+RULE_COLOURS = {
+    "basic: add up every ε": "#7f7f7f",
+    "advanced, textbook formula (seed 002)": "#f58518",
+    "advanced, best proven bound": "#4c78a8",
+    "Rényi DP (exact for Laplace noise)": "#54a24b",
+}
 RULE_LABELS = {
-    demos.Rule.BASIC: "basic (sum of ε)",
-    demos.Rule.ADVANCED: "advanced (best of DRV / KOV)",
-    demos.Rule.RDP: "Rényi DP (Laplace)",
+    demos.Rule.BASIC: "basic: add up every ε",
+    demos.Rule.ADVANCED: "advanced, best proven bound",
+    demos.Rule.RDP: "Rényi DP (exact for Laplace noise)",
 }
 
 
@@ -96,107 +115,143 @@ def census_bounds(column: str) -> tuple[float, float]:
 
 
 # ------------------------------------------------------------------------------ charts
+#
+# Streamlit fits a chart's whole box (plot, axes, legend) into its height, so charts with a
+# legend under the plot get extra height. Histogram bars carry an explicit zero baseline
+# (``y2``): with ``x``/``x2`` ranges and no baseline Vega-Lite draws thin ticks, not bars.
 
 
 def _hist_df(values: np.ndarray[Any, Any], bins: int, lo: float, hi: float) -> pd.DataFrame:
     counts, edges = np.histogram(values, bins=bins, range=(lo, hi))
-    return pd.DataFrame({"start": edges[:-1], "end": edges[1:], "count": counts})
+    return pd.DataFrame({"start": edges[:-1], "end": edges[1:], "count": counts, "zero": 0})
 
 
-def survey_estimate_chart(sim: demos.SurveySimulation) -> alt.Chart:
-    """The unbiased estimate with its interval, beside the true rate and the raw yes-share."""
+def _x_range(lo: float, hi: float, title: str, fmt: str | None = None) -> alt.X:
+    """A quantitative x on exactly [lo, hi]: never stretched to include 0."""
+    axis = alt.Axis(format=fmt) if fmt else alt.Axis()
+    return alt.X("start:Q", title=title, scale=alt.Scale(domain=[lo, hi], zero=False, nice=False), axis=axis)
+
+
+def _title(text: str, subtitle: str | None = None) -> alt.TitleParams:
+    return alt.TitleParams(text, subtitle=subtitle or alt.Undefined, anchor="start")
+
+
+def survey_estimate_chart(sim: demos.SurveySimulation) -> alt.LayerChart:
+    """The corrected estimate with its interval, beside the true rate and the raw yes-share."""
     pts = pd.DataFrame(
         {
-            "what": [
-                "true rate (what we want)",
-                "share of 'yes' reports ȳ (biased)",
-                "unbiased estimate (ȳ − (1 − p))/(2p − 1)",
-            ],
+            "what": ["true rate (unknown in real life)", "raw share of “yes” reports", "corrected estimate"],
             "value": [sim.true_rate, sim.report_rate, sim.estimate],
             "lower": [sim.true_rate, sim.report_rate, sim.lower],
             "upper": [sim.true_rate, sim.report_rate, sim.upper],
         }
     )
-    y = alt.Y("what:N", title=None, sort=None)
-    bars = alt.Chart(pts).mark_rule(strokeWidth=3).encode(
-        x=alt.X("lower:Q", title="proportion", scale=alt.Scale(domain=[0, 1])),
-        x2="upper:Q",
-        y=y,
+    y = alt.Y("what:N", title=None, sort=None, axis=alt.Axis(labelLimit=0))
+    x = alt.X("lower:Q", title="share of the population", scale=alt.Scale(domain=[0, 1]),
+              axis=alt.Axis(format="%"))
+    bars = alt.Chart(pts).mark_rule(strokeWidth=3, color="black").encode(x=x, x2="upper:Q", y=y)
+    dots = alt.Chart(pts).mark_point(filled=True, size=140, opacity=1).encode(
+        x="value:Q", y=y,
+        color=alt.Color("what:N", legend=None, scale=alt.Scale(domain=list(pts["what"]),
+                                                                range=["#2ca02c", "#7f7f7f", "#d62728"])),
+        tooltip=[alt.Tooltip("what:N"), alt.Tooltip("value:Q", format=".1%"),
+                 alt.Tooltip("lower:Q", format=".1%"), alt.Tooltip("upper:Q", format=".1%")],
     )
-    dots = alt.Chart(pts).mark_point(filled=True, size=120).encode(
-        x="value:Q", y=y, color=alt.Color("what:N", legend=None),
-        tooltip=[alt.Tooltip("what:N"), alt.Tooltip("value:Q", format=".3f"),
-                 alt.Tooltip("lower:Q", format=".3f"), alt.Tooltip("upper:Q", format=".3f")],
+    return (bars + dots).properties(autosize=_AUTOSIZE,
+        height=alt.Step(40), title=_title("What we learn about the group",
+                                 f"black line: {sim.level:.0%} interval of the corrected estimate")
     )
-    return (bars + dots).properties(height=160, title=f"{sim.level:.0%} interval of the estimate")
 
 
 def survey_reports_chart(sim: demos.SurveySimulation) -> alt.Chart:
-    """How many true yes / no respondents reported yes / no."""
-    df = pd.DataFrame({"truth": sim.truth, "report": sim.reports})
-    df["true answer"] = np.where(df["truth"] == 1, "yes", "no")
-    df["report"] = np.where(df["report"] == 1, "reports yes", "reports no")
-    agg = df.groupby(["true answer", "report"]).size().reset_index(name="people")
+    """How many truly-yes / truly-no respondents reported yes / no."""
+    truth = np.asarray(sim.truth)
+    reports = np.asarray(sim.reports)
+    rows = [
+        {"true answer": f"truly {t}", "report": f"says {r}",
+         "people": int(np.sum((truth == ti) & (reports == ri)))}
+        for t, ti in (("yes", 1), ("no", 0)) for r, ri in (("yes", 1), ("no", 0))
+    ]
     return (
-        alt.Chart(agg)
+        alt.Chart(pd.DataFrame(rows))
         .mark_bar()
         .encode(
             x=alt.X("people:Q", title="respondents"),
-            y=alt.Y("true answer:N", title="true answer"),
-            color=alt.Color("report:N", title="report"),
+            y=alt.Y("true answer:N", title=None, sort=["truly yes", "truly no"]),
+            color=alt.Color("report:N", scale=alt.Scale(domain=["says yes", "says no"], range=["#e45756", "#4c78a8"]),
+                            legend=alt.Legend(orient="bottom", title="what they report")),
+            order=alt.Order("report:N", sort="descending"),
             tooltip=["true answer", "report", "people"],
         )
-        .properties(height=140, title="What the respondents said (the collector sees only the colours)")
+        .properties(autosize=_AUTOSIZE, height=alt.Step(45), title=_title("What the respondents said",
+                                             "the collector sees only the colours, never the truth"))
     )
 
 
 def repeated_surveys_chart(rr_est: np.ndarray[Any, Any], direct: np.ndarray[Any, Any], truth: float) -> alt.LayerChart:
     """Estimates over many repeated surveys: randomized response vs asking directly."""
-    lo = float(min(rr_est.min(), direct.min(), 0.0))
-    hi = float(max(rr_est.max(), direct.max(), 1.0))
-    a = _hist_df(rr_est, 60, lo, hi).assign(method="randomized response")
-    b = _hist_df(direct, 60, lo, hi).assign(method="asking directly (no privacy)")
-    df = pd.concat([a, b])
-    bars = alt.Chart(df).mark_bar(opacity=0.55, binSpacing=0).encode(
-        x=alt.X("start:Q", title="estimated proportion"),
+    lo = float(min(np.quantile(rr_est, 0.001), np.quantile(direct, 0.001), truth))
+    hi = float(max(np.quantile(rr_est, 0.999), np.quantile(direct, 0.999), truth))
+    pad = 0.05 * (hi - lo) + 1e-9
+    lo, hi = lo - pad, hi + pad
+    a = _hist_df(rr_est, 50, lo, hi).assign(method="randomized response (private)")
+    b = _hist_df(direct, 50, lo, hi).assign(method="asking directly (no privacy)")
+    bars = alt.Chart(pd.concat([a, b])).mark_bar(opacity=0.55, binSpacing=0).encode(
+        x=_x_range(lo, hi, "estimated share of the population", fmt="%"),
         x2="end:Q",
-        y=alt.Y("count:Q", title="surveys", stack=None),
-        color=alt.Color("method:N", title=None),
+        y=alt.Y("count:Q", title="number of surveys", stack=None),
+        y2="zero:Q",
+        color=alt.Color("method:N", legend=alt.Legend(**_LEGEND_BOTTOM),
+                        scale=alt.Scale(range=["#7f7f7f", "#e45756"])),
     )
-    rule = alt.Chart(pd.DataFrame({"x": [truth]})).mark_rule(color="black", strokeDash=[4, 3]).encode(x="x:Q")
-    return (bars + rule).properties(height=220, title="Estimates from 2,000 repeated surveys")
+    rule = alt.Chart(pd.DataFrame({"start": [truth]})).mark_rule(color="black", strokeDash=[4, 3]).encode(x="start:Q")
+    return (bars + rule).properties(autosize=_AUTOSIZE,
+        height=220, title=_title("2,000 repeated surveys of the same size", "dashed line: the true rate")
+    )
 
 
 def likelihood_ratio_chart(epsilon: float, scale: float, observed: np.ndarray[Any, Any]) -> alt.LayerChart:
     """Likelihood ratio of "X smokes" vs "X does not" as a function of the observed difference."""
     d = np.linspace(-8 * scale, 8 * scale + 1, 400)
-    lr = demos.difference_likelihood_ratio(d, scale)
-    df = pd.DataFrame({"difference": d, "ratio": lr})
-    line = alt.Chart(df).mark_line().encode(
-        x=alt.X("difference:Q", title="difference of the two noisy answers"),
-        y=alt.Y("ratio:Q", title="likelihood ratio (smokes : does not)", scale=alt.Scale(type="log")),
+    df = pd.DataFrame({"difference": d, "ratio": demos.difference_likelihood_ratio(d, scale)})
+    line = alt.Chart(df).mark_line(color="#4c78a8", strokeWidth=2).encode(
+        x=alt.X("difference:Q", title="difference between the two noisy answers"),
+        y=alt.Y("ratio:Q", title="evidence for “X smokes” (×, log scale)",
+                scale=alt.Scale(type="log", domain=[float(np.exp(-epsilon)) / 1.3, float(np.exp(epsilon)) * 1.3])),
     )
-    bounds = pd.DataFrame({"y": [np.exp(epsilon), np.exp(-epsilon)], "label": ["e^ε", "e^−ε"]})
+    bounds = pd.DataFrame({"y": [np.exp(epsilon), np.exp(-epsilon)],
+                           "label": [f"limit e^ε = {np.exp(epsilon):.3g}", f"limit e^−ε = {np.exp(-epsilon):.3g}"]})
     rules = alt.Chart(bounds).mark_rule(color="firebrick", strokeDash=[5, 3]).encode(y="y:Q", tooltip=["label"])
+    labels = alt.Chart(bounds).mark_text(align="left", dx=4, dy=-6, color="firebrick").encode(
+        y="y:Q", x=alt.datum(float(d[0])), text="label:N"
+    )
     obs = pd.DataFrame({"difference": observed[:200], "ratio": demos.difference_likelihood_ratio(observed[:200], scale)})
     pts = alt.Chart(obs).mark_circle(size=18, opacity=0.5, color="gray").encode(x="difference:Q", y="ratio:Q")
-    return (line + rules + pts).properties(height=260, title="The evidence never exceeds e^ε")
+    return (line + rules + labels + pts).properties(autosize=_AUTOSIZE,
+        height=240, title=_title("The evidence never passes e^ε", "grey dots: simulated pairs of answers")
+    )
 
 
 def posterior_chart(posterior: np.ndarray[Any, Any], lo: float, hi: float, prior: float) -> alt.LayerChart:
     """Histogram of the attacker's posterior over repeated noisy answers, with its bounds."""
     df = _hist_df(posterior, 50, 0.0, 1.0)
-    bars = alt.Chart(df).mark_bar(binSpacing=0).encode(
-        x=alt.X("start:Q", title="attacker's belief that X smokes, after the answers",
-                scale=alt.Scale(domain=[0, 1])),
+    bars = alt.Chart(df).mark_bar(binSpacing=0, color="#4c78a8").encode(
+        x=_x_range(0.0, 1.0, "attacker's belief that X smokes", fmt="%"),
         x2="end:Q",
         y=alt.Y("count:Q", title="repetitions"),
+        y2="zero:Q",
     )
-    marks = pd.DataFrame({"x": [lo, hi, prior], "what": ["lowest possible", "highest possible", "prior"]})
-    rules = alt.Chart(marks).mark_rule(strokeDash=[5, 3]).encode(
-        x="x:Q", color=alt.Color("what:N", title=None), tooltip=["what", alt.Tooltip("x:Q", format=".3f")]
+    marks = pd.DataFrame({"start": [prior, lo, hi],
+                          "what": ["belief before the answers", "lowest belief possible", "highest belief possible"]})
+    rules = alt.Chart(marks).mark_rule(strokeDash=[5, 3], strokeWidth=2).encode(
+        x="start:Q",
+        color=alt.Color("what:N", legend=alt.Legend(**_LEGEND_BOTTOM), sort=None,
+                        scale=alt.Scale(range=["black", "firebrick", "darkorange"])),
+        tooltip=["what", alt.Tooltip("start:Q", format=".1%")],
     )
-    return (bars + rules).properties(height=240)
+    return (bars + rules).properties(autosize=_AUTOSIZE,
+        height=240, title=_title("The attacker's belief after the answers", "2,000 repetitions of the two questions")
+    )
 
 
 def power_chart(epsilon: float, delta: float) -> alt.Chart:
@@ -204,98 +259,116 @@ def power_chart(epsilon: float, delta: float) -> alt.Chart:
     g = np.linspace(0.0, 1.0, 201)
     frames = [
         pd.DataFrame({"level": g, "power": demos.membership_power_bound(g, epsilon, delta),
-                      "curve": "bound min(1, γe^ε + δ) (seed 001)"}),
+                      "curve": "simple limit γ·e^ε + δ (seed 001)"}),
         pd.DataFrame({"level": g, "power": demos.membership_power_bound(g, epsilon, delta, tight=True),
-                      "curve": "full ε-DP bound (Kairouz et al.)"}),
+                      "curve": "exact limit for any ε-DP release (Kairouz et al.)"}),
         pd.DataFrame({"level": g, "power": demos.laplace_count_power(g, epsilon),
-                      "curve": "best test against a Laplace count (δ = 0)"}),
-        pd.DataFrame({"level": g, "power": g, "curve": "guessing (power = level)"}),
+                      "curve": "best possible test against a noisy count (δ = 0)"}),
+        pd.DataFrame({"level": g, "power": g, "curve": "blind guessing"}),
     ]
-    df = pd.concat(frames)
     return (
-        alt.Chart(df)
-        .mark_line()
+        alt.Chart(pd.concat(frames))
+        .mark_line(strokeWidth=2)
         .encode(
-            x=alt.X("level:Q", title="level γ (false-alarm rate of the test)"),
-            y=alt.Y("power:Q", title="power (chance of detecting X)", scale=alt.Scale(domain=[0, 1])),
-            color=alt.Color("curve:N", title=None, legend=alt.Legend(orient="bottom", columns=2)),
-            strokeDash=alt.StrokeDash("curve:N", legend=None),
+            x=alt.X("level:Q", title="false-alarm rate γ (innocent people wrongly accused)",
+                    axis=alt.Axis(format="%")),
+            y=alt.Y("power:Q", title="chance of detecting X", scale=alt.Scale(domain=[0, 1]),
+                    axis=alt.Axis(format="%")),
+            color=alt.Color("curve:N", sort=None, legend=alt.Legend(**_LEGEND_BOTTOM)),
+            strokeDash=alt.StrokeDash("curve:N", sort=None, legend=None),
+            tooltip=["curve", alt.Tooltip("level:Q", format=".1%"), alt.Tooltip("power:Q", format=".1%")],
         )
-        .properties(height=300, title="Testing 'X is in the data' from a DP release")
+        .properties(autosize=_AUTOSIZE, height=300, title=_title("Can a test tell whether X is in the data?"))
     )
+
+
+_EPS_COLOURS = ["#1f77b4", "#ff7f0e", "#2ca02c"]
 
 
 def laplace_count_chart(demo: demos.LaplaceCountDemo, index: int) -> alt.LayerChart:
     """Noisy-count densities (exact) for one true count at each ε, with the ±10 % band."""
     c = float(demo.counts[index])
     span = max(8.0 * float(demo.scales.max()), 2.0 * demo.tolerance * c)
-    x = np.linspace(c - span, c + span, 600)
-    frames = []
-    for e, b in zip(demo.epsilons, demo.scales, strict=True):
-        frames.append(pd.DataFrame({"noisy count": x, "density": demos.laplace_density(x, c, float(b)),
-                                    "ε": f"ε = {e:g}"}))
-    df = pd.concat(frames)
-    band = alt.Chart(pd.DataFrame({"a": [c * (1 - demo.tolerance)], "b": [c * (1 + demo.tolerance)]})).mark_rect(
+    lo, hi = c - span, c + span
+    x = np.linspace(lo, hi, 600)
+    labels = [f"ε = {e:g}" for e in demo.epsilons]
+    colour = alt.Scale(domain=labels, range=_EPS_COLOURS[: len(labels)])
+    df = pd.concat(
+        pd.DataFrame({"start": x, "density": demos.laplace_density(x, c, float(b)), "ε": lab})
+        for lab, b in zip(labels, demo.scales, strict=True)
+    )
+    band = alt.Chart(pd.DataFrame({"start": [c * (1 - demo.tolerance)], "end": [c * (1 + demo.tolerance)]})).mark_rect(
         opacity=0.15, color="green"
-    ).encode(x="a:Q", x2="b:Q")
-    lines = alt.Chart(df).mark_line().encode(
-        x=alt.X("noisy count:Q", title="noisy count", scale=alt.Scale(domain=[c - span, c + span])),
-        y=alt.Y("density:Q", title="probability density"),
-        color=alt.Color("ε:N", title=None),
+    ).encode(x="start:Q", x2="end:Q")
+    lines = alt.Chart(df).mark_line(strokeWidth=2).encode(
+        x=_x_range(lo, hi, "published (noisy) count, people"),
+        y=alt.Y("density:Q", title="how likely (probability density)"),
+        color=alt.Color("ε:N", scale=colour, legend=alt.Legend(orient="top", title=None)),
     )
     hist_frames = []
-    for j, e in enumerate(demo.epsilons):
+    width = (hi - lo) / 60
+    for j, lab in enumerate(labels):
         draws = demo.draws[index, j]
-        draws = draws[np.abs(draws - c) <= span]
-        h = _hist_df(draws, 60, c - span, c + span)
-        width = (2 * span) / 60
+        h = _hist_df(draws[np.abs(draws - c) <= span], 60, lo, hi)
         h["density"] = h["count"] / (demo.draws.shape[-1] * width)
-        h["ε"] = f"ε = {e:g}"
+        h["ε"] = lab
         hist_frames.append(h)
-    hist = alt.Chart(pd.concat(hist_frames)).mark_bar(opacity=0.25, binSpacing=0).encode(
-        x="start:Q", x2="end:Q", y=alt.Y("density:Q", stack=None), color=alt.Color("ε:N", title=None)
+    hist = alt.Chart(pd.concat(hist_frames)).mark_bar(opacity=0.2, binSpacing=0).encode(
+        x="start:Q", x2="end:Q", y=alt.Y("density:Q", stack=None), y2="zero:Q",
+        color=alt.Color("ε:N", scale=colour, legend=alt.Legend(orient="top", title=None)),
     )
-    return (band + hist + lines).properties(height=260, title=f"True count {c:g} (green: within ±{demo.tolerance:.0%})")
+    return (band + hist + lines).properties(autosize=_AUTOSIZE,
+        height=240,
+        title=_title(f"True count {c:,.0f}", f"green band: within ±{demo.tolerance:.0%} of the truth"),
+    )
 
 
-def averaging_chart(values: np.ndarray[Any, Any], truth: float, title: str) -> alt.LayerChart:
+def averaging_chart(
+    values: np.ndarray[Any, Any], truth: float, title: str, unit: str = "", how: str = ""
+) -> alt.LayerChart:
     """Histogram of one mechanism's outputs with the true mean."""
     lo, hi = np.quantile(values, [0.005, 0.995])
     lo, hi = float(min(lo, truth)), float(max(hi, truth))
+    if hi <= lo:
+        hi = lo + 1.0
     df = _hist_df(values[(values >= lo) & (values <= hi)], 50, lo, hi)
-    bars = alt.Chart(df).mark_bar(binSpacing=0).encode(
-        x=alt.X("start:Q", title="released mean", axis=alt.Axis(format="~s")),
+    bars = alt.Chart(df).mark_bar(binSpacing=0, color="#4c78a8").encode(
+        x=_x_range(lo, hi, f"published average{f' ({unit})' if unit else ''}", fmt="~s"),
         x2="end:Q",
-        y=alt.Y("count:Q", title="runs"),
+        y=alt.Y("count:Q", title="simulated releases"),
+        y2="zero:Q",
     )
-    rule = alt.Chart(pd.DataFrame({"x": [truth]})).mark_rule(color="firebrick", strokeWidth=2).encode(x="x:Q")
-    return (bars + rule).properties(height=240, title=title)
+    rule = alt.Chart(pd.DataFrame({"start": [truth]})).mark_rule(color="firebrick", strokeWidth=2).encode(x="start:Q")
+    return (bars + rule).properties(autosize=_AUTOSIZE, height=220, title=_title(title, f"{how}; red line: the true average" if how else "red line: the true average"))
 
 
 def majority_chart(c: demos.MajorityCurves) -> alt.Chart:
     """P[correct] against s for every mechanism and bound of seed 000."""
     series = {
-        "exponential mechanism": c.exponential,
-        "better mechanism = ISM for 2 outputs": c.better,
-        "ISM (general, /2)": c.ism,
-        "bound for unbiased mechanisms at ε": c.unbiased_bound,
-        "bound at ε/4 (matches the ISM /2)": c.bound_quarter,
-        "bound at ε/2 (matches the ISM for 2 outputs)": c.bound_half,
+        "exponential mechanism": (c.exponential, "solid"),
+        "ISM for two outcomes (seed 000's “better mechanism”)": (c.better, "solid"),
+        "ISM, general form": (c.ism, "solid"),
+        "best any unbiased mechanism can do at ε": (c.unbiased_bound, "solid"),
+        "best possible at ε/2 (dashed)": (c.bound_half, "dashed"),
+        "best possible at ε/4 (dashed)": (c.bound_quarter, "dashed"),
     }
-    df = pd.concat(pd.DataFrame({"s": c.s, "P[correct]": v, "curve": k}) for k, v in series.items())
-    dashed = ["bound at ε/4 (matches the ISM /2)", "bound at ε/2 (matches the ISM for 2 outputs)"]
-    df["style"] = np.where(df["curve"].isin(dashed), "bound at a smaller ε", "mechanism or bound")
+    df = pd.concat(
+        pd.DataFrame({"s": c.s, "p_correct": v, "curve": k, "style": st_}) for k, (v, st_) in series.items()
+    )
     return (
         alt.Chart(df)
-        .mark_line()
+        .mark_line(strokeWidth=2)
         .encode(
-            x=alt.X("s:Q", title="s = number of 1s among the n voters"),
-            y=alt.Y("P[correct]:Q", title="P[the released majority is correct]", scale=alt.Scale(domain=[0, 1])),
-            color=alt.Color("curve:N", title=None, legend=alt.Legend(orient="bottom", columns=2)),
-            strokeDash=alt.StrokeDash("style:N", title=None),
-            tooltip=["curve", "s", alt.Tooltip("P[correct]:Q", format=".4f")],
+            x=alt.X("s:Q", title="number of “yes” votes s", scale=alt.Scale(nice=False)),
+            y=alt.Y("p_correct:Q", title="chance the announced winner is right",
+                    scale=alt.Scale(domain=[0, 1]), axis=alt.Axis(format="%")),
+            color=alt.Color("curve:N", sort=list(series), legend=alt.Legend(**_LEGEND_BOTTOM)),
+            strokeDash=alt.StrokeDash("style:N", legend=None,
+                                      scale=alt.Scale(domain=["solid", "dashed"], range=[[1, 0], [6, 4]])),
+            tooltip=["curve", "s", alt.Tooltip("p_correct:Q", title="chance right", format=".1%")],
         )
-        .properties(height=340)
+        .properties(autosize=_AUTOSIZE, height=300, title=_title("How often each mechanism announces the right winner",
+                                             "worst near a tie (s = n/2), almost always right far from it"))
     )
 
 
@@ -304,20 +377,28 @@ def mise_chart(curve: Any, title: str) -> alt.LayerChart:
     frames = []
     for name, mean, se in (
         ("raw histogram (not private)", curve.raw, curve.raw_se),
-        ("perturbed histogram (ε-DP)", curve.perturbed, curve.perturbed_se),
-        ("smoothed histogram, n draws (ε-DP)", curve.smoothed, curve.smoothed_se),
+        ("noisy histogram (private)", curve.perturbed, curve.perturbed_se),
+        ("synthetic sample drawn from it (private)", curve.smoothed, curve.smoothed_se),
     ):
         frames.append(pd.DataFrame({"bins": curve.bins, "MISE": mean, "lo": np.maximum(mean - 2 * se, 1e-6),
                                     "hi": mean + 2 * se, "method": name}))
     df = pd.concat(frames)
-    x = alt.X("bins:Q", title="number of bins m", scale=alt.Scale(type="log"))
+    bins = np.asarray(curve.bins, dtype=float)
+    x = alt.X("bins:Q", title="number of bins (log scale)",
+              scale=alt.Scale(type="log", domain=[float(bins.min()), float(bins.max())], nice=False))
+    palette = alt.Scale(domain=list(df["method"].unique()), range=["#7f7f7f", "#e45756", "#4c78a8"])
+    colour = alt.Color("method:N", sort=None, legend=alt.Legend(**_LEGEND_BOTTOM), scale=palette)
     line = alt.Chart(df).mark_line(point=True).encode(
-        x=x, y=alt.Y("MISE:Q", title="mean integrated squared error", scale=alt.Scale(type="log")),
-        color=alt.Color("method:N", title=None, legend=alt.Legend(orient="bottom")),
+        x=x, y=alt.Y("MISE:Q", title="error of the shape (MISE, log scale)", scale=alt.Scale(type="log")),
+        color=colour,
         tooltip=["method", "bins", alt.Tooltip("MISE:Q", format=".4f")],
     )
-    band = alt.Chart(df).mark_area(opacity=0.15).encode(x=x, y="lo:Q", y2="hi:Q", color="method:N")
-    return (band + line).properties(height=280, title=title)
+    band = alt.Chart(df).mark_area(opacity=0.15).encode(
+        x=x, y="lo:Q", y2="hi:Q", fill=alt.Fill("method:N", scale=palette, legend=None)
+    )
+    return (band + line).properties(autosize=_AUTOSIZE,
+        height=280, title=_title(title, "lower is better; shaded: ± 2 standard errors of the simulation")
+    )
 
 
 def sample_chart(points: np.ndarray[Any, Any], title: str) -> alt.LayerChart:
@@ -325,31 +406,33 @@ def sample_chart(points: np.ndarray[Any, Any], title: str) -> alt.LayerChart:
     m = 30
     h = _hist_df(points, m, 0.0, 1.0)
     h["density"] = h["count"] / (max(len(points), 1) / m)
-    bars = alt.Chart(h).mark_bar(binSpacing=0, opacity=0.8).encode(
-        x=alt.X("start:Q", title="x", scale=alt.Scale(domain=[0, 1])),
+    bars = alt.Chart(h).mark_bar(binSpacing=0, opacity=0.8, color="#4c78a8").encode(
+        x=_x_range(0.0, 1.0, "value (simulated data between 0 and 1)"),
         x2="end:Q",
         y=alt.Y("density:Q", title="density"),
+        y2="zero:Q",
     )
     xs = np.linspace(0.0, 1.0, 200)
     dens = alt.Chart(pd.DataFrame({"start": xs, "density": demos.beta_density(xs)})).mark_line(
         color="black", strokeDash=[4, 3]
     ).encode(x="start:Q", y="density:Q")
-    return (bars + dens).properties(height=220, title=title)
+    return (bars + dens).properties(autosize=_AUTOSIZE, height=200, title=_title(title, "dashed: the true shape"))
 
 
 def composition_chart(c: demos.CompositionCurves) -> alt.LayerChart:
     """Total ε against the number of queries k, per rule (log-log)."""
     series = {
-        "basic (sum of ε)": c.basic,
-        "advanced, DRV formula (seed 002)": c.drv,
-        "advanced (best of DRV / KOV)": c.advanced,
-        "Rényi DP (Laplace)": c.rdp,
+        "basic: add up every ε": c.basic,
+        "advanced, textbook formula (seed 002)": c.drv,
+        "advanced, best proven bound": c.advanced,
+        "Rényi DP (exact for Laplace noise)": c.rdp,
     }
     df = pd.concat(pd.DataFrame({"k": c.k, "total ε": v, "rule": k}) for k, v in series.items())
-    lines = alt.Chart(df).mark_line().encode(
-        x=alt.X("k:Q", title="number of queries k", scale=alt.Scale(type="log")),
-        y=alt.Y("total ε:Q", title=f"total ε (at δ = {c.delta:g})", scale=alt.Scale(type="log")),
-        color=alt.Color("rule:N", title=None, legend=alt.Legend(orient="bottom", columns=2)),
+    lines = alt.Chart(df).mark_line(strokeWidth=2).encode(
+        x=alt.X("k:Q", title="number of questions k (log scale)", scale=alt.Scale(type="log")),
+        y=alt.Y("total ε:Q", title="total privacy cost ε (log scale)", scale=alt.Scale(type="log")),
+        color=alt.Color("rule:N", sort=list(series), legend=alt.Legend(**_LEGEND_BOTTOM),
+                        scale=alt.Scale(domain=list(series), range=[RULE_COLOURS[k] for k in series])),
         tooltip=["rule", "k", alt.Tooltip("total ε:Q", format=".4g")],
     )
     layers: list[Any] = [lines]
@@ -357,7 +440,10 @@ def composition_chart(c: demos.CompositionCurves) -> alt.LayerChart:
         layers.append(
             alt.Chart(pd.DataFrame({"k": [c.drv_crossover]})).mark_rule(strokeDash=[4, 3], color="gray").encode(x="k:Q")
         )
-    return alt.layer(*layers).properties(height=300)
+    return alt.layer(*layers).properties(autosize=_AUTOSIZE,
+        height=300, title=_title(f"Total cost of k questions at ε = {c.epsilon0:g} each",
+                                 f"δ = {c.delta:g} for the advanced and Rényi rules")
+    )
 
 
 def accuracy_chart(acc: demos.AccuracyPerRule) -> alt.Chart:
@@ -370,27 +456,31 @@ def accuracy_chart(acc: demos.AccuracyPerRule) -> alt.Chart:
         alt.Chart(df)
         .mark_line(point=True)
         .encode(
-            x=alt.X("k:Q", title="number of queries k", scale=alt.Scale(type="log")),
-            y=alt.Y("RMSE:Q", title="error (RMSE) of each count", scale=alt.Scale(type="log")),
-            color=alt.Color("rule:N", title=None, legend=alt.Legend(orient="bottom")),
-            tooltip=["rule", "k", alt.Tooltip("ε per query:Q", format=".4g"), alt.Tooltip("RMSE:Q", format=".4g")],
+            x=alt.X("k:Q", title="number of questions k (log scale)", scale=alt.Scale(type="log")),
+            y=alt.Y("RMSE:Q", title="typical error of each count (± people, log scale)", scale=alt.Scale(type="log")),
+            color=alt.Color("rule:N", sort=list(RULE_LABELS.values()), legend=alt.Legend(**_LEGEND_BOTTOM),
+                            scale=alt.Scale(domain=list(RULE_LABELS.values()),
+                                            range=[RULE_COLOURS[k] for k in RULE_LABELS.values()])),
+            tooltip=["rule", "k", alt.Tooltip("ε per query:Q", format=".4g"),
+                     alt.Tooltip("RMSE:Q", title="typical error (RMSE)", format=".4g")],
         )
-        .properties(height=300)
+        .properties(autosize=_AUTOSIZE, height=280, title=_title(f"Error of each answer when k questions share ε = {acc.total_epsilon:g}"))
     )
 
 
 def rule_answers_chart(answers: dict[str, np.ndarray[Any, Any]], truth: float) -> alt.LayerChart:
     """Histograms of simulated noisy answers to one count under each rule's per-query ε."""
     allv = np.concatenate(list(answers.values()))
-    lo, hi = np.quantile(allv, [0.005, 0.995])
-    frames = [
-        _hist_df(v[(v >= lo) & (v <= hi)], 60, float(lo), float(hi)).assign(rule=k) for k, v in answers.items()
-    ]
+    lo, hi = (float(q) for q in np.quantile(allv, [0.005, 0.995]))
+    frames = [_hist_df(v[(v >= lo) & (v <= hi)], 60, lo, hi).assign(rule=k) for k, v in answers.items()]
     bars = alt.Chart(pd.concat(frames)).mark_bar(opacity=0.45, binSpacing=0).encode(
-        x=alt.X("start:Q", title="noisy answer to one count"),
+        x=_x_range(lo, hi, "noisy answer (people)"),
         x2="end:Q",
-        y=alt.Y("count:Q", title="runs", stack=None),
-        color=alt.Color("rule:N", title=None, legend=alt.Legend(orient="bottom")),
+        y=alt.Y("count:Q", title="simulated answers", stack=None),
+        y2="zero:Q",
+        color=alt.Color("rule:N", sort=list(answers), legend=alt.Legend(**_LEGEND_BOTTOM),
+                        scale=alt.Scale(domain=list(answers), range=[RULE_COLOURS.get(k, "black") for k in answers])),
     )
-    rule = alt.Chart(pd.DataFrame({"x": [truth]})).mark_rule(color="black", strokeDash=[4, 3]).encode(x="x:Q")
-    return (bars + rule).properties(height=240)
+    rule = alt.Chart(pd.DataFrame({"start": [truth]})).mark_rule(color="black", strokeDash=[4, 3]).encode(x="start:Q")
+    return (bars + rule).properties(autosize=_AUTOSIZE, height=240, title=_title("What the answers look like",
+                                                             f"dashed line: the true count {truth:g}"))

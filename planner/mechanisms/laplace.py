@@ -32,7 +32,27 @@ def _simulate_shape(true_value: npt.ArrayLike, size: int) -> tuple[FloatArray, t
     return t, (n, *t.shape)
 
 
-class LaplaceMechanism:
+class _LaplaceScale:
+    """What the continuous and the discrete Laplace share: ε-DP with scale = Δ₁/ε."""
+
+    @property
+    def pure(self) -> bool:
+        return True
+
+    def scale_for(
+        self, epsilon: npt.ArrayLike, sensitivity: Sensitivity, delta: float = 0.0
+    ) -> FloatArray:
+        """Scale (b, or t for the discrete version) = Δ₁/ε."""
+        return np.asarray(sensitivity.l1 / v.epsilons(epsilon), dtype=np.float64)
+
+    def epsilon_for(
+        self, scale: npt.ArrayLike, sensitivity: Sensitivity, delta: float = 0.0
+    ) -> FloatArray:
+        """ε = Δ₁/scale."""
+        return np.asarray(sensitivity.l1 / v.positive(scale, "scale"), dtype=np.float64)
+
+
+class LaplaceMechanism(_LaplaceScale):
     """Continuous Laplace noise of scale b = Δ₁/ε (MATH.md §3).
 
     Notes
@@ -58,24 +78,8 @@ class LaplaceMechanism:
         return MechanismName.LAPLACE
 
     @property
-    def pure(self) -> bool:
-        return True
-
-    @property
     def integer(self) -> bool:
         return False
-
-    def scale_for(
-        self, epsilon: npt.ArrayLike, sensitivity: Sensitivity, delta: float = 0.0
-    ) -> FloatArray:
-        """b = Δ₁/ε."""
-        return np.asarray(sensitivity.l1 / v.epsilons(epsilon), dtype=np.float64)
-
-    def epsilon_for(
-        self, scale: npt.ArrayLike, sensitivity: Sensitivity, delta: float = 0.0
-    ) -> FloatArray:
-        """ε = Δ₁/b."""
-        return np.asarray(sensitivity.l1 / v.positive(scale, "scale"), dtype=np.float64)
 
     def event(self, scale: float, sensitivity: Sensitivity) -> PrivacyEvent:
         """``LaplaceEvent(noise_multiplier = b/Δ₁)``."""
@@ -127,7 +131,7 @@ def discrete_laplace_tail(scale: npt.ArrayLike, m: npt.ArrayLike) -> FloatArray:
     return np.asarray(2.0 * np.exp(-(mm + 1.0) / t) / (1.0 + np.exp(-1.0 / t)), dtype=np.float64)
 
 
-class DiscreteLaplaceMechanism:
+class DiscreteLaplaceMechanism(_LaplaceScale):
     """Discrete Laplace (two-sided geometric) noise P(k) ∝ exp(−|k|/t) on integer queries.
 
     Parametrised like OpenDP's ``make_laplace`` on an integer domain: scale t, ε = Δ₁/t.
@@ -157,24 +161,8 @@ class DiscreteLaplaceMechanism:
         return MechanismName.DISCRETE_LAPLACE
 
     @property
-    def pure(self) -> bool:
-        return True
-
-    @property
     def integer(self) -> bool:
         return True
-
-    def scale_for(
-        self, epsilon: npt.ArrayLike, sensitivity: Sensitivity, delta: float = 0.0
-    ) -> FloatArray:
-        """t = Δ₁/ε."""
-        return np.asarray(sensitivity.l1 / v.epsilons(epsilon), dtype=np.float64)
-
-    def epsilon_for(
-        self, scale: npt.ArrayLike, sensitivity: Sensitivity, delta: float = 0.0
-    ) -> FloatArray:
-        """ε = Δ₁/t."""
-        return np.asarray(sensitivity.l1 / v.positive(scale, "scale"), dtype=np.float64)
 
     def event(self, scale: float, sensitivity: Sensitivity) -> PrivacyEvent:
         """``PureEvent(Δ₁/t)`` (no tighter RDP curve is claimed for the discrete version)."""

@@ -220,3 +220,14 @@ def test_per_query_epsilon_never_over_budget_and_better_than_basic() -> None:
     assert np.allclose(acc.rmse[demos.Rule.BASIC], math.sqrt(2) * acc.k)
     assert acc.rmse[demos.Rule.RDP][-1] < acc.rmse[demos.Rule.BASIC][-1]
     assert acc.rmse[demos.Rule.ADVANCED][-1] < acc.rmse[demos.Rule.BASIC][-1]
+
+
+@pytest.mark.parametrize("eps0", [0.001, 0.1, 1.0])
+@pytest.mark.parametrize("k", [1, 37, 1000])
+@pytest.mark.parametrize("delta", [1e-9, 1e-6, 1e-3])
+def test_repeated_laplace_event_matches_engine_rdp(eps0: float, k: int, delta: float) -> None:
+    # expected: the engine's own RDP accountant on k separate events; the demo's one-event
+    # shortcut may only round up (by its 1e-9 relative allowance), never down
+    engine = accounting.rdp_epsilon([LaplaceEvent(1.0 / eps0)] * k, delta)[0]
+    fast = accounting.rdp_epsilon([demos.RepeatedLaplaceEvent(1.0 / eps0, k)], delta)[0]
+    assert engine <= fast <= engine * (1 + 1e-8)
