@@ -11,27 +11,40 @@ from pages._ui.state import init_state
 
 ROOT = Path(__file__).resolve().parent
 
-st.set_page_config(page_title="Privacy Budget Planner", page_icon="🔒", layout="wide")
+st.set_page_config(page_title="Privacy Budget Planner", page_icon=":material/lock:", layout="wide")
 init_state()
 
 # url_path differs from every file stem (STYLE.md: st.navigation + a pages/ folder).
 PLAN_PAGES = [
-    st.Page("pages/data_page.py", title="Data", icon="📄", url_path="data", default=True),
-    st.Page("pages/queries_page.py", title="Queries", icon="❓", url_path="queries"),
-    st.Page("pages/accuracy_page.py", title="Accuracy", icon="📈", url_path="accuracy"),
-    st.Page("pages/plan_page.py", title="Planner", icon="🧮", url_path="planner"),
-    st.Page("pages/release_page.py", title="Release", icon="🚀", url_path="release"),
-    st.Page("pages/ledger_page.py", title="Ledger", icon="📒", url_path="ledger"),
+    st.Page("pages/data_page.py", title="Data", icon=":material/table_view:", url_path="data", default=True),
+    st.Page("pages/queries_page.py", title="Queries", icon=":material/help:", url_path="queries"),
+    st.Page("pages/accuracy_page.py", title="Accuracy", icon=":material/show_chart:", url_path="accuracy"),
+    st.Page("pages/plan_page.py", title="Planner", icon=":material/calculate:", url_path="planner"),
+    st.Page("pages/release_page.py", title="Release", icon=":material/rocket_launch:", url_path="release"),
+    st.Page("pages/ledger_page.py", title="Ledger", icon=":material/receipt_long:", url_path="ledger"),
 ]
 
 
+#: Sidebar titles of the Learn pages (a page not listed gets its file stem, capitalised).
+LEARN_TITLES = {
+    "learn_randomized_response": "Randomized response",
+    "learn_laplace_count": "The Laplace count",
+    "learn_attacker": "Differencing attack",
+    "learn_averaging": "Averaging done right",
+    "learn_majority": "Majority and the ISM",
+    "learn_histogram": "Releasing a distribution",
+    "learn_composition": "Many questions",
+}
+
+
 def _learn_pages() -> list[st.Page]:
-    pages = []
-    for path in sorted((ROOT / "pages").glob("learn_*.py")):
-        stem = path.stem
-        title = stem.removeprefix("learn_").replace("_", " ").capitalize()
-        pages.append(st.Page(f"pages/{path.name}", title=title, icon="🎓", url_path=stem.replace("_", "-")))
-    return pages
+    found = {p.stem: p for p in (ROOT / "pages").glob("learn_*.py")}
+    order = [s for s in LEARN_TITLES if s in found] + sorted(set(found) - set(LEARN_TITLES))
+    return [
+        st.Page(f"pages/{found[stem].name}", icon=":material/school:", url_path=stem.replace("_", "-"),
+                title=LEARN_TITLES.get(stem, stem.removeprefix("learn_").replace("_", " ").capitalize()))
+        for stem in order
+    ]
 
 
 sections: dict[str, list[st.Page]] = {"Plan and release": PLAN_PAGES}
@@ -39,6 +52,6 @@ learn = _learn_pages()
 if learn:
     sections["Learn"] = learn
 
-nav = st.navigation(sections)
+nav = st.navigation(sections, expanded=True)
 render_sidebar()
 nav.run()

@@ -5,31 +5,31 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import pandas as pd
 import streamlit as st
 
 from pages._ui import cached, charts
 from pages._ui import state as S
+from pages._ui.preamble import require_dataset
+from planner import simulation
 from planner.errors import PlannerError
 from planner.queries import QueryKind
 
-S.init_state()
-ss = st.session_state
+SIM_RUNS = 2000  # planning draws per ε
+SIM_SEED = 20261122  # fixed: the check is reproducible
+SIM_POINTS = 11  # ε values simulated (every third point of the grid)
 
 st.title("Accuracy against ε")
+st.caption("How far off each answer is likely to be, for one query on its own, as the privacy "
+           "budget ε grows (smaller ε = stronger privacy = more noise). **RMSE** is the typical "
+           "error; the **95% bound** is exceeded only 1 time in 20.")
 
-try:
-    data = cached.active()
-except PlannerError as exc:
-    st.error(str(exc))
-    st.stop()
-cached.sync_workload(data)
-if data.schema is None:
-    st.info("Declare a schema on the Data page first.")
-    st.stop()
+data, schema, sj = require_dataset()
+ss = st.session_state
 
 wl = cached.workload_json(ss[S.WORKLOAD], ss[S.MODE])
 try:
-    queries = cached.parse_queries(wl, data.schema_json or "")
+    queries = cached.parse_queries(wl, sj)
 except PlannerError as exc:
     st.error(f"Fix the workload on the Queries page first: {exc}")
     st.stop()
@@ -40,47 +40,111 @@ by_id = {q.id: q for q in queries}
 if ss[S.ACC_QUERY] not in by_id:
     ss[S.ACC_QUERY] = queries[0].id
 
-qid = st.selectbox("Query", list(by_id), key=S.ACC_QUERY)
+c1, c2 = st.columns([1, 2])
+qid = c1.selectbox("Query", list(by_id), key=S.ACC_QUERY,
+                   format_func=lambda i: f"{i} ({by_id[i].kind.value}, {by_id[i].mechanism.value})")
 query = by_id[qid]
-eps = st.select_slider("ε", options=[float(f"{e:.3g}") for e in np.geomspace(0.01, 10, 31)], key=S.ACC_EPS)
+eps = c2.select_slider("ε for this query", options=[float(f"{e:.3g}") for e in np.geomspace(0.01, 10, 31)],
+                       key=S.ACC_EPS)
 delta = float(ss[S.DELTA])
 st.caption(f"δ = {delta:g} for the Gaussian mechanisms (set on the Planner page). "
            "Everything on this chart is data-independent: schema, ε, δ and the declared public n.")
 
-qdict = query.to_dict()
-qjson = json.dumps(qdict, sort_keys=True)
+qjson = json.dumps(query.to_dict(), sort_keys=True)
 grid = tuple(sorted(set(cached.EPS_GRID) | {float(eps)}))
-curves, notes = cached.accuracy_curves(qjson, data.schema_json or "", delta, grid)
-lower = cached.lower_bound_curve(qjson, data.schema_json or "", grid)
+curves, notes = cached.accuracy_curves(qjson, sj, delta, grid)
+lower = cached.lower_bound_curve(qjson, sj, grid)
+unit = str(curves["unit"].iloc[0]) if not curves.empty else ""
 if curves.empty:
     st.warning("No mechanism of this query has an accuracy prediction.")
 else:
-    unit = str(curves["unit"].iloc[0])
     st.altair_chart(charts.accuracy_chart(curves, lower, float(eps), unit), width="stretch")
     at = curves[curves["epsilon"] == float(eps)]
     cols = st.columns(max(len(at), 1))
     for col, (_, r) in zip(cols, at.iterrows(), strict=False):
-        col.metric(f"{r['mechanism']} RMSE", f"{r['RMSE']:.4g}", help=f"95% bound ±{r['95% bound']:.4g} {unit}")
+        col.metric(f"{r['mechanism']} RMSE at ε = {eps:g}", f"{r['RMSE']:.4g}",
+                   help=f"typical error, in {unit}")
         col.caption(f"95% bound ±{r['95% bound']:.4g} {unit}")
     if lower is not None:
         lb = lower[lower["epsilon"] == float(eps)]["RMSE lower bound (unbiased)"]
-        st.metric("RMSE lower bound, any unbiased ε-DP mechanism", f"{float(lb.iloc[0]):.4g}")
+        st.metric("RMSE lower bound, any unbiased ε-DP mechanism", f"{float(lb.iloc[0]):.4g}",
+                  help="No mechanism whose answers are right on average can do better at this ε (MATH.md §4).")
 for n in notes:
     st.caption(f"ℹ️ {n}")
 
+# ------------------------------------------------------------------ data-dependent (owner only)
 st.divider()
-st.toggle("Show data-dependent views (owner only)", key=S.ACC_DATA_VIEW)
-if ss[S.ACC_DATA_VIEW]:
-    st.error("⚠️ **Computed from your raw data — not private, do not share.** "
-             "These views are never exported with a release (MATH.md §7).")
-    if query.kind is QueryKind.MODE and query.column:
-        try:
-            dfp = cached.mode_exactness(data.fingerprint, data.schema_json or "", query.column, grid, data.df)
-        except PlannerError as exc:
-            st.error(str(exc))
-        else:
-            st.markdown("**P[released mode = true mode]**: inverse sensitivity mechanism at ε against "
-                        "the best any unbiased mechanism can do at a fraction of ε (seed 000).")
-            st.altair_chart(charts.probability_chart(dfp, float(eps)), width="stretch")
+st.subheader("Check against your data (owner only)")
+st.toggle("Show data-dependent views (computed from your raw data)", key=S.ACC_DATA_VIEW,
+          help="Off by default. These views read the private rows: they are not private and are never exported.")
+if not ss[S.ACC_DATA_VIEW]:
+    st.caption("Off: everything above is computed from public facts only.")
+    st.stop()
+
+st.error("⚠️ **Computed from your raw data — not private, do not share.** "
+         "These views are never exported with a release (MATH.md §7).")
+
+# --- Monte Carlo check of the prediction for the query's own mechanism
+st.markdown(f"**Check by simulation** — runs the **{query.mechanism.value}** mechanism of `{query.id}` "
+            f"{SIM_RUNS:,} times at each of {SIM_POINTS} values of ε on the exact answer of your data "
+            "(numpy planning draws, seeded; no value is released and no budget is spent), and plots "
+            "the measured error beside the prediction.")
+sim_key = (data.fingerprint, sj, qjson, delta)
+if st.button("Check by simulation", key="acc_simulate"):
+    try:
+        agg = cached.exact_aggregate(data.fingerprint, sj, qjson, data.df)
+        bar = st.progress(0.0, text="Simulating…")
+        sim_eps = cached.EPS_GRID[::3]
+        res = simulation.simulate_query(
+            query, schema, agg, sim_eps, delta, SIM_RUNS, np.random.default_rng(SIM_SEED),
+            progress=lambda done, total: bar.progress(done / total, text=f"Simulating… ε {done}/{total}"),
+        )
+        bar.empty()
+    except PlannerError as exc:
+        st.error(str(exc))
     else:
-        st.info("Data-dependent views exist for mode queries (ISM P[exact]); pick a mode query.")
+        ss[S.ACC_SIM] = {"key": sim_key, "rows": [
+            {"mechanism": r.mechanism, "epsilon": r.epsilon, "empirical RMSE": r.empirical_rmse,
+             "low": max(r.empirical_rmse - 2 * r.standard_error, 0.0), "high": r.empirical_rmse + 2 * r.standard_error,
+             "predicted RMSE": r.predicted_rmse, "runs": r.runs} for r in res]}
+sim_state = ss.get(S.ACC_SIM)
+if sim_state and sim_state["key"] == sim_key:
+    sim_df = pd.DataFrame(sim_state["rows"])
+    pred = curves[curves["mechanism"].isin(set(sim_df["mechanism"]))]
+    st.altair_chart(charts.simulation_chart(pred, sim_df, float(eps), unit), width="stretch")
+    zeros = int((sim_df["empirical RMSE"] <= 0).sum())
+    if zeros:
+        st.caption(f"At {zeros} of the {len(sim_df)} simulated ε the measured error was exactly 0 in every run "
+                   "(the mechanism always returned the exact answer); a log axis cannot draw those points.")
+    st.caption("Line: the planner's prediction (data-independent). Points: the error measured on your data, "
+               "with ±2 standard errors. Mode errors are a gap in rows, predicted as an upper bound; "
+               "median errors are ranks from the exact answer.")
+    with st.expander("Simulation table"):
+        st.dataframe(sim_df, hide_index=True, width="stretch",
+                     column_config={c: st.column_config.NumberColumn(format="%.4g")
+                                    for c in ("epsilon", "empirical RMSE", "low", "high", "predicted RMSE")})
+
+# --- views that only exist for some kinds
+if query.kind is QueryKind.MODE and query.column:
+    try:
+        dfp = cached.mode_exactness(data.fingerprint, sj, query.column, grid, data.df)
+    except PlannerError as exc:
+        st.error(str(exc))
+    else:
+        st.markdown("**Chance that the released mode is the true mode**: the inverse sensitivity mechanism "
+                    "at ε against the best any unbiased mechanism can do at a fraction of ε (seed 000).")
+        st.altair_chart(charts.probability_chart(dfp, float(eps)), width="stretch")
+elif query.kind in (QueryKind.MEDIAN, QueryKind.QUANTILE) and query.column:
+    alphas = list(query.alphas or (0.5,)) if query.kind is QueryKind.QUANTILE else [0.5]
+    alpha = float(alphas[0]) if len(alphas) == 1 else float(st.selectbox("Quantile level", alphas, key="acc_alpha"))
+    try:
+        qc = cached.quantile_check(data.fingerprint, sj, qjson, alpha, cached.EPS_GRID[::3], 500, SIM_SEED, data.df)
+    except PlannerError as exc:
+        st.error(str(exc))
+    else:
+        st.markdown(f"**Error of the {alpha:g}-quantile in {query.column} units on your data**: the least RMSE "
+                    "any unbiased ε-DP mechanism can reach on this instance, against the exponential mechanism "
+                    "(what the release uses) and the inverse sensitivity mechanism, both simulated (500 runs per ε).")
+        st.altair_chart(charts.quantile_check_chart(qc, float(eps), str(query.column)), width="stretch")
+else:
+    st.caption("Mode, median and quantile queries also get an instance-specific view here (ISM, lower bounds).")

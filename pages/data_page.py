@@ -17,13 +17,16 @@ ss = st.session_state
 
 st.title("Data and schema")
 
-source = st.radio("Source", ["sample", "upload"], horizontal=True, key=S.SOURCE,
-                  format_func=lambda s: {"sample": "Bundled sample", "upload": "Upload a file"}[s])
+SOURCES = {"sample": "Bundled sample", "upload": "Upload a file", "server": "A file on this server"}
+options = ["sample", "upload"] + (["server"] if cached.server_sources_available() else [])
+if ss[S.SOURCE] not in options:
+    ss[S.SOURCE] = "sample"
+source = st.radio("Source", options, horizontal=True, key=S.SOURCE, format_func=SOURCES.__getitem__)
 
 if source == "sample":
     st.selectbox("Sample dataset", list(S.SAMPLES), key=S.SAMPLE,
                  help="Synthetic data (CC0), see data/README.md.")
-else:
+elif source == "upload":
     up = st.file_uploader("CSV, TSV or Parquet", type=["csv", "tsv", "txt", "parquet"], key="data_uploader")
     if up is not None:
         data_bytes = up.getvalue()
@@ -31,8 +34,26 @@ else:
             ss[S.UPLOAD_BYTES] = data_bytes
             ss[S.UPLOAD_NAME] = up.name
             ss[S.UPLOAD_SCHEMA] = None
+            st.rerun()  # the sidebar (drawn before this page) then shows the new dataset
     if ss[S.UPLOAD_BYTES] is None:
         st.info("Upload a file, or switch back to a bundled sample.")
+        st.stop()
+elif source == "server":
+    try:
+        files = cached.server_files()
+    except PlannerError as exc:
+        st.error(str(exc))
+        st.stop()
+    if not files:
+        st.info("The server's data directory (`PLANNER_DATA_DIR`) holds no CSV, TSV or Parquet file.")
+        st.stop()
+    if ss[S.SERVER_FILE] not in files:
+        ss[S.SERVER_FILE] = None
+    st.selectbox("File in the server's data directory", files, key=S.SERVER_FILE, index=None,
+                 placeholder="Pick a file",
+                 help="Only files inside the allow-listed directory (PLANNER_DATA_DIR) can be opened; "
+                      "the file never passes through the browser.")
+    if ss[S.SERVER_FILE] is None:
         st.stop()
 
 try:
@@ -42,10 +63,12 @@ except PlannerError as exc:
     st.stop()
 cached.sync_workload(data)
 
-st.caption(f"Active: **{data.name}** · fingerprint `{data.fingerprint[:16]}…`")
+st.caption(f"Active: **{data.name}** · fingerprint `{data.fingerprint[:16]}…` · "
+           f"exact aggregates computed by the **{cached.backend_name()}** backend")
 
 # --------------------------------------------------------------------- schema for uploads
-if data.source == "upload":
+schema_key = S.SERVER_SCHEMA if data.source == "server" else S.UPLOAD_SCHEMA
+if data.source in ("upload", "server"):
     st.subheader("Declare the schema")
     st.warning(
         "Bounds and categories are **public declarations** you make from outside knowledge "
@@ -56,13 +79,22 @@ if data.source == "upload":
     schema_file = st.file_uploader("…or load a schema JSON", type=["json"], key="data_schema_uploader")
     if schema_file is not None:
         try:
-            ss[S.UPLOAD_SCHEMA] = Schema.from_json(schema_file.getvalue()).to_json()
+            ss[schema_key] = Schema.from_json(schema_file.getvalue()).to_json()
         except PlannerError as exc:
             st.error(str(exc))
     kinds = cached.suggested_kinds(data.fingerprint, data.df)
     kind_values = [k.value for k in ColumnKind]
     with st.form("schema_form"):
-        rel = st.radio("Neighbouring relation", ["add_remove", "substitute"], horizontal=True, key="schema_relation")
+        rel = st.radio("Neighbouring relation", ["add_remove", "substitute"], horizontal=True, key="schema_relation",
+                       format_func=lambda r: {"add_remove": "add/remove one person (the size is secret)",
+                                              "substitute": "replace one person (the size is public)"}[r],
+                       help="What the privacy guarantee hides: whether one privacy unit is in the table at all "
+                            "(add/remove), or what its values are (substitute).")
+        h1, h2, h3, h4 = st.columns([2, 2, 2, 4])
+        h1.caption("column")
+        h2.caption("kind (suggested)")
+        h3.caption("public bounds L, U (numeric)")
+        h4.caption("public categories (categorical)")
         cols_spec = []
         for name in data.df.columns:
             c1, c2, c3, c4 = st.columns([2, 2, 2, 4])
@@ -102,7 +134,7 @@ if data.source == "upload":
             "public_n": int(public_n) or None, "columns": columns,
         }
         try:
-            ss[S.UPLOAD_SCHEMA] = Schema.from_json(json.dumps(spec)).to_json()
+            ss[schema_key] = Schema.from_json(json.dumps(spec)).to_json()
             S.reset_workload(None)
             st.rerun()
         except PlannerError as exc:
@@ -122,9 +154,17 @@ assert schema is not None
 st.subheader("What is public")
 unit = schema.unit
 c1, c2, c3 = st.columns(3)
-c1.metric("Neighbouring relation", schema.relation.value)
-c2.metric("Privacy unit", "row" if unit.column is None else f"{unit.column} (≤ {unit.c} rows)")
-c3.metric("Declared public n", "—" if schema.public_n is None else f"{schema.public_n:,}")
+c1.metric("Neighbouring relation", schema.relation.value,
+          help="add_remove: the guarantee hides whether one privacy unit is in the table at all; "
+               "substitute: it hides what one unit's values are (the table size is public).")
+c2.metric("Privacy unit", "row" if unit.column is None else unit.column,
+          help="Whose presence the guarantee protects: one row, or one person identified by this column.")
+c3.metric("Declared public n", "—" if schema.public_n is None else f"{schema.public_n:,}",
+          help="An approximate row count you declare as public; used to predict the error of means, "
+               "medians and proportions.")
+if unit.column is not None:
+    st.caption(f"Each person (`{unit.column}`) contributes at most **{unit.c}** row(s); extra rows are left out "
+               "before any answer is computed.")
 decl = pd.DataFrame([
     {"column": c.name, "kind": c.kind.value,
      "bounds": f"[{c.lower:g}, {c.upper:g}]" if c.kind is ColumnKind.NUMERIC else "",
@@ -132,7 +172,10 @@ decl = pd.DataFrame([
      "missing": c.missing.action.value}
     for c in schema.columns
 ])
-st.dataframe(decl, hide_index=True, width="stretch")
+st.dataframe(decl, hide_index=True, width="stretch",
+             column_config={"categories": st.column_config.TextColumn(width="large"),
+                            "missing": st.column_config.TextColumn(help="what happens to a missing value: "
+                                                                   "drop the row, or replace it by a declared value")})
 st.download_button("Download schema JSON", schema.to_json(), file_name="schema.json",
                    mime="application/json", key="data_schema_download")
 
@@ -152,4 +195,7 @@ st.dataframe(
     pd.DataFrame([{"column": k, **{f: v.get(f) for f in ("kind", "usable", "clipped", "invalid", "missing", "replaced", "dropped")}}
                   for k, v in rep["columns"].items()]),
     hide_index=True, width="stretch",
+    column_config={"usable": st.column_config.NumberColumn(help="rows that enter answers on this column"),
+                   "clipped": st.column_config.NumberColumn(help="values outside the declared bounds, moved to the bound"),
+                   "invalid": st.column_config.NumberColumn(help="unreadable as the declared kind, or an undeclared category")},
 )

@@ -7,7 +7,7 @@ import json
 import pandas as pd
 import streamlit as st
 
-from pages._ui import cached, charts
+from pages._ui import cached, charts, fmt
 from pages._ui import state as S
 from planner.errors import PlannerError
 
@@ -35,18 +35,18 @@ fp = st.selectbox("Dataset", list(labels), format_func=labels.__getitem__, key=S
 status = led.status(fp)
 c1, c2, c3, c4 = st.columns(4)
 c1.metric("Total ε", f"{status.epsilon_total:g}", help=f"δ = {status.delta_total:g}")
-c2.metric("Spent ε", f"{status.epsilon_spent:.4g}")
-c3.metric("Remaining ε", f"{status.epsilon_remaining:.4g}")
+c2.metric("Spent ε", fmt.eps(status.epsilon_spent))
+c3.metric("Remaining ε", fmt.eps(status.epsilon_remaining))
 c4.metric("Releases", status.releases)
-st.caption(f"Composition rule: **{status.rule.value}**")
+st.caption(f"Composition rule: **{status.rule.value}** · every spend is recorded before any noise is drawn; "
+           "the budget is never refunded.")
 
 history = led.history(fp)
 if history:
-    info = led.dataset(fp)
-    pts = [{"time": info.created_at, "series": "spent", "epsilon": 0.0}]
-    pts += [{"time": h.created_at, "series": "spent", "epsilon": h.epsilon_spent} for h in history]
-    pts += [{"time": t, "series": "total", "epsilon": status.epsilon_total}
-            for t in (info.created_at, history[-1].created_at)]
+    pts = [{"step": "registered", "order": 0, "series": "spent", "epsilon": 0.0}]
+    pts += [{"step": f"#{i} {h.created_at:%m-%d %H:%M}", "order": i, "series": "spent", "epsilon": h.epsilon_spent}
+            for i, h in enumerate(history, start=1)]
+    pts += [dict(p, series="total", epsilon=status.epsilon_total) for p in list(pts)]
     st.altair_chart(charts.history_chart(pd.DataFrame(pts)), width="stretch")
 
 st.subheader("Releases")
@@ -54,8 +54,12 @@ for rec in led.releases(fp):
     with st.expander(f"Release #{rec.release_id} · {rec.created_at:%Y-%m-%d %H:%M:%S} · {rec.status.value}",
                      expanded=rec.release_id == ss.get(S.LAST_RELEASE_ID)):
         st.caption(f"plan hash `{rec.plan_hash[:16]}…`")
-        st.dataframe(pd.DataFrame([{k: v for k, v in s.to_dict().items() if k != "event"} | {"mechanism": str(s.event.to_dict().get("event", ""))} for s in rec.spends]),
-                     hide_index=True, width="stretch")
+        spends = pd.DataFrame([{k: v for k, v in s.to_dict().items() if k != "event"}
+                               | {"mechanism": str(s.event.to_dict().get("event", ""))} for s in rec.spends])
+        st.dataframe(spends.rename(columns={"query_id": "query", "epsilon": "ε", "delta": "δ", "rho": "ρ (zCDP)"}),
+                     hide_index=True, width="stretch",
+                     column_config={"ρ (zCDP)": st.column_config.NumberColumn(
+                         help="the same cost in zero-concentrated DP, which composes tightly across releases")})
 
 st.download_button("Export ledger JSON", json.dumps(led.export(fp), indent=2, default=str),
                    file_name=f"ledger-{fp[:12]}.json", mime="application/json", key="ledger_export")

@@ -7,23 +7,14 @@ import streamlit as st
 
 from pages._ui import cached
 from pages._ui import state as S
+from pages._ui.preamble import require_dataset
 from planner.errors import PlannerError
 from planner.queries import VALID_MECHANISMS, QueryKind
 
-S.init_state()
-ss = st.session_state
-
 st.title("Queries")
 
-try:
-    data = cached.active()
-except PlannerError as exc:
-    st.error(str(exc))
-    st.stop()
-cached.sync_workload(data)
-if data.schema is None:
-    st.info("Declare a schema on the Data page first.")
-    st.stop()
+data, schema, sj = require_dataset()
+ss = st.session_state
 
 st.caption(
     "One row per statistic to release. **weight** is its importance in the weighted plan; "
@@ -31,7 +22,7 @@ st.caption(
 )
 kinds = [k.value for k in QueryKind]
 mechs = sorted({m.value for ms in VALID_MECHANISMS.values() for m in ms})
-columns = ["", *data.schema.names]
+columns = ["", *schema.names]
 base = pd.DataFrame(ss[S.WORKLOAD_BASE], columns=["id", "kind", "column", "mechanism", "weight", "target"])
 edited = st.data_editor(
     base,
@@ -57,7 +48,7 @@ if c1.button("Reset to the default workload", key="queries_reset"):
     st.rerun()
 
 try:
-    qs = cached.parse_queries(cached.workload_json(rows, ss[S.MODE]), data.schema_json or "")
+    qs = cached.parse_queries(cached.workload_json(rows, ss[S.MODE]), sj)
 except PlannerError as exc:
     st.error(f"The workload is not valid yet: {exc}")
 else:

@@ -19,9 +19,9 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from planner import bounds, workload
+from planner import bounds, simulation, workload
 from planner.backends.pandas_backend import PandasBackend
-from planner.errors import PlannerError
+from planner.errors import DataError, PlannerError
 from planner.ledger import Ledger
 from planner.loader import column_report, load_table
 from planner.mechanisms import ism
@@ -46,6 +46,46 @@ def load_sample(name: str) -> tuple[pd.DataFrame, str, str]:
 def load_upload(data: bytes, name: str) -> tuple[pd.DataFrame, str]:
     """(table, fingerprint) of uploaded bytes; raises the engine's DataError on bad input."""
     return load_table(data, name=name), dataset_fingerprint(data)
+
+
+def server_sources_available() -> bool:
+    """True when the engine offers allow-listed server files (``planner.sources``)."""
+    try:
+        import planner.sources  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def server_files() -> list[str]:
+    """CSV/TSV/Parquet files in the allow-listed server directory (names relative to it)."""
+    from planner import sources
+
+    root = sources.data_dir()
+    return sorted(str(p.relative_to(root)) for p in root.rglob("*")
+                  if p.is_file() and p.suffix.lower() in (".csv", ".tsv", ".txt", ".parquet"))
+
+
+@st.cache_data(show_spinner="Reading the file…", max_entries=4)
+def load_server(spec: str) -> tuple[pd.DataFrame, str]:
+    """(table, fingerprint) of one allow-listed server file; DataError outside the directory."""
+    from planner import sources
+
+    paths = sources.resolve_paths(spec)
+    if len(paths) != 1:
+        raise DataError(f"{spec!r} names {len(paths)} files; pick exactly one file.")
+    return load_table(paths[0], name=paths[0].name), dataset_fingerprint(paths[0])
+
+
+def backend_name() -> str:
+    """Which backend computes the exact aggregates (``available_backends()`` when the engine has it)."""
+    from planner import backends
+
+    avail = getattr(backends, "available_backends", None)
+    if avail is None:
+        return "pandas"
+    names = list(avail())
+    return ", ".join(str(n) for n in names) if names else "pandas"
 
 
 @st.cache_data(max_entries=8)
@@ -98,6 +138,10 @@ def active() -> Active:
         sj = ss[S.UPLOAD_SCHEMA]
         return Active(ss[S.UPLOAD_NAME] or "upload", "upload", fp, df,
                       Schema.from_json(sj) if sj else None, sj, None)
+    if ss[S.SOURCE] == "server" and ss[S.SERVER_FILE]:
+        df, fp = load_server(ss[S.SERVER_FILE])
+        sj = ss[S.SERVER_SCHEMA]
+        return Active(ss[S.SERVER_FILE], "server", fp, df, Schema.from_json(sj) if sj else None, sj, None)
     name = ss[S.SAMPLE]
     df, sj, fp = load_sample(name)
     return Active(f"{name} (sample)", "sample", fp, df, Schema.from_json(sj), sj, name)
@@ -157,15 +201,21 @@ def targets(wl_json: str, schema_json: str, delta: float, rule: str) -> workload
     return workload.plan_for_targets(parse_queries(wl_json, schema_json), schema, delta, rule)
 
 
-@st.cache_data(max_entries=32)
 def compare(wl_json: str, schema_json: str, epsilon: float, delta: float, relative: bool) -> pd.DataFrame:
-    schema = Schema.from_json(schema_json)
-    qs = parse_queries(wl_json, schema_json)
-    plans = workload.compare(qs, schema, epsilon, delta, error_scales(qs, schema) if relative else None)
-    return pd.DataFrame(
-        [{"rule": r, "total weighted error": p.allocation.objective, "ε used": p.allocation.used_epsilon,
-          "method": p.allocation.method} for r, p in plans.items()]
-    )
+    """The same workload under every rule: one cached :func:`plan` per rule.
+
+    Sharing :func:`plan`'s cache means the rule on screen is never optimised twice, and
+    the comparison costs nothing until it is asked for (the Planner shows it on demand).
+    """
+    rows: list[dict[str, Any]] = []
+    for rule in S.RULES:
+        try:
+            a = plan(wl_json, schema_json, epsilon, delta, rule, relative).allocation
+        except PlannerError as exc:
+            rows.append({"rule": rule, "total weighted error": None, "ε used": None, "method": f"not applicable: {exc}"})
+            continue
+        rows.append({"rule": rule, "total weighted error": a.objective, "ε used": a.used_epsilon, "method": a.method})
+    return pd.DataFrame(rows)
 
 
 def curve_epsilons(epsilon: float, points: int = 12) -> tuple[float, ...]:
@@ -243,3 +293,30 @@ def mode_exactness(fingerprint: str, schema_json: str, column: str, epsilons: tu
 
 def numeric_kinds() -> tuple[str, ...]:
     return tuple(k.value for k in ColumnKind)
+
+
+# ----------------------------------------------------------------------------- data-dependent checks
+@st.cache_data(max_entries=32, show_spinner="Computing the exact aggregate (once)…")
+def exact_aggregate(fingerprint: str, schema_json: str, query_json: str, _df: pd.DataFrame) -> Any:
+    """DATA-DEPENDENT: the query's exact aggregate, through the backend. Never shown or exported."""
+    q = queries_from_list([json.loads(query_json)], Schema.from_json(schema_json))[0]
+    return backend(fingerprint, schema_json, _df).aggregate(q)
+
+
+@st.cache_data(max_entries=16, show_spinner="Simulating the quantile mechanisms…")
+def quantile_check(fingerprint: str, schema_json: str, query_json: str, alpha: float,
+                   epsilons: tuple[float, ...], runs: int, seed: int, _df: pd.DataFrame) -> pd.DataFrame:
+    """DATA-DEPENDENT: a quantile's error in the column's units (lower bound, EM, ISM), long form."""
+    schema = Schema.from_json(schema_json)
+    q = queries_from_list([json.loads(query_json)], schema)[0]
+    lo, hi = schema.column(q.column or "").bounds
+    agg = exact_aggregate(fingerprint, schema_json, query_json, _df)
+    chk = simulation.quantile_check(agg, alpha, lo, hi, epsilons, runs, np.random.default_rng(seed),
+                                    sensitivity=q.parts(schema)[0].sensitivity.l1)
+    eps = list(chk.epsilon)
+    return pd.DataFrame({
+        "epsilon": eps * 3,
+        "RMSE": np.concatenate([chk.lower_bound_rmse, chk.em_rmse, chk.ism_rmse]),
+        "curve": (["lower bound, any unbiased mechanism"] * len(eps) + ["exponential mechanism (grid, simulated)"] * len(eps)
+                  + ["inverse sensitivity mechanism (simulated)"] * len(eps)),
+    })

@@ -6,7 +6,7 @@ import streamlit as st
 
 from planner.errors import PlannerError
 
-from . import cached
+from . import cached, fmt
 
 
 def render_sidebar() -> None:
@@ -23,13 +23,15 @@ def render_sidebar() -> None:
             return
         unit = data.schema.unit
         unit_txt = "one row" if unit.column is None else f"one person ({unit.column}, ≤ {unit.c} rows)"
-        st.markdown(f"Relation: **{data.schema.relation.value}**  \nPrivacy unit: **{unit_txt}**")
+        st.markdown(f"Relation: **{data.schema.relation.value}**  \nPrivacy unit: **{unit_txt}**",
+                    help="What the guarantee hides: one privacy unit added or removed (add_remove) "
+                         "or one replaced by another (substitute).")
         try:
             led = cached.ledger()
             status = led.status(data.fingerprint)
         except PlannerError:
             st.caption("Budget: not registered yet (no release so far).")
             return
-        st.metric("ε spent", f"{status.epsilon_spent:.4g}", help=f"rule: {status.rule.value}")
-        st.metric("ε remaining", f"{status.epsilon_remaining:.4g}", help=f"of total ε = {status.epsilon_total:g}, δ = {status.delta_total:g}")
+        st.metric("ε spent", fmt.eps(status.epsilon_spent), help=f"rule: {status.rule.value}")
+        st.metric("ε remaining", fmt.eps(status.epsilon_remaining), help=f"of total ε = {status.epsilon_total:g}, δ = {status.delta_total:g}")
         st.caption(f"{status.releases} release(s) recorded.")

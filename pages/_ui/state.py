@@ -22,11 +22,13 @@ SAMPLES: dict[str, tuple[Path, Path]] = {
 }
 
 # --- data ---------------------------------------------------------------------------
-SOURCE = "data_source"  # "sample" or "upload"
+SOURCE = "data_source"  # "sample", "upload" or "server"
 SAMPLE = "data_sample"  # key of SAMPLES
 UPLOAD_NAME = "data_upload_name"  # file name of the current upload (or None)
 UPLOAD_BYTES = "data_upload_bytes"  # the uploaded bytes (kept for the cached loader)
 UPLOAD_SCHEMA = "data_upload_schema"  # schema JSON text declared for the upload (or None)
+SERVER_FILE = "data_server_file"  # a file in the allow-listed server directory (planner.sources)
+SERVER_SCHEMA = "data_server_schema"  # schema JSON text declared for the server file (or None)
 ACTIVE_FP = "data_active_fingerprint"  # fingerprint the workload default was made for
 
 # --- queries ------------------------------------------------------------------------
@@ -40,12 +42,14 @@ DELTA = "plan_delta"
 RULE = "plan_rule"
 MODE = "plan_mode"  # "weighted" or "target"
 RELATIVE = "plan_relative"  # measure errors relative to a public scale
+SHOW_COMPARE = "plan_show_compare"  # compute the same workload under every rule
 SHOW_CURVE = "plan_show_curve"  # compute the rules-across-ε comparison (slow under zCDP)
 
 # --- accuracy -----------------------------------------------------------------------
 ACC_QUERY = "acc_query"
 ACC_EPS = "acc_epsilon"
 ACC_DATA_VIEW = "acc_data_dependent"
+ACC_SIM = "acc_simulation"  # last Monte Carlo check: {"key": inputs, "rows": [...]} (owner only)
 
 # --- release ------------------------------------------------------------------------
 CONFIRM_OPEN = "release_confirm_open"  # the confirm dialog is shown
@@ -93,16 +97,20 @@ _DEFAULTS: dict[str, Any] = {
     UPLOAD_NAME: None,
     UPLOAD_BYTES: None,
     UPLOAD_SCHEMA: None,
+    SERVER_FILE: None,
+    SERVER_SCHEMA: None,
     ACTIVE_FP: None,
     EPSILON: 1.0,
     DELTA: 1e-6,
     RULE: "rdp",
     MODE: "weighted",
     RELATIVE: True,
+    SHOW_COMPARE: False,
     SHOW_CURVE: False,
     ACC_QUERY: None,
     ACC_EPS: 1.0,
     ACC_DATA_VIEW: False,
+    ACC_SIM: None,
     CONFIRM_OPEN: False,
     CONFIRMED: False,
     LAST_RELEASE_ID: None,

@@ -185,3 +185,52 @@ def test_upload_schema_form_reports_bad_bounds():
     at.button(key="schema_save").click().run()
     assert not at.exception
     assert at.error and "age" in at.error[0].value
+
+
+def test_accuracy_check_by_simulation_overlays_points_and_is_labelled():
+    at = _goto(_app(), "accuracy_page")
+    assert not any(b.key == "acc_simulate" for b in at.button)  # hidden until the toggle is on
+    at.toggle(key=S.ACC_DATA_VIEW).set_value(True).run()
+    at.button(key="acc_simulate").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert any("not private, do not share" in e.value for e in at.error)
+    rows = at.session_state[S.ACC_SIM]["rows"]
+    assert len(rows) == 11 and all(r["runs"] == 2000 for r in rows)
+    # people (count, Laplace): simulated RMSE within 5 s.e. of √2/ε (planner.simulation's own check)
+    for r in rows:
+        se = (r["high"] - r["empirical RMSE"]) / 2
+        assert abs(r["empirical RMSE"] - r["predicted RMSE"]) <= 5 * se + 1e-12
+    specs = [json.loads(c.proto.spec) for c in at.get("vega_lite_chart")]
+    assert any("point" in json.dumps(sp) for sp in specs)
+
+
+def test_accuracy_median_data_dependent_view_shows_lower_bound():
+    at = _goto(_app(), "accuracy_page")
+    at.selectbox(key=S.ACC_QUERY).set_value("age_median").run()
+    at.toggle(key=S.ACC_DATA_VIEW).set_value(True).run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert len(at.get("vega_lite_chart")) == 2  # the data-independent curves + the instance view
+    assert any("least RMSE any unbiased" in m.value for m in at.markdown)
+
+
+def test_planner_rule_comparison_is_computed_only_when_shown():
+    at = _goto(_app(), "plan_page")
+    assert at.toggle(key=S.SHOW_COMPARE).value is False
+    assert len(at.dataframe) == 1  # the allocation table only
+    at.toggle(key=S.SHOW_COMPARE).set_value(True).run()
+    assert not at.exception and not at.error
+    assert len(at.dataframe) == 2
+    assert list(at.dataframe[1].value["rule"]) == list(S.RULES)
+
+
+def test_server_file_source_lists_allow_listed_files():
+    pytest.importorskip("planner.sources")
+    at = _goto(_app(), "data_page")
+    at.radio(key=S.SOURCE).set_value("server").run()
+    assert not at.exception, [e.value for e in at.exception]
+    box = at.selectbox(key=S.SERVER_FILE)
+    assert "census.csv" in box.options
+    box.set_value("census.csv").run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    assert any("never filled in from the rows" in w.value for w in at.warning)
+    assert any("backend" in c.value for c in at.caption)

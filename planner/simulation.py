@@ -1,0 +1,322 @@
+"""Monte Carlo checks of the planner's predictions on the data's exact aggregate.
+
+DATA-DEPENDENT (MATH.md §7): every function here takes an *exact* aggregate computed from
+the private rows, so its output is not private. It is for the data owner's eyes only and
+must never enter an exported release or a stakeholder view.
+
+The draws are numpy **planning simulations** (the ``simulate`` helpers of
+:mod:`planner.mechanisms`), seeded through a caller-supplied
+:class:`numpy.random.Generator`; they are never a released value (releases draw noise
+through OpenDP in :mod:`planner.release`).
+
+For one query at a total ε (the query alone, as on the Accuracy page), :func:`simulate_query`
+plans the query with :func:`planner.workload.plan`, then runs the planned mechanism
+``runs`` times on the exact aggregate, with the planned noise parameters, and measures the
+error in the same unit as the prediction:
+
+* count, sum, histogram bin, mean with public n, synthetic-sample bin: answer + additive
+  noise − answer (per bin for histograms);
+* mean as noisy sum / noisy count: clip(S̃ / max(C̃, 1), L, U) − S / C, as released;
+* proportion: Laplace / Gaussian on the counts, as released (true/false pair under
+  add/remove, the true count over the public n under substitution); randomized response by
+  :func:`planner.mechanisms.randomized_response.simulate_estimates`;
+* quantile / median: the exponential mechanism on the rank utility over the declared grid
+  (report-noisy-max with Gumbel noise, exactly the EM's law), error in ranks as a fraction
+  of n, from the exact answer on the grid t* (the candidate of highest utility):
+  (#{x ≤ t̃} − #{x ≤ t*}) / n;
+* mode: the utility gap max_t c_t − c_t̃ in rows (counts for the EM, −D_f for the ISM).
+
+The empirical RMSE comes with its standard error (delta method on the mean squared error:
+se(√m) ≈ sd(e²) / (2√m·√runs)).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from planner.backends.base import (
+    Aggregate,
+    BinCounts,
+    BooleanCounts,
+    CountAggregate,
+    MeanAggregate,
+    QuantileAggregate,
+    SumAggregate,
+)
+from planner.bounds import quantile_mse_lower_bound
+from planner.errors import QueryError
+from planner.mechanisms import exponential as em
+from planner.mechanisms import ism
+from planner.mechanisms import randomized_response as rr
+from planner.mechanisms._validate import count as _count
+from planner.mechanisms._validate import epsilons as _epsilons
+from planner.mechanisms.base import MechanismName
+from planner.mechanisms.registry import additive
+from planner.queries import MeanMode, Query, QueryKind
+from planner.schema import Relation, Schema
+from planner.workload import Prediction, plan
+
+FloatArray = npt.NDArray[np.float64]
+M = MechanismName
+
+#: Most simulation runs per ε accepted (keeps a page responsive).
+MAX_RUNS = 100_000
+
+
+@dataclass(frozen=True, slots=True)
+class SimulatedAccuracy:
+    """Empirical against predicted error of one planned item at one total ε. DATA-DEPENDENT."""
+
+    epsilon: float
+    item: str
+    mechanism: str
+    unit: str
+    predicted_rmse: float
+    empirical_rmse: float
+    standard_error: float
+    runs: int
+
+
+@dataclass(frozen=True, slots=True)
+class QuantileCheck:
+    """Quantile accuracy in the column's own units, per ε. DATA-DEPENDENT.
+
+    ``lower_bound_rmse`` is √ of the instance-specific MSE lower bound for unbiased ε-DP
+    mechanisms (:func:`planner.bounds.quantile_mse_lower_bound`); ``em_rmse`` and
+    ``ism_rmse`` are the empirical RMSE of the exponential mechanism on the declared grid
+    and of the continuous inverse sensitivity mechanism
+    (:func:`planner.mechanisms.ism.sample_quantile`).
+    """
+
+    epsilon: FloatArray
+    true_value: float
+    lower_bound_rmse: FloatArray
+    em_rmse: FloatArray
+    ism_rmse: FloatArray
+    runs: int
+
+
+def _rmse(errors: npt.ArrayLike) -> tuple[float, float]:
+    """(√mean e², its standard error) over all draws (the first axis is the run)."""
+    e2 = np.square(np.asarray(errors, dtype=np.float64))
+    runs = e2.shape[0] if e2.ndim else 1
+    per_run = e2.reshape(runs, -1).mean(axis=1)
+    m = float(per_run.mean())
+    if m <= 0.0 or runs < 2:
+        return math.sqrt(max(m, 0.0)), 0.0
+    se = float(per_run.std(ddof=1)) / math.sqrt(runs) / (2.0 * math.sqrt(m))
+    return math.sqrt(m), se
+
+
+def _scale(pred: Prediction) -> float:
+    for key in ("laplace_scale", "sigma"):
+        if key in pred.noise:
+            return float(pred.noise[key])
+    raise QueryError(f"item {pred.id!r}: the plan has no additive noise scale to simulate.")
+
+
+def _alpha(pred: Prediction) -> float:
+    return float(pred.part.split("@")[1]) if "@" in pred.part else 0.5
+
+
+def grid_values(agg: QuantileAggregate) -> FloatArray:
+    """The data as the quantile mechanisms see it: each value at its grid candidate.
+
+    DATA-DEPENDENT. ``counts[i]`` values sit at candidate t_i (the smallest t ≥ x).
+
+    Examples
+    --------
+    >>> grid_values(QuantileAggregate((0.0, 1.0, 2.0), (1, 0, 2))).tolist()
+    [0.0, 2.0, 2.0]
+    """
+    return np.repeat(np.asarray(agg.candidates, dtype=np.float64), np.asarray(agg.counts, dtype=np.int64))
+
+
+def simulate_errors(
+    pred: Prediction, query: Query, schema: Schema, agg: Aggregate, runs: int, rng: np.random.Generator
+) -> FloatArray:
+    """``runs`` planning draws of the error of one planned item, shape (runs, …). DATA-DEPENDENT.
+
+    The error is in the unit of ``pred`` (see the module docstring).
+
+    Raises
+    ------
+    QueryError
+        If the aggregate does not match the query's kind, or ``runs`` is not in
+        [1, :data:`MAX_RUNS`].
+    """
+    n_runs = _count(runs, "runs")
+    if n_runs > MAX_RUNS:
+        raise QueryError(f"runs must be ≤ {MAX_RUNS}; got {n_runs}. Use fewer simulation runs.")
+    kind = query.kind
+    mech = query.mechanism
+
+    def wrong() -> QueryError:
+        return QueryError(f"query {query.id!r}: the aggregate {type(agg).__name__} does not fit a {kind.value}.")
+
+    if kind in (QueryKind.COUNT, QueryKind.SUM):
+        if not isinstance(agg, CountAggregate | SumAggregate):
+            raise wrong()
+        true = float(agg.value)
+        return additive(mech).simulate(true, _scale(pred), n_runs, rng) - true
+    if kind in (QueryKind.HISTOGRAM, QueryKind.SYNTHETIC_SAMPLE):
+        if not isinstance(agg, BinCounts):
+            raise wrong()
+        name = M.LAPLACE if kind is QueryKind.SYNTHETIC_SAMPLE else mech
+        counts = agg.as_array().astype(np.float64)
+        return additive(name).simulate(counts, _scale(pred), n_runs, rng) - counts
+    if kind is QueryKind.MEAN:
+        if not isinstance(agg, MeanAggregate):
+            raise wrong()
+        lo, hi = schema.column(query.column or "").bounds
+        if query.mode is MeanMode.PUBLIC_N:
+            n_pub = float(agg.public_n or schema.public_n or 0)
+            if n_pub <= 0:
+                raise QueryError(f"query {query.id!r}: a mean over the public n needs 'public_n' in the schema.")
+            true = agg.sum.value / n_pub
+            return additive(mech).simulate(true, _scale(pred), n_runs, rng) - true
+        s, c = float(agg.sum.value), float(agg.count.value)
+        true = s / c if c > 0 else (lo + hi) / 2
+        if "sum_laplace_scale" in pred.noise:
+            lap = additive(M.LAPLACE)
+            s_t = lap.simulate(s, pred.noise["sum_laplace_scale"], n_runs, rng)
+            cs = pred.noise["count_laplace_scale"]
+            c_t = lap.simulate(c, cs, n_runs, rng) if math.isfinite(cs) and cs > 0 else np.full(n_runs, c)
+        else:
+            gau = additive(M.GAUSSIAN)
+            s_t = gau.simulate(s, pred.noise["sum_sigma"], n_runs, rng)
+            c_t = gau.simulate(c, pred.noise["count_sigma"], n_runs, rng)
+        return np.clip(s_t / np.maximum(c_t, 1.0), lo, hi) - true
+    if kind in (QueryKind.QUANTILE, QueryKind.MEDIAN):
+        if not isinstance(agg, QuantileAggregate):
+            raise wrong()
+        n = max(agg.n, 1)
+        alpha = _alpha(pred)
+        sens = query.parts(schema)[0].sensitivity.l1
+        util = agg.rank_utility(alpha)
+        idx = em.simulate(util, pred.noise["epsilon"], n_runs, rng, sensitivity=sens)
+        le = agg.counts_le
+        return np.asarray((le[idx] - le[int(np.argmax(util))]) / n, dtype=np.float64)
+    if kind is QueryKind.MODE:
+        if not isinstance(agg, BinCounts):
+            raise wrong()
+        cats = agg.as_array()
+        scores = (-ism.mode_distance(cats).distance).astype(np.float64) if mech is M.INVERSE_SENSITIVITY \
+            else cats.astype(np.float64)
+        sens = query.parts(schema)[0].sensitivity.l1
+        idx = em.simulate(scores, pred.noise["epsilon"], n_runs, rng, sensitivity=sens)
+        return np.asarray(cats.max() - cats[idx], dtype=np.float64)
+    if kind is QueryKind.PROPORTION:
+        if not isinstance(agg, BooleanCounts):
+            raise wrong()
+        n = max(agg.n, 1)
+        pi = agg.n_true / n
+        if mech is M.RANDOMIZED_RESPONSE:
+            return rr.simulate_estimates(pi, n, pred.noise["keep_probability"], n_runs, rng) - pi
+        noise = additive(mech)
+        t = noise.simulate(float(agg.n_true), _scale(pred), n_runs, rng)
+        if schema.relation is Relation.ADD_REMOVE:
+            f = noise.simulate(float(agg.n_false), _scale(pred), n_runs, rng)
+            tt, ff = np.maximum(t, 0.0), np.maximum(f, 0.0)
+            tot = tt + ff
+            est = np.divide(tt, tot, out=np.full_like(tt, 0.5), where=tot > 0)
+        else:
+            n_pub = float(schema.public_n or n)
+            est = np.clip(t / n_pub, 0.0, 1.0)
+        return np.asarray(est - pi, dtype=np.float64)
+    raise QueryError(f"query {query.id!r}: kind {kind.value!r} has no simulation.")
+
+
+def simulate_query(
+    query: Query,
+    schema: Schema,
+    agg: Aggregate,
+    epsilons: Sequence[float],
+    delta: float,
+    runs: int,
+    rng: np.random.Generator,
+    progress: Callable[[int, int], None] | None = None,
+) -> list[SimulatedAccuracy]:
+    """Empirical and predicted RMSE of a query alone, at each total ε. DATA-DEPENDENT.
+
+    Each ε is planned as on the Accuracy page (:func:`planner.workload.plan`, one query,
+    basic composition) and simulated ``runs`` times. ``progress(done, total)`` is called
+    after each ε.
+
+    Examples
+    --------
+    >>> from planner.queries import queries_from_list
+    >>> from planner.schema import Schema
+    >>> s = Schema.from_json('{"version": 1, "public_n": 100, "columns": '
+    ...                    '[{"name": "x", "kind": "numeric", "lower": 0, "upper": 1, '
+    ...                    '"missing": {"action": "drop"}}]}')
+    >>> q = queries_from_list([{"id": "n", "kind": "count", "mechanism": "laplace"}], s)[0]
+    >>> r = simulate_query(q, s, CountAggregate(100), [1.0], 0.0, 20000, np.random.default_rng(0))
+    >>> r[0].predicted_rmse  # √2·Δ/ε, by hand
+    1.4142135623730951
+    >>> abs(r[0].empirical_rmse - r[0].predicted_rmse) < 5 * r[0].standard_error
+    True
+    """
+    eps = [float(e) for e in np.asarray(_epsilons(list(epsilons)), dtype=np.float64).reshape(-1)]
+    out: list[SimulatedAccuracy] = []
+    for i, e in enumerate(eps):
+        p = plan([query], schema, e, delta, "basic")
+        for pred in p.predictions:
+            emp, se = _rmse(simulate_errors(pred, query, schema, agg, runs, rng))
+            label = pred.mechanism if len(p.predictions) == 1 else f"{pred.mechanism} ({pred.part})"
+            out.append(SimulatedAccuracy(e, pred.id, label, pred.unit, pred.rmse, emp, se, int(runs)))
+        if progress is not None:
+            progress(i + 1, len(eps))
+    return out
+
+
+def quantile_check(
+    agg: QuantileAggregate,
+    alpha: float,
+    lower: float,
+    upper: float,
+    epsilons: Sequence[float],
+    runs: int,
+    rng: np.random.Generator,
+    sensitivity: float = 1.0,
+) -> QuantileCheck:
+    """The α-quantile's error in the column's units: instance lower bound, EM and ISM. DATA-DEPENDENT.
+
+    The data are the grid values of ``agg`` (:func:`grid_values`), which is what the
+    release's exponential mechanism sees. The lower bound holds for unbiased mechanisms
+    under substitution (MATH.md §4); the EM and the ISM are biased, so they may beat it.
+
+    Examples
+    --------
+    >>> agg = QuantileAggregate((0.0, 1.0, 2.0, 3.0, 4.0), (0, 10, 20, 10, 0))
+    >>> c = quantile_check(agg, 0.5, 0.0, 4.0, [0.5, 5.0], 2000, np.random.default_rng(1))
+    >>> c.true_value
+    2.0
+    >>> bool(c.em_rmse[1] < c.em_rmse[0])  # more ε, less error
+    True
+    """
+    if not 0.0 < float(alpha) < 1.0:
+        raise QueryError(f"alpha must be in (0, 1); got {alpha}.")
+    n_runs = _count(runs, "runs")
+    eps = np.asarray(_epsilons(list(epsilons)), dtype=np.float64).reshape(-1)
+    data = grid_values(agg)
+    if data.size == 0:
+        raise QueryError("the quantile check needs at least one usable value in the column.")
+    grid = np.asarray(agg.candidates, dtype=np.float64)
+    j = ism.quantile_index(data.size, float(alpha))
+    true = float(data[j - 1])
+    lb = np.sqrt(quantile_mse_lower_bound(data, eps, float(alpha), lower, upper).values)
+    util = agg.rank_utility(float(alpha))
+    em_r = np.empty(eps.size)
+    ism_r = np.empty(eps.size)
+    for i, e in enumerate(eps):
+        idx = em.simulate(util, float(e), n_runs, rng, sensitivity=sensitivity)
+        em_r[i] = math.sqrt(float(np.mean((grid[idx] - true) ** 2)))
+        draws = ism.sample_quantile(data, float(e), float(alpha), lower, upper, n_runs, rng)
+        ism_r[i] = math.sqrt(float(np.mean((draws - true) ** 2)))
+    return QuantileCheck(eps, true, np.asarray(lb, dtype=np.float64), em_r, ism_r, n_runs)
