@@ -508,7 +508,9 @@ def _surrogate(wl: _Workload, rule: CompositionRule) -> FloatArray:
             c[k] = 1.0 / item.coef  # small-ε limit of 1/(4n tanh²(ε/2))
         else:
             c[k] = item.coef
-    w = np.maximum(wl.w, 1e-12 * max(float(wl.w.max()), 1e-300))
+    # a zero weight still needs a positive share: give it a tiny one (only zero weights —
+    # relative error scales make real weights span many decades)
+    w = np.where(wl.w > 0, wl.w, 1e-12 * max(float(wl.w.max()), 1e-300))
     theta = np.empty(len(wl.items))
     pure = ~wl.gauss
     if rule in (CompositionRule.BASIC, CompositionRule.ADVANCED):

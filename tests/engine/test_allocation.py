@@ -40,6 +40,19 @@ def test_allocate_laplace_basic_matches_closed_form() -> None:
     assert a.method == "closed form"
 
 
+def test_allocate_laplace_basic_closed_form_with_error_scales_over_many_decades() -> None:
+    # Regression: relative error scales make wᵢ = weightᵢ/sᵢ² span ~20 decades (a count
+    # measured against n = 5e4, an income total against 6e9, a proportion against 1).
+    # The closed form εᵢ ∝ (wᵢcᵢ)^{1/3} (MATH.md §6) must still hold exactly.
+    scales = np.array([5e4, 6.25e9, 1.0, 8.3e3, 1.0])
+    coefs = np.array([2.0, 1.25e11, 8e-10, 2.0, 3.2e-9])
+    items = [Item(f"q{i}", Family.LAPLACE, coefs[i], error_scale=scales[i]) for i in range(5)]
+    a = allocate(items, 1.0)
+    shape = (coefs / scales**2) ** (1 / 3)
+    np.testing.assert_allclose([i.theta for i in a.items], shape / shape.sum(), rtol=1e-6)
+    assert a.method == "closed form"
+
+
 def test_allocate_gaussian_zcdp_matches_closed_form() -> None:
     # MATH.md §6: Gaussian under zCDP, MSEᵢ = Δᵢ²/(2ρᵢ), Σρᵢ = ρ ⇒ ρᵢ ∝ √wᵢ·Δᵢ.
     # ρ is the budget's zCDP equivalent: zcdp_to_approx_epsilon(ρ, δ) = ε.
