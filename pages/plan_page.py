@@ -93,7 +93,7 @@ if ss[S.MODE] == "weighted":
                      column_config={"total weighted error": st.column_config.NumberColumn(
                          format="%.4g", help="Σ weight × (error / scale)²: smaller is better"),
                          "ε used": st.column_config.NumberColumn(format="%.6g")})
-        st.toggle("Plot each rule's error across total ε (12 plans per rule; cached, slow the first time)",
+        st.toggle("Plot each rule's error across total ε",
                   key=S.SHOW_CURVE)
         if ss[S.SHOW_CURVE]:
             try:

@@ -45,6 +45,7 @@ from planner.allocation import (
     Target,
     allocate,
     applicable_rules,
+    error_curve,
     plan_targets,
 )
 from planner.errors import QueryError
@@ -503,5 +504,5 @@ def compare_curve(
     items = [p.item for p in parts]
     out: dict[str, list[float]] = {}
     for rule in applicable_rules(items, delta):
-        out[rule.value] = [allocate(items, float(e), delta, rule).objective for e in np.asarray(epsilons, dtype=float)]
+        out[rule.value] = [float(x) for x in error_curve(items, np.asarray(epsilons, dtype=float), delta, rule)]
     return out
