@@ -49,7 +49,7 @@ from scipy import special
 
 from planner import accounting
 from planner.errors import QueryError
-from planner.events import LaplaceEvent
+from planner.events import LaplaceEvent, SelfComposedEvent
 from planner.mechanisms import _validate as v
 from planner.mechanisms import exponential as em
 from planner.mechanisms import histogram as hist
@@ -64,8 +64,6 @@ BoolArray = npt.NDArray[np.bool_]
 _COUNT: Final = Sensitivity(1.0, 1.0)
 #: Relative allowance for computing k equal RDP terms as one product rather than the
 #: engine's k-term sum: generous (measured differences are ~1e-12), so that the result
-#: never understates the engine's value, yet invisible on any chart.
-_RDP_ROUNDING: Final = 1e-9
 
 
 # ======================================================================================
@@ -800,58 +798,9 @@ class CompositionCurves:
     advanced_crossover: int | None
 
 
-@dataclass(frozen=True, slots=True)
-class RepeatedLaplaceEvent:
-    """k identical Laplace events of noise multiplier λ, as one privacy event.
-
-    RDP adds order by order [M17, Prop. 1], so k identical Laplace queries have the curve
-    k·ε_λ(α) and the order-∞ value k/λ. Handing :func:`planner.accounting.rdp_epsilon`
-    this single event instead of ``[LaplaceEvent(λ)] * k`` gives the same conversion
-    (grid, continuous refinement, order ∞, total variation) without a (k × orders) array:
-    the composition demo evaluates it a few thousand times per slider move.
-
-    Examples
-    --------
-    >>> e = RepeatedLaplaceEvent(10.0, 100)
-    >>> e.pure_epsilon  # 100 × 1/10, basic composition
-    10.0
-    >>> a = accounting.rdp_epsilon([e], 1e-6)[0]
-    >>> b = accounting.rdp_epsilon([LaplaceEvent(10.0)] * 100, 1e-6)[0]
-    >>> b <= a <= b * (1 + 1e-8)  # same value, never below the engine's
-    True
-    """
-
-    noise_multiplier: float
-    k: int
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "noise_multiplier", LaplaceEvent(self.noise_multiplier).noise_multiplier)
-        object.__setattr__(self, "k", v.count(self.k, "k"))
-
-    @property
-    def pure_epsilon(self) -> float:
-        return self.k * (1.0 / self.noise_multiplier)  # = math.fsum of k copies of 1/λ
-
-    @property
-    def zcdp_rho(self) -> float:
-        return self.k * (1.0 / self.noise_multiplier) ** 2 / 2.0
-
-    def rdp(self, orders: npt.ArrayLike) -> FloatArray:
-        # k × the engine's own single-Laplace value (stable form, rounding allowance
-        # included), plus a 1e-9 relative allowance for taking k equal terms as one product.
-        one = accounting.rdp_curve([LaplaceEvent(self.noise_multiplier)], orders).epsilon_array
-        return np.asarray(self.k * one * (1.0 + _RDP_ROUNDING), dtype=np.float64)
-
-    def approx_epsilon(self, delta: float) -> float:
-        return self.pure_epsilon
-
-    def to_dict(self) -> dict[str, object]:
-        return {"event": "repeated_laplace", "noise_multiplier": self.noise_multiplier, "k": self.k}
-
-
 def _rdp_repeated(e0: float, k: int, delta: float) -> float:
     """RDP total ε of k Laplace queries at ε₀ each, converted at δ."""
-    return accounting.rdp_epsilon([RepeatedLaplaceEvent(1.0 / e0, k)], delta)[0]
+    return accounting.rdp_epsilon([SelfComposedEvent(LaplaceEvent(1.0 / e0), k)], delta)[0]
 
 
 def composition_curves(epsilon0: float, ks: Sequence[int], delta: float) -> CompositionCurves:

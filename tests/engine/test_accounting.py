@@ -533,3 +533,17 @@ def test_zcdp_conversion_monotone_in_rho_and_delta(r1: float, r2: float, d1: flo
     e = zcdp_to_approx_epsilon(np.array([lo_r, hi_r]), lo_d)
     assert e[1] >= e[0] * (1 - tol)  # more ρ costs more ε
     assert float(zcdp_to_approx_epsilon(lo_r, hi_d)) <= e[0] * (1 + tol) + 1e-300  # more δ, less ε
+
+
+def test_self_composed_event_equals_k_copies_and_round_trips() -> None:
+    # RDP adds order by order (Mironov 2017, Prop. 1): one event for k copies must give the
+    # accountant's value for the k copies, never below it, within its 1e-9 allowance.
+    from planner.events import SelfComposedEvent, event_from_dict
+
+    for inner, k in ((LaplaceEvent(10.0), 100), (GaussianEvent(3.0), 25), (ExponentialEvent(0.1), 7)):
+        one = SelfComposedEvent(inner, k)
+        many = rdp_epsilon([inner] * k, 1e-6)[0]
+        assert many <= rdp_epsilon([one], 1e-6)[0] <= many * (1 + 1e-8)
+        assert event_from_dict(one.to_dict()) == one
+    with pytest.raises(BudgetError, match="count"):
+        SelfComposedEvent(LaplaceEvent(1.0), 0)

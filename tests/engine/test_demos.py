@@ -9,7 +9,7 @@ import pytest
 
 from planner import accounting, demos
 from planner.errors import PlannerError
-from planner.events import LaplaceEvent
+from planner.events import LaplaceEvent, SelfComposedEvent
 
 # ------------------------------------------------------------------ 1. randomized response
 
@@ -229,5 +229,5 @@ def test_repeated_laplace_event_matches_engine_rdp(eps0: float, k: int, delta: f
     # expected: the engine's own RDP accountant on k separate events; the demo's one-event
     # shortcut may only round up (by its 1e-9 relative allowance), never down
     engine = accounting.rdp_epsilon([LaplaceEvent(1.0 / eps0)] * k, delta)[0]
-    fast = accounting.rdp_epsilon([demos.RepeatedLaplaceEvent(1.0 / eps0, k)], delta)[0]
+    fast = accounting.rdp_epsilon([SelfComposedEvent(LaplaceEvent(1.0 / eps0), k)], delta)[0]
     assert engine <= fast <= engine * (1 + 1e-8)
