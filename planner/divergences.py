@@ -70,15 +70,13 @@ def pure_dp_rdp(epsilon: npt.ArrayLike, orders: npt.ArrayLike) -> FloatArray:
     >>> float(pure_dp_rdp(1.0, 1e6)) <= 1.0
     True
     """
-    eps = np.asarray(epsilon, dtype=np.float64)
-    a = np.asarray(orders, dtype=np.float64)
-    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-        # the small-argument form is used only where αε < 30: cap it there, so values that
-        # would overflow (slow floating-point paths) are never computed
-        ae = np.minimum(a * eps, 30.0)
-        small = np.log1p(np.expm1(ae) * (-np.expm1(np.maximum((1 - a) * eps, -30.0))) / (1 + np.exp(eps))) / (a - 1)
-        large = (np.logaddexp(a * eps, (1 - a) * eps) - np.logaddexp(0.0, eps)) / (a - 1)
-        out = np.where(a * eps < 30.0, small, large)
+    eps, a = np.broadcast_arrays(np.asarray(epsilon, dtype=np.float64), np.asarray(orders, dtype=np.float64))
+    out = np.empty(eps.shape)
+    small = a * eps < 30.0  # each form only where it applies (no overflowing intermediates)
+    e, o = eps[small], a[small]
+    out[small] = np.log1p(np.expm1(o * e) * (-np.expm1((1 - o) * e)) / (1 + np.exp(e))) / (o - 1)
+    e, o = eps[~small], a[~small]
+    out[~small] = (np.logaddexp(o * e, (1 - o) * e) - np.logaddexp(0.0, e)) / (o - 1)
     bound = np.minimum(eps, a * eps**2 / 2.0)
     return np.asarray(np.clip(out, 0.0, bound), dtype=np.float64)
 
