@@ -53,7 +53,7 @@ def _do_release() -> None:
     st_now = _status()  # a registered dataset keeps its total budget and rule
     try:
         result = rel.release(
-            plan, data.schema, cached.backend(data.fingerprint, sj, data.df), led, data.fingerprint, data.name,
+            plan, data.schema, cached.backend(data.fingerprint, sj, data), led, data.fingerprint, data.name,
             total_epsilon=st_now.epsilon_total if st_now else eps,
             total_delta=st_now.delta_total if st_now else delta,
             rule=st_now.rule if st_now else rule,

@@ -36,6 +36,7 @@ def _register(sub: Any) -> None:
     p = sub.add_parser("validate", help="check a data file against a schema; print per-column counts")
     p.add_argument("--data", required=True, help="CSV, TSV or Parquet file")
     p.add_argument("--schema", required=True, help="schema JSON")
+    _backend_args(p)
     p.set_defaults(handler=_cmd_validate)
 
     p = sub.add_parser("plan", help="split a total budget across a workload (JSON in, JSON out)")
@@ -50,6 +51,7 @@ def _register(sub: Any) -> None:
     p.add_argument("--spec", required=True, help="PLAN.json")
     p.add_argument("--data", required=True, help="the data file")
     p.add_argument("--ledger", default=None, help="SQLAlchemy URL of the ledger (default: $PLANNER_LEDGER_URL)")
+    _backend_args(p)
     p.set_defaults(handler=_cmd_release)
 
     p = sub.add_parser("ledger", help="show datasets, budgets and releases recorded in the ledger")
@@ -58,10 +60,18 @@ def _register(sub: Any) -> None:
     p.set_defaults(handler=_cmd_ledger)
 
 
+def _backend_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--backend", choices=("pandas", "duckdb", "spark"), default=None,
+        help="aggregation engine (default: duckdb if installed, else pandas)",
+    )
+    p.add_argument("--spark-master", default=None, help="Spark master URL (default local[*])")
+
+
 def _cmd_validate(args: argparse.Namespace) -> Any:
     from planner.validate import validate_command
 
-    return validate_command(args.data, args.schema)
+    return validate_command(args.data, args.schema, args.backend, args.spark_master)
 
 
 def _cmd_plan(args: argparse.Namespace) -> Any:
@@ -79,7 +89,7 @@ def _cmd_compose(args: argparse.Namespace) -> Any:
 def _cmd_release(args: argparse.Namespace) -> Any:
     from planner.release import cmd_release
 
-    return cmd_release(args.spec, args.data, args.ledger)
+    return cmd_release(args.spec, args.data, args.ledger, args.backend, args.spark_master)
 
 
 def _cmd_ledger(args: argparse.Namespace) -> Any:

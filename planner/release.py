@@ -974,34 +974,52 @@ def _read_spec(spec_path: str) -> tuple[dict[str, Any], Path]:
     return spec, p.parent
 
 
-def cmd_release(spec_path: str, data_path: str, ledger_url: str | None) -> dict[str, Any]:
+def cmd_release(
+    spec_path: str,
+    data_path: str,
+    ledger_url: str | None,
+    backend: str | None = None,
+    spark_master: str | None = None,
+) -> dict[str, Any]:
     """``planner release PLAN.json DATA``: plan, load, check, release; the report as JSON.
 
     PLAN.json: ``{"schema": {...} or "path", "budget": {"epsilon", "delta",
-    "composition"}, "queries": [...], "dataset_name"?: str}``.
+    "composition"}, "queries": [...], "dataset_name"?: str}``. DATA is any path or glob
+    the invoking user can read, or ``DB.duckdb::table``
+    (:func:`planner.sources.open_cli_source`; the allow-list guards the web app only). ``backend``: ``pandas``, ``duckdb`` or ``spark`` (default
+    :func:`~planner.backends.default_backend`); the report names it under ``"backend"``.
     """
-    from planner.backends.pandas_backend import PandasBackend
-    from planner.loader import check_against_schema, load_table
+    from planner.backends import check_backend, close_backend, default_backend, make_backend
 
     # One parser for PLAN.json, shared with `planner plan` (planner/plan_spec.py).
     from planner.plan_spec import load_plan_spec
-    from planner.schema import dataset_fingerprint
+    from planner.sources import FileSource, open_cli_source, source_fingerprint
     from planner.workload import plan as make_plan
 
     spec = load_plan_spec(spec_path)
     schema, eps, delta, rl = spec.schema, spec.epsilon, spec.delta, spec.rule
     the_plan = make_plan(spec.queries, schema, eps, delta, rl, spec.error_scales or None, spec.pinned or None)
-    df = load_table(data_path)
-    check_against_schema(df, schema)
-    backend = PandasBackend(df, schema)
-    fp = dataset_fingerprint(data_path)
-    name = spec.dataset_name or Path(data_path).name
-    ledger = Ledger(ledger_url)
+    kind = (backend or default_backend()).strip().lower()
+    source = open_cli_source(data_path)
+    engine = make_backend(kind, source, schema, spark_master=spark_master)
     try:
-        res = release(the_plan, schema, backend, ledger, fp, name, total_epsilon=eps, total_delta=delta, rule=rl)
+        check_backend(engine)
+        prefetch = getattr(engine, "prefetch", None)
+        if callable(prefetch):
+            prefetch(spec.queries)  # every aggregate of the plan in one pass
+        fp = source_fingerprint(source)
+        default_name = source.files[0].name if isinstance(source, FileSource) and len(source.files) == 1 else source.label
+        name = spec.dataset_name or default_name
+        ledger = Ledger(ledger_url)
+        try:
+            res = release(the_plan, schema, engine, ledger, fp, name, total_epsilon=eps, total_delta=delta, rule=rl)
+        finally:
+            ledger.close()
     finally:
-        ledger.close()
-    return res.report_json()
+        close_backend(engine)
+    out = res.report_json()
+    out["backend"] = kind
+    return out
 
 
 def cmd_ledger(ledger_url: str | None, fingerprint: str | None) -> dict[str, Any]:

@@ -13,7 +13,9 @@ from planner.loader import check_against_schema, load_table, read_source
 from planner.schema import Schema, dataset_fingerprint
 
 
-def validate_command(data_path: str, schema_path: str) -> dict[str, Any]:
+def validate_command(
+    data_path: str, schema_path: str, backend: str | None = None, spark_master: str | None = None
+) -> dict[str, Any]:
     """Validate a data file against a schema file.
 
     Parameters
@@ -37,19 +39,47 @@ def validate_command(data_path: str, schema_path: str) -> dict[str, Any]:
         A :class:`~planner.errors.SchemaError` or :class:`~planner.errors.DataError`
         whose message names the file or column and the fix.
     """
+    from planner.backends import check_backend, close_backend, default_backend, make_backend
+    from planner.sources import FileSource, open_cli_source, source_fingerprint
+
     schema = Schema.load(schema_path)
-    data, label = read_source(data_path)
-    df = load_table(data, name=label)
-    report = check_against_schema(df, schema)
+    kind = (backend or default_backend()).strip().lower()
+    if kind == "pandas":
+        data, label = read_source(data_path)
+        df = load_table(data, name=label)
+        report = check_against_schema(df, schema)
+        return {
+            "data": label,
+            "backend": kind,
+            "fingerprint": dataset_fingerprint(data),
+            "schema_hash": schema.schema_hash(),
+            "relation": schema.relation.value,
+            "privacy_unit": schema.unit.to_dict(),
+            "rows": len(df),
+            "columns": len(df.columns),
+            "undeclared_columns": [c for c in df.columns if c not in schema.names],
+            "rows_after_bounding": report["rows_after_bounding"],
+            "rows_truncated": report["rows_truncated"],
+            "column_report": report["columns"],
+        }
+    source = open_cli_source(data_path)
+    engine = make_backend(kind, source, schema, spark_master=spark_master)
+    try:
+        report = check_backend(engine)
+        names: tuple[str, ...] = getattr(engine, "source_columns", schema.names)
+    finally:
+        close_backend(engine)
+    label = source.files[0].name if isinstance(source, FileSource) and len(source.files) == 1 else source.label
     return {
         "data": label,
-        "fingerprint": dataset_fingerprint(data),
+        "backend": kind,
+        "fingerprint": source_fingerprint(source),
         "schema_hash": schema.schema_hash(),
         "relation": schema.relation.value,
         "privacy_unit": schema.unit.to_dict(),
-        "rows": len(df),
-        "columns": len(df.columns),
-        "undeclared_columns": [c for c in df.columns if c not in schema.names],
+        "rows": report["rows"],
+        "columns": len(names),
+        "undeclared_columns": [c for c in names if c not in schema.names],
         "rows_after_bounding": report["rows_after_bounding"],
         "rows_truncated": report["rows_truncated"],
         "column_report": report["columns"],

@@ -20,6 +20,7 @@ import pandas as pd
 import streamlit as st
 
 from planner import bounds, simulation, workload
+from planner.backends.base import Backend
 from planner.backends.pandas_backend import PandasBackend
 from planner.errors import DataError, PlannerError
 from planner.ledger import Ledger
@@ -78,14 +79,10 @@ def load_server(spec: str) -> tuple[pd.DataFrame, str]:
 
 
 def backend_name() -> str:
-    """Which backend computes the exact aggregates (``available_backends()`` when the engine has it)."""
+    """The backend that computes a release's exact aggregates (DuckDB when installed)."""
     from planner import backends
 
-    avail = getattr(backends, "available_backends", None)
-    if avail is None:
-        return "pandas"
-    names = list(avail())
-    return ", ".join(str(n) for n in names) if names else "pandas"
+    return backends.default_backend()
 
 
 @st.cache_data(max_entries=8)
@@ -101,8 +98,32 @@ def report(fingerprint: str, schema_json: str, _df: pd.DataFrame) -> dict[str, A
 
 
 @st.cache_resource(max_entries=4)
-def backend(fingerprint: str, schema_json: str, _df: pd.DataFrame) -> PandasBackend:
+def frame_backend(fingerprint: str, schema_json: str, _df: pd.DataFrame) -> PandasBackend:
+    """Aggregates of the table already in memory, for the owner-only data views."""
     return PandasBackend(_df, Schema.from_json(schema_json))
+
+
+@st.cache_resource(max_entries=4)
+def backend(fingerprint: str, schema_json: str, _data: Active) -> Backend:
+    """The exact aggregates behind a release, on the default backend (DuckDB when
+    installed) scanning the file itself: the bundled sample, the allow-listed server file,
+    or the upload spilled to a temporary file (deleted when the backend closes)."""
+    import io
+
+    from planner import backends, sources
+
+    schema = Schema.from_json(schema_json)
+    ss = st.session_state
+    src: Any
+    if _data.source == "upload":
+        src = io.BytesIO(ss[S.UPLOAD_BYTES])
+        src.name = ss[S.UPLOAD_NAME] or "upload.csv"
+    elif _data.source == "server":
+        src = sources.open_source(ss[S.SERVER_FILE])
+    else:
+        path = S.SAMPLES[_data.sample or ""][0]
+        src = sources.file_source((path,), path.name)
+    return backends.make_backend(backends.default_backend(), src, schema)
 
 
 @st.cache_resource
@@ -280,7 +301,7 @@ def lower_bound_curve(query_json: str, schema_json: str, epsilons: tuple[float, 
 @st.cache_data(max_entries=16)
 def mode_exactness(fingerprint: str, schema_json: str, column: str, epsilons: tuple[float, ...], _df: pd.DataFrame) -> pd.DataFrame:
     """DATA-DEPENDENT: P[ISM = true mode] vs the unbiased upper bound at ¼ε (seed 000)."""
-    b = backend(fingerprint, schema_json, _df)
+    b = frame_backend(fingerprint, schema_json, _df)
     counts = b.category_counts(column).as_array()
     d = ism.mode_distance(counts).distance
     chk = bounds.ism_optimality(d, np.asarray(epsilons))
@@ -300,7 +321,7 @@ def numeric_kinds() -> tuple[str, ...]:
 def exact_aggregate(fingerprint: str, schema_json: str, query_json: str, _df: pd.DataFrame) -> Any:
     """DATA-DEPENDENT: the query's exact aggregate, through the backend. Never shown or exported."""
     q = queries_from_list([json.loads(query_json)], Schema.from_json(schema_json))[0]
-    return backend(fingerprint, schema_json, _df).aggregate(q)
+    return frame_backend(fingerprint, schema_json, _df).aggregate(q)
 
 
 @st.cache_data(max_entries=16, show_spinner="Simulating the quantile mechanisms…")

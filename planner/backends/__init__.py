@@ -1,8 +1,24 @@
 """Backends: exact, clipped, contribution-bounded aggregates over declared domains.
 
-:class:`~planner.backends.base.Backend` is the interface; :class:`PandasBackend` the
-default implementation. DuckDB and Spark backends will implement the same interface.
+:class:`~planner.backends.base.Backend` is the interface. Three implementations return
+identical aggregates on the same data (``tests/engine/test_backends_conformance.py``):
+
+* :class:`PandasBackend`: a DataFrame in memory (the reference implementation);
+* :class:`~planner.backends.duckdb_backend.DuckDBBackend`: SQL on CSV / Parquet files
+  scanned in place, a DataFrame, or a DuckDB table (the default when duckdb is installed);
+* :class:`~planner.backends.spark_backend.SparkBackend`: the same SQL on a Spark cluster.
+
+:func:`make_backend` builds one by name; the DuckDB and Spark modules are imported only
+when chosen.
 """
+
+from __future__ import annotations
+
+import importlib.util
+import os
+from typing import IO, Any, Final, Literal
+
+import pandas as pd
 
 from planner.backends.base import (
     Aggregate,
@@ -16,10 +32,180 @@ from planner.backends.base import (
     SumAggregate,
 )
 from planner.backends.pandas_backend import PandasBackend, bound_contributions, conform_column
+from planner.errors import DataError, PlannerError
+from planner.schema import Schema
+
+BackendKind = Literal["pandas", "duckdb", "spark"]
+#: Every backend name, in order of preference for the default.
+BACKENDS: Final[tuple[str, ...]] = ("pandas", "duckdb", "spark")
+
+
+def available_backends() -> tuple[str, ...]:
+    """Backends usable here: pandas always; duckdb if importable; spark if PySpark and Java are.
+
+    Examples
+    --------
+    >>> "pandas" in available_backends()
+    True
+    """
+    out = ["pandas"]
+    if importlib.util.find_spec("duckdb") is not None:
+        out.append("duckdb")
+    if importlib.util.find_spec("pyspark") is not None:
+        from planner.backends.spark_backend import java_available
+
+        if java_available():
+            out.append("spark")
+    return tuple(out)
+
+
+def default_backend() -> str:
+    """``duckdb`` if it is importable, else ``pandas``."""
+    return "duckdb" if importlib.util.find_spec("duckdb") is not None else "pandas"
+
+
+def _load_frame(source: Any) -> pd.DataFrame:
+    """A pandas DataFrame of a source (files are loaded with the planner's loader)."""
+    from planner.loader import load_table
+    from planner.sources import FileSource, TableSource, open_source
+
+    if isinstance(source, pd.DataFrame):
+        return source
+    if isinstance(source, (str, os.PathLike)):
+        source = open_source(source)
+    if isinstance(source, FileSource):
+        frames = [
+            load_table(p, name=source.label if len(source.files) == 1 else p.name)
+            for p in source.files
+        ]
+        return frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
+    if isinstance(source, TableSource):
+        raise DataError(
+            "a DuckDB table is read by the duckdb backend; choose --backend duckdb."
+        )
+    if isinstance(source, (bytes, bytearray, memoryview)) or hasattr(source, "read"):
+        return load_table(source)
+    raise DataError(
+        f"cannot read data from a {type(source).__name__}; pass a path in the data "
+        "directory, a source, a DataFrame or an upload."
+    )
+
+
+def make_backend(
+    kind: str,
+    source: Any,
+    schema: Schema,
+    *,
+    spark_master: str | None = None,
+    salt: str | None = None,
+) -> Backend:
+    """A backend of the given kind over ``source``.
+
+    Parameters
+    ----------
+    kind : {"pandas", "duckdb", "spark"}
+        The engine.
+    source : str, FileSource, TableSource, DataFrame, bytes or a binary file object
+        A string is a path or glob inside the allow-listed data directory
+        (:func:`planner.sources.open_source`), or ``DB.duckdb::table``. Bytes / uploads
+        are loaded by pandas, or spilled to a temporary file for DuckDB
+        (deleted when the backend is closed).
+    schema : Schema
+        The declaration.
+    spark_master : str, optional
+        Master URL of a new Spark session (default ``local[*]``, or the active session).
+    salt : str, optional
+        Overrides ``schema.salt`` for contribution bounding.
+
+    Raises
+    ------
+    PlannerError
+        Unknown kind, or the engine is not installed (with what to install).
+    """
+    name = str(kind).strip().lower()
+    if name == "pandas":
+        return PandasBackend(_load_frame(source), schema, salt)
+    if name == "duckdb":
+        from planner.backends.duckdb_backend import DuckDBBackend
+
+        if isinstance(source, (bytes, bytearray, memoryview)) or hasattr(source, "read"):
+            return _spilled(source, schema, salt)
+        return DuckDBBackend(source, schema, salt)
+    if name == "spark":
+        from planner.backends.spark_backend import SparkBackend
+
+        if isinstance(source, (bytes, bytearray, memoryview)) or hasattr(source, "read"):
+            return SparkBackend(_load_frame(source), schema, salt, master=spark_master)
+        return SparkBackend(source, schema, salt, master=spark_master)
+    raise PlannerError(f"backend must be one of {list(BACKENDS)}; got {kind!r}.")
+
+
+def _spilled(upload: bytes | bytearray | memoryview | IO[bytes], schema: Schema,
+             salt: str | None) -> Backend:
+    """A DuckDB backend over an upload spilled to a temporary file (removed on close)."""
+    from planner.backends.duckdb_backend import DuckDBBackend
+    from planner.sources import spill_upload
+
+    ctx = spill_upload(upload)
+    src = ctx.__enter__()
+    try:
+        backend = DuckDBBackend(src, schema, salt)
+    except BaseException:
+        ctx.__exit__(None, None, None)
+        raise
+    close = backend.close
+
+    def close_and_delete() -> None:
+        close()
+        ctx.__exit__(None, None, None)
+
+    backend.close = close_and_delete  # type: ignore[method-assign]
+    return backend
+
+
+def check_backend(backend: Backend, *, allow_invalid: bool = False) -> dict[str, Any]:
+    """:func:`planner.loader.check_against_schema` for any backend: its column report.
+
+    Raises
+    ------
+    DataError
+        Unless ``allow_invalid``, a numeric column holding text that is not a number or a
+        boolean column holding tokens that are not booleans (counts only, never values).
+    """
+    from planner.schema import ColumnKind
+
+    report = backend.column_report()
+    if not allow_invalid:
+        for col in backend.schema.columns:
+            stats = report["columns"][col.name]
+            bad = int(stats["invalid"])
+            if bad and col.kind is ColumnKind.NUMERIC:
+                raise DataError(
+                    f"column {col.name!r} is declared numeric but {bad} of {stats['rows']} "
+                    "row(s) hold text that is not a number; fix those cells, or declare the "
+                    "column categorical."
+                )
+            if bad and col.kind is ColumnKind.BOOLEAN:
+                raise DataError(
+                    f"column {col.name!r} is declared boolean but {bad} of {stats['rows']} "
+                    "row(s) are not true/false, yes/no or 1/0; fix those cells, or declare "
+                    "the column categorical."
+                )
+    return report
+
+
+def close_backend(backend: Backend) -> None:
+    """Release a backend's engine resources (no-op for pandas)."""
+    close = getattr(backend, "close", None)
+    if callable(close):
+        close()
+
 
 __all__ = [
+    "BACKENDS",
     "Aggregate",
     "Backend",
+    "BackendKind",
     "BinCounts",
     "BooleanCounts",
     "ColumnStats",
@@ -28,6 +214,11 @@ __all__ = [
     "PandasBackend",
     "QuantileAggregate",
     "SumAggregate",
+    "available_backends",
     "bound_contributions",
+    "check_backend",
+    "close_backend",
     "conform_column",
+    "default_backend",
+    "make_backend",
 ]

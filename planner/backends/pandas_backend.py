@@ -15,6 +15,7 @@ import operator
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -74,6 +75,8 @@ class Conformed:
     values: FloatArray | IntArray
     stats: ColumnStats
     dropped: BoolArray
+    #: per row: 0 ok, 1 missing, 2 invalid / undeclared, 3 clipped (numeric); None if unknown
+    status: IntArray | None = None
 
 
 _NUMBER_RE = r"[+-]?(?:(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?|(?i:inf|infinity|nan))"
@@ -264,10 +267,12 @@ def conform_column(series: pd.Series, column: Column) -> Conformed:
             usable = np.ones(n, dtype=bool)
         else:
             usable = ~bad
-        clipped = int(np.count_nonzero(usable & ((x < lo) | (x > hi))))
+        out = usable & ((x < lo) | (x > hi))
+        clipped = int(np.count_nonzero(out))
         values: FloatArray | IntArray = np.clip(np.where(usable, x, lo), lo, hi)
         return Conformed(
-            usable, values, _stats(n, usable, clipped, invalid, missing, rule.action), ~usable
+            usable, values, _stats(n, usable, clipped, invalid, missing, rule.action), ~usable,
+            _status(missing, invalid, out),
         )
     if kind is ColumnKind.CATEGORICAL:
         labels = column.labels
@@ -291,6 +296,7 @@ def conform_column(series: pd.Series, column: Column) -> Conformed:
                 dropped=n_missing if rule.action is MissingAction.DROP else 0,
             ),
             missing if rule.action is MissingAction.DROP else np.zeros(n, dtype=bool),
+            _status(missing, undeclared),
         )
     if kind is ColumnKind.BOOLEAN:
         codes = _canonical_codes(series, _BOOL_LOOKUP, -1, -2, lower=True)
@@ -304,12 +310,23 @@ def conform_column(series: pd.Series, column: Column) -> Conformed:
         else:
             usable = ~bad
         vals = np.where(usable, b, False).astype(np.int64)
-        return Conformed(usable, vals, _stats(n, usable, 0, invalid, missing, rule.action), ~usable)
+        return Conformed(
+            usable, vals, _stats(n, usable, 0, invalid, missing, rule.action), ~usable,
+            _status(missing, invalid),
+        )
     # IDENTIFIER
     usable = identifier_codes(series) >= 0
     zeros = np.zeros(n, dtype=np.int64)
     n_miss = int(n - usable.sum())
     return Conformed(usable, zeros, ColumnStats(n, n - n_miss, 0, 0, n_miss, 0, n_miss), ~usable)
+
+
+def _status(missing: BoolArray, invalid: BoolArray, clipped: BoolArray | None = None) -> IntArray:
+    """Per-row status code: 1 missing, 2 invalid, 3 clipped, else 0."""
+    st = np.where(missing, 1, np.where(invalid, 2, 0)).astype(np.int64)
+    if clipped is not None:
+        st[(st == 0) & clipped] = 3
+    return st
 
 
 def _stats(
@@ -328,29 +345,117 @@ def _stats(
     )
 
 
-def _splitmix64(x: npt.NDArray[np.uint64]) -> npt.NDArray[np.uint64]:
-    """A bijective 64-bit mixer (Steele, Lea & Flood 2014), vectorised (wrapping arithmetic)."""
-    z = x + np.uint64(0x9E3779B97F4A7C15)
-    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-    return np.asarray(z ^ (z >> np.uint64(31)), dtype=np.uint64)
+TWO53: float = 2.0**53
+#: Clipped values of this magnitude or more cannot be summed exactly by the SQL backends.
+MAX_EXACT_ABS: float = 2.0**62
+
+
+def float_parts(x: FloatArray) -> tuple[IntArray, IntArray, IntArray, IntArray, IntArray]:
+    """Exact integer parts of finite floats: x = s·(ih·2⁵³ + il + f1·2⁻⁵³ + f2·2⁻¹⁰⁶).
+
+    Every operation is exact in IEEE double arithmetic (power-of-two scaling, ``floor``,
+    Sterbenz subtraction), so SQL engines compute the same integers from the same value.
+    Bits of |x| below 2⁻¹⁰⁶ (only present when |x| < 2⁻⁵³) are dropped: see
+    :func:`truncate_tiny`. Requires |x| < 2⁶².
+
+    Examples
+    --------
+    >>> [int(p[0]) for p in float_parts(np.array([-2.5]))]
+    [-1, 0, 2, 4503599627370496, 0]
+    """
+    s = np.where(x < 0, -1, 1).astype(np.int64)
+    a = np.abs(x)
+    i = np.floor(a)
+    f = a - i
+    ih = np.floor(i / TWO53)
+    il = i - ih * TWO53
+    f53 = f * TWO53
+    f1 = np.floor(f53)
+    f2 = np.floor((f53 - f1) * TWO53)
+    return s, ih.astype(np.int64), il.astype(np.int64), f1.astype(np.int64), f2.astype(np.int64)
+
+
+def truncate_tiny(x: FloatArray) -> FloatArray:
+    """x with the bits below 2⁻¹⁰⁶ dropped (toward zero): what :func:`float_parts` keeps."""
+    tiny = np.abs(x) < 2.0**-53
+    if not tiny.any():
+        return x
+    t = np.sign(x) * np.floor(np.abs(x) * 2.0**106) / 2.0**106
+    return np.where(tiny, t, x)
+
+
+def exact_sum(values: FloatArray) -> float:
+    """The correctly rounded sum of :func:`truncate_tiny` (values), order-independent.
+
+    Every backend returns this same float for the same multiset of clipped values
+    (the SQL backends from exact integer sums of :func:`float_parts`, see
+    :func:`sum_from_parts`), so float summation order never makes them differ.
+    """
+    x = truncate_tiny(np.asarray(values, dtype=np.float64))
+    if x.size == 0:
+        return 0.0
+    if np.all(x == np.floor(x)) and float(np.abs(x).sum()) < TWO53:
+        return float(x.sum())  # integers below 2**53: every partial sum is exact
+    return math.fsum(x.tolist())
+
+
+def sum_from_parts(ih: int, il: int, f1: int, f2: int) -> float:
+    """The correctly rounded float of Σ s·(ih·2⁵³ + il + f1·2⁻⁵³ + f2·2⁻¹⁰⁶) (signed sums)."""
+    num = ((ih * 2**53 + il) * 2**53 + f1) * 2**53 + f2
+    return float(Fraction(num, 2**106))
+
+
+def numeric_row_key(usable: BoolArray, values: FloatArray) -> list[str]:
+    """Per row, the hash-key text of a conformed numeric cell ("x" when not usable)."""
+    s, ih, il, f1, f2 = float_parts(np.where(usable, values, 0.0))
+    out = []
+    for ok, sg, a, b, c, d in zip(usable.tolist(), s.tolist(), ih.tolist(), il.tolist(),
+                                  f1.tolist(), f2.tolist(), strict=True):
+        out.append(f"{'-' if sg < 0 else ''}{a}:{b}:{c}:{d}" if ok else "x")
+    return out
 
 
 def salt_key(salt: str) -> str:
-    """The 16-character hash key derived from a schema salt (for pandas' SipHash)."""
+    """The 16-character hash key derived from a schema salt (prefix of every row's hash input)."""
     return hashlib.sha256(salt.encode("utf-8")).hexdigest()[:16]
+
+
+def row_key_parts(conf: Conformed, column: Column) -> list[str]:
+    """Per row, the text that stands for one conformed cell in the bounding hash.
+
+    The cell's status (:class:`Conformed` ``status``: 0 ok, 1 missing, 2 invalid, 3
+    clipped) then ":", then: numeric: the exact parts of the clipped value
+    (:func:`float_parts`) or "x"; categorical: the bin code (−1 for no bin); boolean:
+    "0"/"1" or "x"; identifier (not the privacy unit): "1"/"0" (usable). Rows with the
+    same key are alike for every query *and* every count of the column report, so the
+    tie-break by position never changes a result. The SQL backends build the same text.
+    """
+    u = np.asarray(conf.usable, dtype=bool)
+    if column.kind is ColumnKind.NUMERIC:
+        body = numeric_row_key(u, np.asarray(conf.values, dtype=np.float64))
+    elif column.kind is ColumnKind.CATEGORICAL:
+        body = [str(v) for v in np.asarray(conf.values, dtype=np.int64).tolist()]
+    elif column.kind is ColumnKind.BOOLEAN:
+        v = np.asarray(conf.values, dtype=np.int64)
+        body = [str(b) if ok else "x" for ok, b in zip(u.tolist(), v.tolist(), strict=True)]
+    else:
+        body = ["1" if ok else "0" for ok in u.tolist()]
+    status = conf.status if conf.status is not None else np.where(u, 0, 1)
+    return [f"{s}:{b}" for s, b in zip(np.asarray(status).tolist(), body, strict=True)]
 
 
 def bound_contributions(df: pd.DataFrame, schema: Schema, salt: str | None = None) -> BoolArray:
     """Rows kept by contribution bounding: at most c per person, deterministic.
 
     A person is a canonical identifier (:func:`canonical_value`: "007" and 7 are the
-    same person). A person's rows are ordered by a salted 64-bit hash of the row's
-    *conformed* declared values (so the order never depends on how the file's column
-    types were inferred), then by position, which only breaks ties between rows that
-    are identical for every query; the first c are kept. The order of one person's rows
-    never depends on another person's rows, so adding or removing a person leaves
-    everyone else's kept rows unchanged.
+    same person). The rows of a person with more than c rows are ordered by
+    ``md5(salt_key | key(col₁) | key(col₂) | …)`` (hex), the key of each declared column
+    being its *conformed* value (:func:`row_key_parts`, so the order never depends on
+    how the file's column types were inferred), then by position, which only breaks
+    ties between rows that are identical for every query; the first c are kept. The
+    DuckDB and Spark backends compute the same md5 in SQL, so all three keep the same
+    rows. The order of one person's rows never depends on another person's rows, so
+    adding or removing a person leaves everyone else's kept rows unchanged.
 
     Raises
     ------
@@ -369,31 +474,28 @@ def bound_contributions(df: pd.DataFrame, schema: Schema, salt: str | None = Non
             "must name its person. Fill them in or remove those rows."
         )
     c = unit.max_rows
-    if n == 0 or int(np.bincount(codes).max()) <= c:
+    per_person = np.bincount(codes) if n else np.zeros(0, dtype=np.int64)
+    if n == 0 or int(per_person.max()) <= c:
         return np.ones(n, dtype=bool)
-    parts: dict[str, object] = {}
+    over = np.flatnonzero(per_person[codes] > c)  # rows of people over the bound
+    sub = df.iloc[over]
+    keys: list[list[str]] = [[salt_key(schema.salt if salt is None else salt)] * len(over)]
     for col in schema.columns:
         if col.name == unit.column or col.name not in df.columns:
             continue
-        conf = conform_column(df[col.name], col)
-        parts[f"{col.name}.u"] = conf.usable
-        parts[f"{col.name}.v"] = conf.values
-    key = salt_key(schema.salt if salt is None else salt)
-    if parts:
-        hv = pd.util.hash_pandas_object(
-            pd.DataFrame(parts), index=False, hash_key=key
-        ).to_numpy(dtype=np.uint64)
-    else:
-        hv = np.zeros(n, dtype=np.uint64)
-    # pandas keys only its string hashes; mix the salt into every hash (splitmix64)
-    hv = _splitmix64(np.asarray(hv ^ np.uint64(int(key, 16)), dtype=np.uint64))
-    order = np.lexsort((np.arange(n), hv, codes))
-    sc = codes[order]
+        keys.append(row_key_parts(conform_column(sub[col.name], col), col))
+    digests = [hashlib.md5("|".join(parts).encode("utf-8")).digest() for parts in zip(*keys, strict=True)]
+    raw = np.frombuffer(b"".join(digests), dtype=">u8").reshape(-1, 2)
+    hi, lo = raw[:, 0].astype(np.uint64), raw[:, 1].astype(np.uint64)
+    oc = codes[over]
+    order = np.lexsort((over, lo, hi, oc))
+    sc = oc[order]
     start = np.r_[True, sc[1:] != sc[:-1]]
-    first = np.maximum.accumulate(np.where(start, np.arange(n), 0))
-    rank = np.arange(n) - first
-    keep = np.empty(n, dtype=bool)
-    keep[order] = rank < c
+    m = len(over)
+    first = np.maximum.accumulate(np.where(start, np.arange(m), 0))
+    rank = np.arange(m) - first
+    keep = np.ones(n, dtype=bool)
+    keep[over[order]] = rank < c
     return keep
 
 
@@ -510,7 +612,7 @@ class PandasBackend(Backend):
         conf = self.conformed(column)
         vals = np.asarray(conf.values, dtype=np.float64)[conf.usable]
         return SumAggregate(
-            float(vals.sum()), int(vals.size), conf.stats.clipped, conf.stats.dropped
+            exact_sum(vals), int(vals.size), conf.stats.clipped, conf.stats.dropped
         )
 
     def bin_counts(self, column: str, edges: Sequence[float] | None = None) -> BinCounts:

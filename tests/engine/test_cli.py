@@ -83,3 +83,18 @@ def test_cli_release_accepts_the_plan_spec_and_never_resamples(
     assert code == 0 and second["status"] == "reused"
     code, ledger, _ = _run(["ledger", "--ledger", url], capsys)
     assert code == 0 and len(ledger["datasets"]) == 1
+
+
+def test_cli_reads_a_file_outside_the_data_directory(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # The allow-listed directory guards the web app; a command-line user names any file.
+    import shutil
+
+    data = tmp_path / "elsewhere" / "census copy.csv"
+    data.parent.mkdir()
+    shutil.copy(ROOT / "data/census.csv", data)
+    for backend in ("pandas", "duckdb"):
+        code, out, err = _run(
+            ["validate", "--data", str(data), "--schema", str(ROOT / "data/census.schema.json"), "--backend", backend], capsys
+        )
+        assert code == 0, err
+        assert out["rows"] == 50_000 and out["backend"] == backend  # data/README.md: 50,000 rows

@@ -1,0 +1,404 @@
+"""Data sources for the SQL backends: allow-listed files, DuckDB tables, spilled uploads.
+
+A source names data *where it lies*: one CSV/TSV/Parquet file, a glob of them, or a table
+of a DuckDB database file. Paths are resolved inside one allow-listed data directory
+(``$PLANNER_DATA_DIR``, default the repository's ``data/`` folder) and refused otherwise:
+``..`` components, absolute paths outside it and symbolic links that resolve outside it
+all raise :class:`~planner.errors.DataError`. An upload (bytes or a file object) is
+*spilled* to a private temporary file that DuckDB scans in place
+(:func:`spill_upload`); it is the planner's own file, not a user-supplied path.
+
+CSV files are sniffed exactly like :func:`planner.loader.load_table` reads them (same
+delimiter sniffing and header checks, on the first 64 KiB); a file that is not UTF-8 is
+transcoded to a temporary UTF-8 copy so that every engine reads the same text.
+"""
+
+from __future__ import annotations
+
+import atexit
+import csv
+import hashlib
+import io
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Final, Literal
+
+from planner.errors import DataError
+from planner.loader import (
+    _NUMBER,
+    _check_binary,
+    _check_header,
+    _sniff_delimiter,
+    _too_big,
+    max_upload_bytes,
+)
+
+#: Environment variable naming the allow-listed data directory.
+DATA_DIR_ENV: Final[str] = "PLANNER_DATA_DIR"
+#: Separator of a DuckDB table source: ``census.duckdb::people``.
+TABLE_SEP: Final[str] = "::"
+
+_SAMPLE: Final[int] = 1 << 16
+_CSV_EXT: Final[frozenset[str]] = frozenset({".csv", ".tsv", ".tab", ".txt"})
+_PARQUET_EXT: Final[frozenset[str]] = frozenset({".parquet", ".pq"})
+_DB_EXT: Final[frozenset[str]] = frozenset({".duckdb", ".ddb", ".db"})
+_GLOB_CHARS: Final[frozenset[str]] = frozenset("*?[")
+
+_TEMP_DIRS: list[tempfile.TemporaryDirectory[str]] = []
+
+
+def _cleanup() -> None:
+    for t in _TEMP_DIRS:
+        t.cleanup()
+
+
+atexit.register(_cleanup)
+
+
+def _private_dir() -> Path:
+    t = tempfile.TemporaryDirectory(prefix="planner-")
+    _TEMP_DIRS.append(t)
+    return Path(t.name)
+
+
+def data_dir() -> Path:
+    """The allow-listed data directory (``$PLANNER_DATA_DIR`` or the repository's ``data/``)."""
+    env = os.environ.get(DATA_DIR_ENV)
+    base = Path(env) if env and env.strip() else Path(__file__).resolve().parents[1] / "data"
+    try:
+        return base.resolve(strict=True)
+    except OSError as exc:
+        raise DataError(
+            f"the data directory named by {DATA_DIR_ENV} does not exist; create it or point "
+            f"{DATA_DIR_ENV} at the folder that holds the data files."
+        ) from exc
+
+
+@dataclass(frozen=True)
+class FileSource:
+    """One or more CSV/TSV or Parquet files with the same columns.
+
+    ``label`` is what messages show (the pattern relative to the data directory, never
+    a full path). CSV files carry the sniffed ``delimiter`` and ``header``.
+    """
+
+    kind: Literal["csv", "parquet"]
+    paths: tuple[Path, ...]
+    label: str
+    delimiter: str = ","
+    header: tuple[str, ...] = ()
+    temporary: bool = False
+    _keep: tuple[object, ...] = field(default=(), repr=False, compare=False)
+    originals: tuple[Path, ...] = ()
+
+    @property
+    def files(self) -> tuple[Path, ...]:
+        """The files as named (before any transcoding to UTF-8)."""
+        return self.originals or self.paths
+
+
+@dataclass(frozen=True)
+class TableSource:
+    """A table of a DuckDB database file (read only)."""
+
+    database: Path
+    table: str
+    label: str
+
+
+Source = FileSource | TableSource
+
+
+def _refuse(spec: str, why: str) -> DataError:
+    return DataError(
+        f"data source {spec!r} is refused: {why}. Sources must name files inside the data "
+        f"directory (set {DATA_DIR_ENV} to change it)."
+    )
+
+
+def resolve_paths(spec: str | os.PathLike[str], base: Path | None = None) -> tuple[Path, ...]:
+    """Files matching ``spec`` (a path or glob) inside the allow-listed directory.
+
+    Raises
+    ------
+    DataError
+        ``..`` in the path, an absolute path outside the directory, a match that resolves
+        (through a symbolic link) outside it, or no matching file.
+    """
+    root = data_dir() if base is None else base.resolve(strict=True)
+    text = os.fspath(spec)
+    if not text.strip() or "\x00" in text:
+        raise _refuse(text, "the path is empty or contains a NUL character")
+    p = Path(text)
+    if any(part == ".." for part in p.parts):
+        raise _refuse(text, "'..' is not allowed in a data path")
+    if not p.is_absolute():
+        # "data/census.csv" typed in the repository: relative to the working directory
+        # when that lands inside the data directory, else relative to the data directory
+        from_cwd = Path(os.path.normpath(Path.cwd() / p))
+        if from_cwd.is_relative_to(root) or from_cwd.resolve().is_relative_to(root):
+            p = from_cwd
+    if p.is_absolute():
+        absolute = Path(os.path.normpath(p))
+        if not absolute.is_relative_to(root):
+            # the path may name the directory through a symbolic link: compare resolved parents
+            anchor = Path(*absolute.parts[: next(
+                (i for i, part in enumerate(absolute.parts) if _GLOB_CHARS & set(part)),
+                len(absolute.parts),
+            )])
+            try:
+                resolved_anchor = anchor.resolve(strict=True)
+            except OSError as exc:
+                raise _refuse(text, "it is outside the data directory") from exc
+            if not resolved_anchor.is_relative_to(root):
+                raise _refuse(text, "it is outside the data directory")
+            rel = absolute.relative_to(anchor)
+            p = resolved_anchor.relative_to(root) / rel
+        else:
+            p = absolute.relative_to(root)
+    pattern = p.as_posix()
+    if _GLOB_CHARS & set(pattern):
+        matches = sorted(m for m in root.glob(pattern) if m.is_file() or m.is_symlink())
+    else:
+        candidate = root / p
+        matches = [candidate] if candidate.exists() or candidate.is_symlink() else []
+    if not matches:
+        raise DataError(
+            f"no data file matches {pattern!r} in the data directory; check the name "
+            f"(files must be inside the folder named by {DATA_DIR_ENV})."
+        )
+    out: list[Path] = []
+    for m in matches:
+        try:
+            r = m.resolve(strict=True)
+        except OSError as exc:
+            raise _refuse(text, "a matching file is a broken link") from exc
+        if not r.is_relative_to(root):
+            raise _refuse(text, "a matching file is a link that leads outside the data directory")
+        if not r.is_file():
+            raise DataError(f"data source {pattern!r} matches a folder, not a file; name the files.")
+        out.append(r)
+    return tuple(out)
+
+
+def _file_kind(path: Path) -> Literal["csv", "parquet"]:
+    suffix = path.suffix.lower()
+    if suffix in _PARQUET_EXT:
+        return "parquet"
+    with path.open("rb") as f:
+        if f.read(4) == b"PAR1":
+            return "parquet"
+    return "csv"
+
+
+def _decode_sample(raw: bytes) -> tuple[str, str]:
+    """(text, encoding) of a sample; a multi-byte character cut at the end is tolerated."""
+    for cut in range(4):
+        try:
+            return raw[: len(raw) - cut].decode("utf-8-sig"), "utf-8"
+        except UnicodeDecodeError as exc:
+            if exc.start < len(raw) - 4:
+                break
+    for enc in ("cp1252", "latin-1"):
+        try:
+            return raw.decode(enc), enc
+        except UnicodeDecodeError:
+            continue
+    return raw.decode("latin-1"), "latin-1"  # pragma: no cover - latin-1 decodes anything
+
+
+def _transcode(path: Path, encoding: str) -> Path:
+    """A UTF-8 copy of a text file (streamed), in a private temporary directory."""
+    out = _private_dir() / (path.stem + ".utf8.csv")
+    with path.open("r", encoding=encoding, newline="") as src, out.open("w", encoding="utf-8", newline="") as dst:
+        shutil.copyfileobj(src, dst, 1 << 20)
+    return out
+
+
+def sniff_csv(path: Path, label: str, tsv: bool = False) -> tuple[str, tuple[str, ...], str]:
+    """(delimiter, header, encoding) of a CSV file, checked like the pandas loader does."""
+    with path.open("rb") as f:
+        raw = f.read(_SAMPLE)
+    if not raw.strip():
+        raise DataError(f"file {label!r} is empty; upload a file with a header row and data.")
+    _check_binary(raw, label)
+    text, encoding = _decode_sample(raw)
+    delimiter = _sniff_delimiter(text, "tsv" if tsv else "csv")
+    try:
+        header = next(csv.reader(io.StringIO(text.lstrip("\r\n")), delimiter=delimiter))
+    except (StopIteration, csv.Error) as exc:
+        raise DataError(f"file {label!r}: the header row cannot be read; check its quotes.") from exc
+    _check_header(header, label)
+    if all(_NUMBER.match(h) for h in header):
+        raise DataError(
+            f"file {label!r}: the first row looks like data, not a header (all "
+            f"{len(header)} fields are numbers); add a header row with the column names."
+        )
+    return delimiter, tuple(header), encoding
+
+
+def file_source(paths: tuple[Path, ...], label: str, *, temporary: bool = False,
+                keep: tuple[object, ...] = ()) -> FileSource:
+    """A :class:`FileSource` of already-trusted paths (all CSV or all Parquet)."""
+    kinds = {_file_kind(p) for p in paths}
+    if len(kinds) != 1:
+        raise DataError(f"data source {label!r} mixes CSV and Parquet files; use one format.")
+    kind = kinds.pop()
+    if kind == "parquet":
+        return FileSource("parquet", paths, label, temporary=temporary, _keep=keep)
+    delimiter: str = ","
+    header: tuple[str, ...] = ()
+    out: list[Path] = []
+    for i, p in enumerate(paths):
+        d, h, enc = sniff_csv(p, label if len(paths) == 1 else p.name,
+                              tsv=p.suffix.lower() in (".tsv", ".tab"))
+        if i == 0:
+            delimiter, header = d, h
+        elif (d, h) != (delimiter, header):
+            raise DataError(
+                f"data source {label!r}: file {p.name!r} has a different header or delimiter "
+                "than the first file; every file of a glob must have the same columns."
+            )
+        out.append(p if enc == "utf-8" else _transcode(p, enc))
+    return FileSource("csv", tuple(out), label, delimiter, header, temporary, keep, paths)
+
+
+def open_source(spec: str | os.PathLike[str], base: Path | None = None) -> Source:
+    """The source named by ``spec``: a path or glob, or ``DATABASE.duckdb::TABLE``.
+
+    Examples
+    --------
+    >>> open_source("census.csv").label
+    'census.csv'
+    """
+    text = os.fspath(spec)
+    if TABLE_SEP in text:
+        db_spec, table = text.rsplit(TABLE_SEP, 1)
+        if not table.strip():
+            raise DataError(f"data source {text!r}: name the table after '{TABLE_SEP}'.")
+        paths = resolve_paths(db_spec, base)
+        if len(paths) != 1 or paths[0].suffix.lower() not in _DB_EXT:
+            raise DataError(
+                f"data source {text!r}: a table source is one DuckDB file (.duckdb, .ddb, .db) "
+                f"followed by '{TABLE_SEP}' and the table name."
+            )
+        return TableSource(paths[0], table, f"{paths[0].name}{TABLE_SEP}{table}")
+    paths = resolve_paths(text, base)
+    for p in paths:
+        if p.suffix.lower() in _DB_EXT:
+            raise DataError(
+                f"data source {text!r} is a database file; name a table: "
+                f"'{p.name}{TABLE_SEP}TABLE'."
+            )
+    root = data_dir() if base is None else base.resolve()
+    label = text if _GLOB_CHARS & set(text) else paths[0].name
+    if Path(label).is_absolute():
+        label = Path(label).relative_to(root).as_posix() if Path(label).is_relative_to(root) else paths[0].name
+    return file_source(paths, label)
+
+
+def open_cli_source(spec: str | os.PathLike[str]) -> Source:
+    """A source named on the command line: any path or glob the invoking user can read.
+
+    The allow-listed directory guards the web app, where a browser names a file on the
+    server; a command-line user already has the shell, so the path is taken as given
+    (made absolute, which also resolves ``..``), or ``DB.duckdb::table``.
+    """
+    text = os.fspath(spec)
+    if TABLE_SEP in text:
+        db_spec, table = text.rsplit(TABLE_SEP, 1)
+        return open_source(f"{os.path.abspath(db_spec)}{TABLE_SEP}{table}", Path(os.sep))
+    return open_source(os.path.abspath(text), Path(os.sep))
+
+
+@contextmanager
+def spill_upload(upload: bytes | bytearray | memoryview | IO[bytes], name: str | None = None,
+                 max_mb: float | None = None) -> Iterator[FileSource]:
+    """Write an upload to a private temporary file for DuckDB to scan; delete it afterwards.
+
+    The size limit of :func:`planner.loader.max_upload_bytes` applies.
+    """
+    limit = max_upload_bytes(max_mb)
+    label = name or str(getattr(upload, "name", "") or "upload")
+    folder = Path(tempfile.mkdtemp(prefix="planner-upload-"))
+    try:
+        if isinstance(upload, (bytes, bytearray, memoryview)):
+            data = bytes(upload)
+            if len(data) > limit:
+                raise _too_big(label, len(data), limit)
+            head = data[:4]
+        else:
+            if hasattr(upload, "seek"):
+                try:
+                    upload.seek(0)
+                except (OSError, ValueError):
+                    pass
+            data = b""
+            head = b""
+        suffix = Path(label).suffix.lower()
+        if suffix not in _CSV_EXT | _PARQUET_EXT:
+            suffix = ".csv"
+        target = folder / ("upload" + suffix)
+        with target.open("wb") as out:
+            if data or isinstance(upload, (bytes, bytearray, memoryview)):
+                out.write(data)
+            else:
+                total = 0
+                while True:
+                    chunk = upload.read(1 << 20)
+                    if not chunk:
+                        break
+                    if not isinstance(chunk, (bytes, bytearray)):
+                        raise DataError(f"upload {label!r} must be opened in binary mode.")
+                    if not head:
+                        head = bytes(chunk[:4])
+                    total += len(chunk)
+                    if total > limit:
+                        raise _too_big(label, total, limit)
+                    out.write(chunk)
+        if head == b"PAR1" and suffix != ".parquet":
+            target = target.rename(folder / "upload.parquet")
+        yield file_source((target,), label, temporary=True)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def source_fingerprint(source: Source) -> str:
+    """The ledger's dataset key: sha256 of the file's bytes (same as the pandas route).
+
+    Several files: sha256 over their names and digests in order; a DuckDB table: over
+    the database file's digest and the table name.
+    """
+    from planner.schema import dataset_fingerprint
+
+    if isinstance(source, TableSource):
+        inner = dataset_fingerprint(source.database)
+        return hashlib.sha256(f"duckdb-table\x00{source.table}\x00{inner}".encode()).hexdigest()
+    if len(source.files) == 1:
+        return dataset_fingerprint(source.files[0])
+    h = hashlib.sha256(b"files")
+    for p in source.files:
+        h.update(b"\x00" + p.name.encode("utf-8") + b"\x00" + dataset_fingerprint(p).encode())
+    return h.hexdigest()
+
+
+__all__ = [
+    "DATA_DIR_ENV",
+    "TABLE_SEP",
+    "FileSource",
+    "Source",
+    "TableSource",
+    "data_dir",
+    "file_source",
+    "open_cli_source",
+    "open_source",
+    "resolve_paths",
+    "sniff_csv",
+    "source_fingerprint",
+    "spill_upload",
+]

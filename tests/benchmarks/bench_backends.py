@@ -1,0 +1,236 @@
+"""Benchmark: the same 10-query plan through pandas, DuckDB and Spark (prints, never asserts).
+
+Run from the repository root (a script, not collected by pytest)::
+
+    python tests/benchmarks/bench_backends.py [--rows 1e6 1e7] [--with-5e7] [--no-spark]
+
+Generates tables (person_id, age, income, region, sex) with DuckDB itself into a temporary
+directory, as CSV and Parquet, then runs every backend in its own subprocess (so peak
+memory, ``ru_maxrss``, is per run) and prints:
+
+* ``aggregates``: read the data + contribution-bounding check + the exact aggregates of a
+  10-query plan (pandas: load the file, then compute; DuckDB / Spark: SQL on the file);
+* ``release``: the release step on top (noise drawn through OpenDP + ledger write), the
+  end-to-end total, and the noise step's share of it;
+* the ratio of the DuckDB route to pandas load-then-compute.
+
+Spark runs ``local[*]``; its JVM start-up is reported separately, and the JVM's peak memory
+(VmHWM of the JVM process, Linux only) next to the Python worker's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+QUERIES = [
+    {"id": "n", "kind": "count", "mechanism": "laplace"},
+    {"id": "n_female", "kind": "count", "mechanism": "discrete_laplace",
+     "predicate": {"column": "sex", "op": "==", "value": "female"}},
+    {"id": "income_sum", "kind": "sum", "column": "income", "mechanism": "laplace"},
+    {"id": "income_mean", "kind": "mean", "column": "income", "mechanism": "laplace"},
+    {"id": "region", "kind": "histogram", "column": "region", "mechanism": "discrete_gaussian"},
+    {"id": "sex", "kind": "histogram", "column": "sex", "mechanism": "laplace"},
+    {"id": "age_hist", "kind": "histogram", "column": "age", "mechanism": "laplace", "bins": 8},
+    {"id": "age_median", "kind": "median", "column": "age", "mechanism": "exponential"},
+    {"id": "income_q90", "kind": "quantile", "column": "income", "mechanism": "exponential",
+     "alphas": [0.9], "candidates": 1001},
+    {"id": "region_mode", "kind": "mode", "column": "region", "mechanism": "exponential"},
+]
+SCHEMA = {
+    "version": 1,
+    "relation": "add_remove",
+    "privacy_unit": {"column": "person_id", "max_rows": 1},
+    "salt": "bench",
+    "columns": [
+        {"name": "person_id", "kind": "identifier", "missing": {"action": "drop"}},
+        {"name": "age", "kind": "numeric", "lower": 18, "upper": 90, "missing": {"action": "drop"}},
+        {"name": "income", "kind": "numeric", "lower": 0, "upper": 200000, "missing": {"action": "drop"}},
+        {"name": "region", "kind": "categorical", "missing": {"action": "drop"},
+         "categories": ["North", "South", "East", "West", "Central", "Overseas"]},
+        {"name": "sex", "kind": "categorical", "missing": {"action": "drop"},
+         "categories": ["female", "male"]},
+    ],
+}
+
+
+def generate(folder: Path, rows: int) -> dict[str, Path]:
+    """CSV and Parquet files of ``rows`` rows, written by DuckDB (deterministic hash data)."""
+    import duckdb
+
+    csv_path, pq_path = folder / f"t{rows}.csv", folder / f"t{rows}.parquet"
+    if csv_path.exists() and pq_path.exists():
+        return {"csv": csv_path, "parquet": pq_path}
+    con = duckdb.connect()
+    select = f"""
+        SELECT i AS person_id,
+               (18 + hash(i) % 73)::INTEGER AS age,
+               round((hash(i * 7) % 20000000) / 100.0, 2) AS income,
+               ['North', 'South', 'East', 'West', 'Central'][1 + (hash(i * 3) % 5)::INTEGER] AS region,
+               ['female', 'male'][1 + (hash(i * 5) % 2)::INTEGER] AS sex
+        FROM range({rows}) t(i)"""
+    con.execute(f"COPY ({select}) TO '{csv_path}' (HEADER)")  # bench-owned temp paths
+    con.execute(f"COPY ({select}) TO '{pq_path}' (FORMAT parquet)")
+    con.close()
+    return {"csv": csv_path, "parquet": pq_path}
+
+
+# ------------------------------------------------------------------ worker (one subprocess)
+def worker(kind: str, path: Path) -> dict[str, Any]:
+    from planner.backends import PandasBackend, close_backend
+    from planner.ledger import Ledger
+    from planner.loader import load_table
+    from planner.queries import queries_from_list
+    from planner.release import release
+    from planner.schema import Schema
+    from planner.sources import open_source
+    from planner.workload import plan as make_plan
+
+    schema = Schema.from_dict({**SCHEMA, "public_n": int(path.stem[1:])})  # t<rows>.csv
+    qs = queries_from_list(QUERIES, schema)
+    the_plan = make_plan(qs, schema, 1.0, 1e-6, "zcdp")
+    out: dict[str, Any] = {}
+    spark = None
+    if kind == "spark":
+        from planner.backends.spark_backend import get_session
+
+        t = time.perf_counter()
+        spark = get_session("local[*]")
+        spark.range(1).count()
+        out["jvm_start_s"] = time.perf_counter() - t
+    t0 = time.perf_counter()
+    if kind == "pandas":
+        df = load_table(path, max_mb=1e6)
+        out["load_s"] = time.perf_counter() - t0
+        backend: Any = PandasBackend(df, schema)
+    elif kind == "duckdb":
+        from planner.backends.duckdb_backend import DuckDBBackend
+
+        backend = DuckDBBackend(open_source(path.name), schema)
+    else:
+        from planner.backends.spark_backend import SparkBackend
+
+        backend = SparkBackend(open_source(path.name), schema, spark=spark)
+    if hasattr(backend, "prefetch"):
+        backend.prefetch(qs)
+    backend.aggregate_all(qs)
+    out["aggregates_s"] = time.perf_counter() - t0
+    with tempfile.TemporaryDirectory() as d:
+        ledger = Ledger(f"sqlite:///{d}/ledger.db")
+        t1 = time.perf_counter()
+        release(the_plan, schema, backend, ledger, "bench-" + path.name, "bench",
+                total_epsilon=1.0, total_delta=1e-6, rule="zcdp")
+        out["release_step_s"] = time.perf_counter() - t1
+        ledger.close()
+    out["end_to_end_s"] = out["aggregates_s"] + out["release_step_s"]
+    out["noise_share"] = out["release_step_s"] / out["end_to_end_s"]
+    close_backend(backend)
+    out["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    if spark is not None:
+        from pyspark import SparkContext
+
+        gw = SparkContext._gateway
+        proc = getattr(gw, "proc", None) if gw is not None else None
+        if proc is not None:
+            out["jvm_peak_rss_mb"] = _peak_rss_mb_of_tree(proc.pid)
+        spark.stop()
+    return out
+
+
+def _peak_rss_mb_of_tree(pid: int) -> float:
+    """Largest VmHWM (peak RSS) among a process and its descendants (Linux /proc)."""
+    best = 0.0
+    todo = [pid]
+    while todo:
+        p = todo.pop()
+        try:
+            status = Path(f"/proc/{p}/status").read_text()
+            children = Path(f"/proc/{p}/task/{p}/children").read_text().split()
+        except OSError:
+            continue
+        for line in status.splitlines():
+            if line.startswith("VmHWM:"):
+                best = max(best, int(line.split()[1]) / 1024)
+        todo.extend(int(c) for c in children)
+    return best
+
+
+def run(kind: str, path: Path, data_dir: Path) -> dict[str, Any]:
+    env = dict(os.environ, PLANNER_DATA_DIR=str(data_dir), PYTHONWARNINGS="ignore")
+    proc = subprocess.run(
+        [sys.executable, __file__, "--worker", kind, str(path)],
+        capture_output=True, text=True, env=env, timeout=3600,
+    )
+    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
+    if proc.returncode != 0 or not lines:
+        return {"error": (proc.stderr or proc.stdout)[-400:]}
+    result: dict[str, Any] = json.loads(lines[-1])
+    return result
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--rows", nargs="*", type=float, default=[1e6, 1e7])
+    ap.add_argument("--with-5e7", action="store_true", help="also 5e7 rows (about 1.3 GB of CSV)")
+    ap.add_argument("--no-spark", action="store_true")
+    ap.add_argument("--dir", default=None, help="where to generate (default: a temporary dir)")
+    ap.add_argument("--worker", nargs=2, metavar=("KIND", "PATH"), help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.worker:
+        print(json.dumps(worker(args.worker[0], Path(args.worker[1]))))
+        return
+    sizes = [int(r) for r in args.rows] + ([50_000_000] if args.with_5e7 else [])
+    kinds = ["pandas", "duckdb"] + ([] if args.no_spark else ["spark"])
+    tmp = tempfile.TemporaryDirectory(prefix="bench-backends-")
+    folder = Path(args.dir) if args.dir else Path(tmp.name)
+    folder.mkdir(parents=True, exist_ok=True)
+    print(f"cores: {os.cpu_count()}; data in {folder}")
+    header = (f"{'rows':>10} {'format':>8} {'backend':>8} {'aggregates s':>13} {'release s':>10} "
+              f"{'end-to-end s':>13} {'noise share':>11} {'peak MB':>8}  extra")
+    for n in sizes:
+        t = time.perf_counter()
+        files = generate(folder, n)
+        print(f"\n# {n:.0e} rows generated in {time.perf_counter() - t:.1f} s "
+              f"(CSV {files['csv'].stat().st_size / 1e6:.0f} MB, Parquet "
+              f"{files['parquet'].stat().st_size / 1e6:.0f} MB)")
+        print(header)
+        results: dict[tuple[str, str], dict[str, Any]] = {}
+        for fmt, path in files.items():
+            for kind in kinds:
+                r = run(kind, path, folder)
+                results[(fmt, kind)] = r
+                if "error" in r:
+                    print(f"{n:>10.0e} {fmt:>8} {kind:>8}  ERROR {r['error']!r}")
+                    continue
+                extra = []
+                if "load_s" in r:
+                    extra.append(f"load {r['load_s']:.2f} s")
+                if "jvm_start_s" in r:
+                    extra.append(f"JVM start {r['jvm_start_s']:.1f} s (not included)")
+                if "jvm_peak_rss_mb" in r:
+                    extra.append(f"JVM peak {r['jvm_peak_rss_mb']:.0f} MB")
+                print(f"{n:>10.0e} {fmt:>8} {kind:>8} {r['aggregates_s']:>13.2f} "
+                      f"{r['release_step_s']:>10.2f} {r['end_to_end_s']:>13.2f} "
+                      f"{r['noise_share']:>11.1%} {r['peak_rss_mb']:>8.0f}  {', '.join(extra)}")
+        for fmt in files:
+            p, d = results.get((fmt, "pandas"), {}), results.get((fmt, "duckdb"), {})
+            if "aggregates_s" in p and "aggregates_s" in d:
+                print(f"  {fmt}: DuckDB route / pandas load-then-compute = "
+                      f"{d['aggregates_s'] / p['aggregates_s']:.2f}× time, "
+                      f"{d['peak_rss_mb'] / p['peak_rss_mb']:.2f}× peak memory")
+    tmp.cleanup()
+
+
+if __name__ == "__main__":
+    main()
