@@ -37,5 +37,9 @@ class PlanError(PlannerError):
     """An invalid plan specification (weights, targets, pinned shares)."""
 
 
+class ReleaseError(PlannerError):
+    """A plan that cannot be released as asked (rule mismatch, unsupported query, ...)."""
+
+
 class LedgerError(PlannerError):
     """A ledger inconsistency or an unusable ledger location."""

@@ -255,6 +255,20 @@ class Predicate:
         return cls(data["column"], data["op"], value)
 
 
+def bin_labels(edges: npt.ArrayLike) -> tuple[str, ...]:
+    """Labels of numeric bins: half-open ``[a, b)``, the last one closed ``[a, b]``.
+
+    The one place the label format is defined; every backend uses it.
+
+    Examples
+    --------
+    >>> bin_labels([0, 10, 20])
+    ('[0, 10)', '[10, 20]')
+    """
+    e = np.asarray(edges, dtype=np.float64)
+    return tuple(f"[{a:g}, {b:g}{']' if i == e.size - 2 else ')'}" for i, (a, b) in enumerate(itertools.pairwise(e)))
+
+
 @dataclass(frozen=True, slots=True)
 class QueryPart:
     """One separately released piece of a query.
@@ -544,8 +558,7 @@ class Query:
         """Labels of the released bins (histogram, synthetic sample, mode)."""
         e = self.edges(schema)
         if e is not None:
-            return tuple(f"[{a:g}, {b:g}{']' if i == len(e) - 2 else ')'}"
-                         for i, (a, b) in enumerate(itertools.pairwise(e)))
+            return bin_labels(e)
         if self.column is None:
             raise QueryError(f"{self.where}: a {self.kind.value} query has no bins.")
         return schema.column(self.column).labels

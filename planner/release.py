@@ -110,7 +110,7 @@ from planner.backends.base import (
     QuantileAggregate,
     SumAggregate,
 )
-from planner.errors import PlannerError
+from planner.errors import ReleaseError
 from planner.events import (
     ExponentialEvent,
     GaussianEvent,
@@ -145,10 +145,6 @@ MAX_SYNTHETIC_ROWS: Final = 10_000
 _I32_MAX: Final = 2**31 - 1
 _I64_MAX: Final = 2**63 - 1
 M = MechanismName
-
-
-class ReleaseError(PlannerError):
-    """A plan that cannot be released as asked (rule mismatch, unsupported query, ...)."""
 
 
 # --------------------------------------------------------------------------- invocation

@@ -9,7 +9,6 @@ and cached as numpy arrays; every aggregate is then a mask, a ``bincount`` or a
 from __future__ import annotations
 
 import hashlib
-import itertools
 import math
 import operator
 import re
@@ -34,7 +33,7 @@ from planner.backends.base import (
     SumAggregate,
 )
 from planner.errors import DataError, QueryError
-from planner.queries import Predicate, PredicateOp
+from planner.queries import Predicate, PredicateOp, bin_labels
 from planner.schema import (
     FALSE_TOKENS,
     TRUE_TOKENS,
@@ -629,10 +628,7 @@ class PandasBackend(Backend):
             idx[x == e[-1]] = e.size - 2  # the last bin is closed
             inside = (idx >= 0) & (idx < e.size - 1)
             counts = np.bincount(idx[inside], minlength=e.size - 1)
-            labels = tuple(
-                f"[{a:g}, {b:g}{']' if i == e.size - 2 else ')'}"
-                for i, (a, b) in enumerate(itertools.pairwise(e))
-            )
+            labels = bin_labels(e)
             return BinCounts(
                 labels, tuple(int(c) for c in counts), tuple(float(v) for v in e),
                 int(np.count_nonzero(~inside)), conf.stats.dropped,

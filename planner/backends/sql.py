@@ -38,7 +38,6 @@ generated names).
 
 from __future__ import annotations
 
-import itertools
 import uuid
 from abc import abstractmethod
 from collections.abc import Iterable, Sequence
@@ -67,7 +66,7 @@ from planner.backends.pandas_backend import (
     sum_from_parts,
 )
 from planner.errors import DataError, QueryError
-from planner.queries import Predicate, PredicateOp, Query
+from planner.queries import Predicate, PredicateOp, Query, bin_labels
 from planner.schema import Column, ColumnKind, MissingAction, Schema
 
 #: pyarrow's default CSV null tokens: the pandas loader reads these cells as NULL.
@@ -900,10 +899,7 @@ class SqlBackend(Backend):
             req = _Bins(k, edges=tuple(float(x) for x in e))
             counts, _ = self._values([req, _Stats(k)])
             stats = self.column_stats(column)
-            labels = tuple(
-                f"[{a:g}, {b:g}{']' if i == e.size - 2 else ')'}"
-                for i, (a, b) in enumerate(itertools.pairwise(e))
-            )
+            labels = bin_labels(e)
             return BinCounts(
                 labels, tuple(counts.get(i, 0) for i in range(e.size - 1)),
                 tuple(float(v) for v in e), counts.get(-2, 0), stats.dropped,
