@@ -194,6 +194,25 @@ def _sniff_delimiter(text: str, file_format: FileFormat) -> str:
     return best
 
 
+def _read_header(
+    text: str, label: str, file_format: FileFormat
+) -> tuple[str, list[str]]:
+    """(delimiter, header) of a CSV/TSV text, with the header's checks (duplicate or empty
+    names, a first row of numbers); the pandas loader and the SQL sources share it."""
+    delimiter = _sniff_delimiter(text, file_format)
+    try:
+        header = next(csv.reader(io.StringIO(text.lstrip("\r\n")), delimiter=delimiter))
+    except (StopIteration, csv.Error) as exc:
+        raise DataError(f"file {label!r}: the header row cannot be read; check its quotes.") from exc
+    _check_header(header, label)
+    if all(_NUMBER.match(h) for h in header):
+        raise DataError(
+            f"file {label!r}: the first row looks like data, not a header (all "
+            f"{len(header)} fields are numbers); add a header row with the column names."
+        )
+    return delimiter, header
+
+
 def _check_header(names: list[str], label: str) -> None:
     if not names:
         raise DataError(f"file {label!r} has no columns; check the file and its delimiter.")
@@ -255,17 +274,7 @@ def _read_csv(data: bytes, label: str, file_format: FileFormat) -> pd.DataFrame:
     text, encoding = _decode(data, label)
     if not text.strip():
         raise DataError(f"file {label!r} is empty; upload a file with a header row and data.")
-    delimiter = _sniff_delimiter(text, file_format)
-    try:
-        header = next(csv.reader(io.StringIO(text.lstrip("\r\n")), delimiter=delimiter))
-    except (StopIteration, csv.Error) as exc:
-        raise DataError(f"file {label!r}: the header row cannot be read; check its quotes.") from exc
-    _check_header(header, label)
-    if all(_NUMBER.match(h) for h in header):
-        raise DataError(
-            f"file {label!r}: the first row looks like data, not a header (all "
-            f"{len(header)} fields are numbers); add a header row with the column names."
-        )
+    delimiter, header = _read_header(text, label, file_format)
     utf8 = data[3:] if encoding == "utf-8-sig" and data.startswith(b"\xef\xbb\xbf") else data
     if encoding not in ("utf-8-sig", "utf-8"):
         utf8 = text.encode("utf-8")
@@ -409,23 +418,29 @@ def check_against_schema(
                 )
     report = column_report(df, schema)
     if not allow_invalid:
-        cols: Mapping[str, Mapping[str, Any]] = report["columns"]
-        for col in schema.columns:
-            stats = cols[col.name]
-            bad = int(stats["invalid"])
-            if bad and col.kind is ColumnKind.NUMERIC:
-                raise DataError(
-                    f"column {col.name!r} is declared numeric but {bad} of {stats['rows']} "
-                    "row(s) hold text that is not a number; fix those cells, or declare the "
-                    "column categorical."
-                )
-            if bad and col.kind is ColumnKind.BOOLEAN:
-                raise DataError(
-                    f"column {col.name!r} is declared boolean but {bad} of {stats['rows']} "
-                    "row(s) are not true/false, yes/no or 1/0; fix those cells, or declare "
-                    "the column categorical."
-                )
+        refuse_invalid_cells(schema, report)
     return report
+
+
+def refuse_invalid_cells(schema: Schema, report: Mapping[str, Any]) -> None:
+    """DataError for a numeric column holding text or a boolean column holding other
+    tokens (counts only, never values); every backend's report is checked by this."""
+    cols: Mapping[str, Mapping[str, Any]] = report["columns"]
+    for col in schema.columns:
+        stats = cols[col.name]
+        bad = int(stats["invalid"])
+        if bad and col.kind is ColumnKind.NUMERIC:
+            raise DataError(
+                f"column {col.name!r} is declared numeric but {bad} of {stats['rows']} "
+                "row(s) hold text that is not a number; fix those cells, or declare the "
+                "column categorical."
+            )
+        if bad and col.kind is ColumnKind.BOOLEAN:
+            raise DataError(
+                f"column {col.name!r} is declared boolean but {bad} of {stats['rows']} "
+                "row(s) are not true/false, yes/no or 1/0; fix those cells, or declare "
+                "the column categorical."
+            )
 
 
 __all__ = [
@@ -437,4 +452,5 @@ __all__ = [
     "load_table",
     "max_upload_bytes",
     "read_source",
+    "refuse_invalid_cells",
 ]

@@ -16,9 +16,7 @@ transcoded to a temporary UTF-8 copy so that every engine reads the same text.
 from __future__ import annotations
 
 import atexit
-import csv
 import hashlib
-import io
 import os
 import shutil
 import tempfile
@@ -30,10 +28,8 @@ from typing import IO, Final, Literal
 
 from planner.errors import DataError
 from planner.loader import (
-    _NUMBER,
     _check_binary,
-    _check_header,
-    _sniff_delimiter,
+    _read_header,
     _too_big,
     max_upload_bytes,
 )
@@ -228,17 +224,7 @@ def sniff_csv(path: Path, label: str, tsv: bool = False) -> tuple[str, tuple[str
         raise DataError(f"file {label!r} is empty; upload a file with a header row and data.")
     _check_binary(raw, label)
     text, encoding = _decode_sample(raw)
-    delimiter = _sniff_delimiter(text, "tsv" if tsv else "csv")
-    try:
-        header = next(csv.reader(io.StringIO(text.lstrip("\r\n")), delimiter=delimiter))
-    except (StopIteration, csv.Error) as exc:
-        raise DataError(f"file {label!r}: the header row cannot be read; check its quotes.") from exc
-    _check_header(header, label)
-    if all(_NUMBER.match(h) for h in header):
-        raise DataError(
-            f"file {label!r}: the first row looks like data, not a header (all "
-            f"{len(header)} fields are numbers); add a header row with the column names."
-        )
+    delimiter, header = _read_header(text, label, "tsv" if tsv else "csv")
     return delimiter, tuple(header), encoding
 
 

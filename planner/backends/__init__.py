@@ -172,25 +172,11 @@ def check_backend(backend: Backend, *, allow_invalid: bool = False) -> dict[str,
         Unless ``allow_invalid``, a numeric column holding text that is not a number or a
         boolean column holding tokens that are not booleans (counts only, never values).
     """
-    from planner.schema import ColumnKind
+    from planner.loader import refuse_invalid_cells
 
     report = backend.column_report()
     if not allow_invalid:
-        for col in backend.schema.columns:
-            stats = report["columns"][col.name]
-            bad = int(stats["invalid"])
-            if bad and col.kind is ColumnKind.NUMERIC:
-                raise DataError(
-                    f"column {col.name!r} is declared numeric but {bad} of {stats['rows']} "
-                    "row(s) hold text that is not a number; fix those cells, or declare the "
-                    "column categorical."
-                )
-            if bad and col.kind is ColumnKind.BOOLEAN:
-                raise DataError(
-                    f"column {col.name!r} is declared boolean but {bad} of {stats['rows']} "
-                    "row(s) are not true/false, yes/no or 1/0; fix those cells, or declare "
-                    "the column categorical."
-                )
+        refuse_invalid_cells(backend.schema, report)
     return report
 
 
