@@ -234,3 +234,50 @@ def test_server_file_source_lists_allow_listed_files():
     assert not at.exception and not at.error, [e.value for e in at.error]
     assert any("never filled in from the rows" in w.value for w in at.warning)
     assert any("backend" in c.value for c in at.caption)
+
+
+def test_million_row_upload_is_read_once_and_pages_stay_usable(monkeypatch: pytest.MonkeyPatch, capsys) -> None:
+    # Issue 6: a 1,000,000-row upload must not freeze the pages: the heavy work (parsing,
+    # suggestions, the column report) happens once per upload and is cached. We count the
+    # parses; the timings are printed, not asserted.
+    import time
+
+    import numpy as np
+
+    from pages._ui import cached
+
+    calls = []
+    real = cached.load_table
+
+    def counting(*args, **kwargs):
+        if kwargs.get("name") == "big.csv":  # the app also opens the census sample
+            calls.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(cached, "load_table", counting)
+    rng = np.random.default_rng(1)
+    n = 1_000_000
+    age = rng.integers(18, 91, n)
+    income = rng.integers(0, 200_000, n)
+    body = "\n".join(f"{a},{i}" for a, i in zip(age.tolist(), income.tolist(), strict=True))
+    data = ("age,income\n" + body + "\n").encode()
+    at = _goto(_app(), "data_page")
+    at.radio(key=S.SOURCE).set_value("upload").run()
+    t0 = time.perf_counter()
+    at.file_uploader(key="data_uploader").upload("big.csv", data, "text/csv").run()
+    t_upload = time.perf_counter() - t0
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    at.text_input(key="schema_bounds_age").input("18, 90")
+    at.text_input(key="schema_bounds_income").input("0, 200000")
+    at.number_input(key="schema_public_n").set_value(n)
+    at.button(key="schema_save").click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    times = []
+    for page in ("queries_page", "plan_page", "data_page"):
+        t0 = time.perf_counter()
+        _goto(at, page)
+        times.append(time.perf_counter() - t0)
+        assert not at.exception, page
+    assert len(calls) == 1, f"the upload was parsed {len(calls)} times"
+    with capsys.disabled():
+        print(f"\n1e6-row upload: first run {t_upload:.2f} s; later page runs {', '.join(f'{t:.2f} s' for t in times)}")
