@@ -638,7 +638,7 @@ class _Dual:
             with np.errstate(divide="ignore", invalid="ignore"):
                 mid = np.where(flo != fhi, (lo_mu * fhi - hi_mu * flo) / (fhi - flo), (lo_mu + hi_mu) / 2)
             mid = np.where(np.isfinite(mid), mid, (lo_mu + hi_mu) / 2)
-            active = ok & (np.abs(fm_prev[:, 0]) >= 1e-12)
+            active = ok & (np.abs(fm_prev[:, 0]) >= 1e-9)
             u = self.argmin(np.exp(mid), cost, u, active)
             fm = np.where(active[:, None], np.log(total(u)) - np.log(b), 0.0)
             fm_prev = fm
@@ -843,10 +843,9 @@ def _allocate_once(
         return float(total_epsilon(spends, rule, delta))
 
     def fit(theta: FloatArray) -> FloatArray:
-        # The fast cost uses the same formulas as the accountant for basic, advanced and
-        # zCDP; a narrow exact pass then lands on the ledger's own number.
-        if rule is not CompositionRule.RDP:
-            theta = _scale_to_budget(cost.value, theta, free, epsilon)
+        # The fast cost uses the accountant's formulas (for RDP on a coarser order grid, so
+        # never below the exact value); a narrow exact pass then lands on the ledger's number.
+        theta = _scale_to_budget(cost.value, theta, free, epsilon)
         return _scale_to_budget(exact, theta, free, epsilon, width=1e-6)
 
     if not free.any():
