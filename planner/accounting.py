@@ -79,10 +79,12 @@ __all__ = [
     "compose_parallel",
     "drv_epsilon",
     "group_privacy",
+    "kov_root_term",
     "rdp_curve",
     "rdp_epsilon",
     "rdp_to_epsilon",
     "subsample_pure",
+    "total_assigned_epsilon",
     "total_epsilon",
     "zcdp_rho",
     "zcdp_to_approx_epsilon",
@@ -338,6 +340,34 @@ def drv_epsilon(epsilon: float, k: int, delta_prime: float) -> float:
     return eps * math.sqrt(2.0 * n * -math.log(dp_)) + n * eps * math.expm1(eps)
 
 
+def kov_root_term(s: npt.ArrayLike, delta_prime: float) -> tuple[FloatArray, FloatArray]:
+    """The square-root term of KOV's Thm 3.5 and its derivative in S = Σεᵢ² (vectorised).
+
+    h(S) = min(√(2S ln(1/δ')), √(2S ln(e + √S/δ'))), the better of the theorem's two
+    bounds, so the composition is (T + h(S), Σδᵢ + δ')-DP with T = Σεᵢ tanh(εᵢ/2)
+    (:func:`advanced_epsilon`). Returns (h(S), h′(S)), h′ of the branch that attains the
+    minimum; each branch is concave in S, so the tangent at any S lies above h (the
+    planner linearises the constraint there).
+
+    Examples
+    --------
+    >>> h, dh = kov_root_term(1.0, math.exp(-2.0))  # √(2·1·2) = 2 ≤ √(2 ln(e + e²)), by hand
+    >>> float(h), float(dh)
+    (2.0, 1.0)
+    """
+    sv = np.asarray(s, dtype=np.float64)
+    log_inv = -math.log(delta_prime)
+    x = np.sqrt(sv)
+    arg = math.e + x / delta_prime
+    with np.errstate(divide="ignore", invalid="ignore"):
+        h1 = np.sqrt(2.0 * sv * log_inv)
+        h2 = np.sqrt(2.0 * sv * np.log(arg))
+        d1 = log_inv / h1  # (2 ln(1/δ'))/(2 h1)
+        d2 = (2.0 * np.log(arg) + (x / delta_prime) / arg) / (2.0 * h2)
+    first = h1 <= h2
+    return np.asarray(np.where(first, h1, h2)), np.asarray(np.where(first, d1, d2))
+
+
 def advanced_epsilon(epsilons: npt.ArrayLike, delta_prime: float) -> float:
     """ε of the adaptive composition of (εᵢ, δᵢ) mechanisms at extra failure mass δ'.
 
@@ -386,12 +416,7 @@ def advanced_epsilon(epsilons: npt.ArrayLike, delta_prime: float) -> float:
     # ε(e^ε − 1)/(e^ε + 1) = ε·tanh(ε/2): the stable form of KOV's first term.
     t = math.fsum((eps * np.tanh(eps / 2.0)).tolist())
     s = math.fsum((eps * eps).tolist())
-    log_inv = -math.log(dp_)
-    candidates = [
-        basic,
-        t + math.sqrt(2.0 * s * log_inv),
-        t + math.sqrt(2.0 * s * math.log(math.e + math.sqrt(s) / dp_)),
-    ]
+    candidates = [basic, t + float(kov_root_term(s, dp_)[0])]
     if bool(np.all(eps == eps[0])):
         candidates.append(drv_epsilon(float(eps[0]), int(eps.size), dp_))
     return min(candidates)
@@ -553,7 +578,9 @@ def _rdp_sum(g: _Groups, orders: FloatArray) -> FloatArray:
     if n_pure:
         eps = np.asarray(g.pure_eps, dtype=np.float64)
         s_eps = math.fsum(g.pure_eps)
-        s_log = _sum_log1p_exp(np.zeros(orders.shape), 1.0 - 2.0 * orders, eps, work[n_lap : n_lap + n_pure])
+        s_log = _sum_log1p_exp(
+            np.zeros(orders.shape), 1.0 - 2.0 * orders, eps, work[n_lap : n_lap + n_pure]
+        )
         num = orders * s_eps - math.fsum(np.logaddexp(0.0, eps).tolist()) + s_log
         err = _RDP_ROUNDING * (1.5 * n_pure + (orders + 1.0) * s_eps)
         total += np.maximum(num + err, 0.0) / am1
@@ -703,7 +730,9 @@ def rdp_to_epsilon(curve: RDPCurve, delta: float) -> tuple[float, float]:
     return best, float(o[i])
 
 
-def _refine(g: _Groups, orders: FloatArray, conv: FloatArray, log_delta: float) -> tuple[float, float]:
+def _refine(
+    g: _Groups, orders: FloatArray, conv: FloatArray, log_delta: float
+) -> tuple[float, float]:
     """Continuous refinement of the grid minimum: a few rounds of a log-spaced sub-grid
     between the best order's neighbours. Every evaluated order is a valid bound, so the
     minimum over all of them is too (the search only ever makes ε smaller)."""
@@ -954,13 +983,26 @@ def total_epsilon(spends: Sequence[Spend], rule: CompositionRule | str, delta: f
             )
         return float(zcdp_to_approx_epsilon(rho, d))
     eps, dl = _spend_arrays(spends)
-    if r is CompositionRule.ADVANCED:
-        return advanced_best(eps, dl, d)[0]
-    basic_eps, basic_delta = compose_basic(eps, dl)
-    if basic_delta > d * (1.0 + _REL_TOL):
+    return total_assigned_epsilon(eps, dl, r, d)
+
+
+def total_assigned_epsilon(
+    epsilons: FloatArray, deltas: FloatArray, rule: CompositionRule, delta: float
+) -> float:
+    """:func:`total_epsilon` under the basic or advanced rule, from the spends' assigned
+    (εᵢ, δᵢ) as arrays (what those two rules read; the planner's exact fit calls this
+    without building :class:`Spend` records)."""
+    if rule is CompositionRule.ADVANCED:
+        return advanced_best(epsilons, deltas, delta)[0]
+    if rule is not CompositionRule.BASIC:
         raise BudgetError(
-            f"the spends' deltas sum to {basic_delta:.6g}, more than delta = {d:.6g} "
-            f"(difference {basic_delta - d:.3g}). Raise delta or use the RDP rule."
+            f"assigned (ε, δ) pairs compose under the basic and advanced rules only; got {rule.value}."
+        )
+    basic_eps, basic_delta = compose_basic(epsilons, deltas)
+    if basic_delta > delta * (1.0 + _REL_TOL):
+        raise BudgetError(
+            f"the spends' deltas sum to {basic_delta:.6g}, more than delta = {delta:.6g} "
+            f"(difference {basic_delta - delta:.3g}). Raise delta or use the RDP rule."
         )
     return basic_eps
 
@@ -1045,5 +1087,7 @@ def subsample_pure(epsilon: float, q: float) -> float:
     except (TypeError, ValueError) as exc:
         raise BudgetError(f"q must be a sampling rate in (0, 1]; got {q!r}.") from exc
     if not (0.0 < rate <= 1.0):
-        raise BudgetError(f"q must be a sampling rate in (0, 1]; got {rate}. Use q = 1 for no sampling.")
+        raise BudgetError(
+            f"q must be a sampling rate in (0, 1]; got {rate}. Use q = 1 for no sampling."
+        )
     return math.log1p(rate * math.expm1(eps))

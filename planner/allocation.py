@@ -35,6 +35,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from functools import cached_property
+from typing import cast
 
 import numpy as np
 import numpy.typing as npt
@@ -44,7 +45,9 @@ from planner import divergences as dv
 from planner.accounting import (
     CompositionRule,
     Spend,
+    kov_root_term,
     rdp_epsilon,
+    total_assigned_epsilon,
     total_epsilon,
     zcdp_rho,
     zcdp_to_approx_epsilon,
@@ -128,7 +131,9 @@ class Item:
             if not math.isfinite(v) or v <= 0:
                 raise PlanError(f"query {self.id!r}: {name} must be > 0 and finite; got {v}.")
         if not math.isfinite(self.weight) or self.weight < 0:
-            raise PlanError(f"query {self.id!r}: weight must be ≥ 0; got {self.weight}. Use 0 to ignore a query's error.")
+            raise PlanError(
+                f"query {self.id!r}: weight must be ≥ 0; got {self.weight}. Use 0 to ignore a query's error."
+            )
         if self.pinned is not None and (not math.isfinite(self.pinned) or self.pinned <= 0):
             raise PlanError(f"query {self.id!r}: a pinned share must be > 0; got {self.pinned}.")
 
@@ -162,7 +167,9 @@ def item_mse(item: Item, theta: npt.ArrayLike) -> FloatArray:
         return np.asarray(item.coef / t**2, dtype=np.float64)
     if f is Family.DISCRETE_LAPLACE:
         # Var of P(k) ∝ e^{−|k|/s}, s = Δ/ε: 2e^{−1/s}/(1−e^{−1/s})² = 1/(2 sinh²(ε/(2Δ))).
-        return np.asarray(item.coef / (2.0 * np.sinh(t / (2.0 * item.sensitivity)) ** 2), dtype=np.float64)
+        return np.asarray(
+            item.coef / (2.0 * np.sinh(t / (2.0 * item.sensitivity)) ** 2), dtype=np.float64
+        )
     if f is Family.RANDOMIZED_RESPONSE:
         # 2p−1 = tanh(ε/2) for p = e^ε/(1+e^ε); worst-case Var = 1/(4n(2p−1)²) (MATH §3, π = 1/2).
         return np.asarray(1.0 / (4.0 * item.coef * np.tanh(t / 2.0) ** 2), dtype=np.float64)
@@ -205,7 +212,9 @@ class _Workload:
     masks: dict[Family, npt.NDArray[np.bool_]] = field(default_factory=dict)
 
     @classmethod
-    def build(cls, items: Sequence[Item], rule: CompositionRule, delta: float, gauss_delta_share: float) -> _Workload:
+    def build(
+        cls, items: Sequence[Item], rule: CompositionRule, delta: float, gauss_delta_share: float
+    ) -> _Workload:
         fam = tuple(i.family for i in items)
         gauss = np.array([i.is_gaussian for i in items], dtype=bool)
         n_g = int(gauss.sum())
@@ -225,7 +234,9 @@ class _Workload:
             fam=fam,
             w=np.array([i.weight / i.error_scale**2 for i in items], dtype=np.float64),
             gauss=gauss,
-            split=np.array([_mean_split(i) if i.family is Family.MEAN_LAPLACE else 1.0 for i in items]),
+            split=np.array(
+                [_mean_split(i) if i.family is Family.MEAN_LAPLACE else 1.0 for i in items]
+            ),
             delta_i=delta_i,
             delta_prime=delta_prime,
             masks=masks,
@@ -236,13 +247,17 @@ class _Workload:
         """Column indices of each family group (for (..., n) arrays)."""
         m = self.masks
         return {
-            "inv_sq": np.flatnonzero(m[Family.LAPLACE] | m[Family.EXPONENTIAL] | m[Family.PURE] | m[Family.MEAN_LAPLACE]),
+            "inv_sq": np.flatnonzero(
+                m[Family.LAPLACE] | m[Family.EXPONENTIAL] | m[Family.PURE] | m[Family.MEAN_LAPLACE]
+            ),
             "dl": np.flatnonzero(m[Family.DISCRETE_LAPLACE]),
             "rr": np.flatnonzero(m[Family.RANDOMIZED_RESPONSE]),
             "gauss": np.flatnonzero(self.gauss),
             "lap": np.flatnonzero(m[Family.LAPLACE]),
             "exp": np.flatnonzero(m[Family.EXPONENTIAL]),
-            "pure": np.flatnonzero(m[Family.PURE] | m[Family.DISCRETE_LAPLACE] | m[Family.RANDOMIZED_RESPONSE]),
+            "pure": np.flatnonzero(
+                m[Family.PURE] | m[Family.DISCRETE_LAPLACE] | m[Family.RANDOMIZED_RESPONSE]
+            ),
             "mean": np.flatnonzero(m[Family.MEAN_LAPLACE]),
         }
 
@@ -271,20 +286,22 @@ class _Workload:
         return out
 
     def rdp(self, th: FloatArray, alpha: FloatArray) -> FloatArray:
-        """Per-item RDP at orders ``alpha`` (shape (A, 1)), θ of shape (A, n)."""
+        """Per-item RDP at orders ``alpha`` (shape (A, 1)), θ of shape (..., A, n)."""
         out = np.empty_like(th)
         ix = self.index
         if ix["lap"].size:
-            out[:, ix["lap"]] = dv.laplace_rdp(1.0 / th[:, ix["lap"]], alpha)
+            out[..., ix["lap"]] = dv.laplace_rdp(1.0 / th[..., ix["lap"]], alpha)
         if ix["exp"].size:
-            out[:, ix["exp"]] = dv.exponential_rdp(th[:, ix["exp"]], alpha)
+            out[..., ix["exp"]] = dv.exponential_rdp(th[..., ix["exp"]], alpha)
         if ix["pure"].size:
-            out[:, ix["pure"]] = dv.pure_dp_rdp(th[:, ix["pure"]], alpha)
+            out[..., ix["pure"]] = dv.pure_dp_rdp(th[..., ix["pure"]], alpha)
         if ix["mean"].size:
-            t, sp = th[:, ix["mean"]], self.split[ix["mean"]]
-            part_c = np.where(sp < 1.0, dv.laplace_rdp(1.0 / (t * np.maximum(1.0 - sp, 1e-300)), alpha), 0.0)
-            out[:, ix["mean"]] = dv.laplace_rdp(1.0 / (t * sp), alpha) + part_c
-        out[:, ix["gauss"]] = th[:, ix["gauss"]] * alpha
+            t, sp = th[..., ix["mean"]], self.split[ix["mean"]]
+            part_c = np.where(
+                sp < 1.0, dv.laplace_rdp(1.0 / (t * np.maximum(1.0 - sp, 1e-300)), alpha), 0.0
+            )
+            out[..., ix["mean"]] = dv.laplace_rdp(1.0 / (t * sp), alpha) + part_c
+        out[..., ix["gauss"]] = th[..., ix["gauss"]] * alpha
         return out
 
     def objective(self, theta: FloatArray) -> float:
@@ -324,15 +341,20 @@ class _Workload:
 def _rdp_conversion(orders: FloatArray, delta: float) -> FloatArray:
     """The improved RDP → (ε, δ) conversion term (Canonne, Kamath & Steinke 2020, Prop. 12;
     MATH.md §5): ε = ε(α) + ln((α−1)/α) − (ln δ + ln α)/(α−1)."""
-    return np.asarray(np.log((orders - 1) / orders) - (math.log(delta) + np.log(orders)) / (orders - 1))
+    return np.asarray(
+        np.log((orders - 1) / orders) - (math.log(delta) + np.log(orders)) / (orders - 1)
+    )
 
 
 def _advanced(eps: FloatArray, delta_prime: float) -> float:
-    """Kairouz–Oh–Viswanath 2015 Thm 3.5 heterogeneous bound, min with basic (MATH §5)."""
+    """The accountant's advanced composition (:func:`~planner.accounting.advanced_epsilon`:
+    min of basic and both KOV Thm 3.5 bounds), with numpy sums (MATH §5)."""
     basic = float(eps.sum())
     if delta_prime <= 0:
         return basic
-    kov = float(np.sum(eps * np.tanh(eps / 2.0))) + math.sqrt(2.0 * math.log(1.0 / delta_prime) * float(np.sum(eps**2)))
+    kov = float(np.sum(eps * np.tanh(eps / 2.0))) + float(
+        kov_root_term(float(np.sum(eps**2)), delta_prime)[0]
+    )
     return min(basic, kov)
 
 
@@ -405,13 +427,20 @@ class Allocation:
 
 
 def _finish(
-    wl: _Workload, theta: FloatArray, rule: CompositionRule, epsilon: float, delta: float, method: str, warnings: tuple[str, ...]
+    wl: _Workload,
+    theta: FloatArray,
+    rule: CompositionRule,
+    epsilon: float,
+    delta: float,
+    method: str,
+    warnings: tuple[str, ...],
 ) -> Allocation:
     rho_i = wl.rho_i(theta)
     mse = wl.mse(theta)
     items = []
+    assigned = _assigned(wl, theta, delta)
     for k, item in enumerate(wl.items):
-        spends = tuple(_spends_of(item, float(theta[k]), wl, delta))
+        spends = tuple(Spend(e, x, d) for e, x, d in assigned[k])
         items.append(
             ItemAllocation(
                 id=item.id,
@@ -425,7 +454,9 @@ def _finish(
                 spends=spends,
             )
         )
-    alloc = Allocation(rule, epsilon, delta, 0.0, float(np.dot(wl.w, mse)), method, tuple(items), warnings)
+    alloc = Allocation(
+        rule, epsilon, delta, 0.0, float(np.dot(wl.w, mse)), method, tuple(items), warnings
+    )
     used = float(total_epsilon([s for _, s in alloc.spends()], rule, delta))
     return replace(alloc, used_epsilon=used)
 
@@ -444,7 +475,9 @@ def _validate(items: Sequence[Item], epsilon: float, delta: float, rule: Composi
     check_epsilon(epsilon)
     check_delta(delta)
     if any(i.is_gaussian for i in items) and delta == 0.0:
-        raise PlanError("Gaussian mechanisms need δ > 0; set a δ such as 1e-6 or switch those queries to Laplace.")
+        raise PlanError(
+            "Gaussian mechanisms need δ > 0; set a δ such as 1e-6 or switch those queries to Laplace."
+        )
     if rule is CompositionRule.ZCDP and delta == 0.0 and any(i.is_gaussian for i in items):
         raise PlanError("zCDP with δ = 0 cannot convert to (ε, δ); set δ > 0.")
 
@@ -453,14 +486,22 @@ def plan_warnings(epsilon: float, delta: float, n: int | None) -> tuple[str, ...
     """Legal but risky budgets (MATH.md §1; issue 4 item 5)."""
     out = []
     if epsilon > 10:
-        out.append(f"total ε = {epsilon:g} is above 10: the guarantee is very weak (e^ε ≈ {math.exp(min(epsilon, 700)):.3g}).")
+        out.append(
+            f"total ε = {epsilon:g} is above 10: the guarantee is very weak (e^ε ≈ {math.exp(min(epsilon, 700)):.3g})."
+        )
     if n is not None and n > 0 and delta >= 1.0 / n:
-        out.append(f"δ = {delta:g} is at least 1/n = {1.0 / n:.3g}: a mechanism could publish a whole record; use δ ≪ 1/n.")
+        out.append(
+            f"δ = {delta:g} is at least 1/n = {1.0 / n:.3g}: a mechanism could publish a whole record; use δ ≪ 1/n."
+        )
     return tuple(out)
 
 
 def _scale_to_budget(
-    cost: Callable[[FloatArray], float], theta: FloatArray, free: npt.NDArray[np.bool_], target: float, width: float = 1.0
+    cost: Callable[[FloatArray], float],
+    theta: FloatArray,
+    free: npt.NDArray[np.bool_],
+    target: float,
+    width: float = 1.0,
 ) -> FloatArray:
     """Multiply the free θ by one factor so the exact cost equals target (never above).
 
@@ -480,7 +521,9 @@ def _scale_to_budget(
     while g(lo) > 0:
         lo *= 2.0
         if lo < -700:
-            raise PlanError("the pinned shares alone exceed the total budget; lower them or raise ε.")
+            raise PlanError(
+                "the pinned shares alone exceed the total budget; lower them or raise ε."
+            )
     while g(hi) <= 0:
         hi *= 2.0
         if hi > 700:
@@ -550,9 +593,10 @@ class _Dual:
     * RDP: at each order α, cᵢ = εᵢ(α) and B(α) = ε − conversion(α) (Canonne, Kamath &
       Steinke 2020, Prop. 12); the feasible set is the union over α, so the optimum is the
       best α — searched on the order grid, then refined;
-    * advanced (KOV Thm 3.5): Σ εᵢtanh(εᵢ/2) + √(2 ln(1/δ')·S), S = Σεᵢ²; the square root
-      is replaced by its tangent at the current S (an upper bound, so every iterate is
-      feasible), cᵢ = εᵢtanh(εᵢ/2) + κεᵢ²/2 with κ = √(2 ln(1/δ')/S), iterated to a fixed point.
+    * advanced (KOV Thm 3.5): Σ εᵢtanh(εᵢ/2) + h(S), S = Σεᵢ², h the better of the
+      theorem's two square-root terms (:func:`~planner.accounting.kov_root_term`); h is
+      replaced by its tangent at the current S (an upper bound, h being concave, so every
+      iterate is feasible), cᵢ = εᵢtanh(εᵢ/2) + h′(S)εᵢ², iterated to a fixed point.
     """
 
     H = 1e-4
@@ -569,19 +613,29 @@ class _Dual:
         return self.wl.rdp(th, alpha)
 
     def argmin(
-        self, mu: FloatArray, cost: Callable[[FloatArray], FloatArray], u: FloatArray, rows: npt.NDArray[np.bool_] | None = None
-    ) -> FloatArray:
+        self,
+        mu: FloatArray,
+        cost: Callable[[FloatArray], FloatArray],
+        u: FloatArray,
+        rows: npt.NDArray[np.bool_] | None = None,
+    ) -> tuple[FloatArray, FloatArray]:
         """θ = argmin f + μ·c per item (free items of the active ``rows`` only change), by
-        Newton in log θ."""
+        Newton in log θ.
+
+        Returns ``(u, dtotal)``: u = log θ and, per row, d(Σ_free cᵢ)/d(log μ) at the
+        solution (implicit differentiation of the stationarity condition f′ + μc′ = 0:
+        du/d(log μ) = −μc′/(f″ + μc″)), which drives the multiplier's Newton step.
+        """
         h = self.H
         free = self.free if rows is None else self.free & rows[:, None]
-
-        def g(v: FloatArray) -> FloatArray:
-            th = np.exp(v)
-            return np.asarray(self.f(th) + mu * cost(th))
-
+        shifts = np.array([-h, 0.0, h]).reshape((3,) + (1,) * u.ndim)
+        dc = d2 = np.zeros_like(u)
         for _ in range(60):
-            gm, g0, gp = g(u - h), g(u), g(u + h)
+            # the three stencil points in one batch (one call of each cost function)
+            th = np.exp(u + shifts)
+            fs, cs = self.f(th), cost(th)
+            gm, g0, gp = fs + mu * cs
+            dc = (cs[2] - cs[0]) / (2 * h)
             d1 = (gp - gm) / (2 * h)
             d2 = (gp - 2 * g0 + gm) / h**2
             with np.errstate(divide="ignore", invalid="ignore"):
@@ -591,77 +645,86 @@ class _Dual:
             u = u + step
             if float(np.max(np.abs(step))) < 1e-7:
                 break
-        return u
+        with np.errstate(divide="ignore", invalid="ignore"):
+            du = np.where(self.free & (d2 > 0), -mu * dc / d2, 0.0)
+        return u, np.asarray(np.sum(np.nan_to_num(dc * du), axis=-1, keepdims=True))
 
     def solve(
         self, cost: Callable[[FloatArray], FloatArray], budget: FloatArray, u0: FloatArray
     ) -> tuple[FloatArray, npt.NDArray[np.bool_]]:
         """For each row r, the u with Σ_free cᵢ = budget[r] at the KKT point; rows with
-        budget ≤ 0 are marked infeasible."""
+        budget ≤ 0 are marked infeasible.
+
+        The multiplier is found by safeguarded Newton on log Σcᵢ − log budget as a function
+        of log μ (decreasing): Newton steps from :meth:`argmin`'s derivative, kept inside
+        the bracket found so far, bisection or a step of e² outside it.
+        """
         free = self.free
         ok = budget > 0
-        b = np.where(ok, budget, 1.0)[:, None]
+        lb = np.log(np.where(ok, budget, 1.0))[:, None]
 
         def total(v: FloatArray) -> FloatArray:
             return np.asarray(np.sum(np.where(free, cost(np.exp(v)), 0.0), axis=-1, keepdims=True))
 
         # μ from the KKT ratio at the start point: μ = −f'(u)/c'(u), median over free items
         h = self.H
-        df = (self.f(np.exp(u0 + h)) - self.f(np.exp(u0 - h))) / (2 * h)
-        dc = (cost(np.exp(u0 + h)) - cost(np.exp(u0 - h))) / (2 * h)
+        th2 = np.exp(u0 + np.array([-h, h]).reshape((2,) + (1,) * u0.ndim))
+        fm, fp = self.f(th2)
+        cm, cp = cost(th2)
+        df, dc = (fp - fm) / (2 * h), (cp - cm) / (2 * h)
         with np.errstate(divide="ignore", invalid="ignore"):
             ratio = np.where(free & (dc > 0), -df / dc, np.nan)
-        lmu = np.log(np.clip(np.nan_to_num(np.nanmedian(ratio, axis=-1, keepdims=True), nan=1.0), 1e-300, 1e300))
-        u = self.argmin(np.exp(lmu), cost, u0, ok)
-        t = total(u)
-        # bracket log μ: total is decreasing in μ
-        lo_mu, lo_t, hi_mu, hi_t = lmu.copy(), t.copy(), lmu.copy(), t.copy()
-        for _ in range(60):
-            need_up = (hi_t > b) & ok[:, None]  # μ too small: cost too high
-            need_dn = (lo_t < b) & ok[:, None]
-            if not (need_up.any() or need_dn.any()):
-                break
-            hi_mu = np.where(need_up, hi_mu + 2.0, hi_mu)
-            lo_mu = np.where(need_dn, lo_mu - 2.0, lo_mu)
-            if need_up.any():
-                uh = self.argmin(np.exp(hi_mu), cost, u, need_up[:, 0])
-                hi_t = np.where(need_up, total(uh), hi_t)
-            if need_dn.any():
-                ul = self.argmin(np.exp(lo_mu), cost, u, need_dn[:, 0])
-                lo_t = np.where(need_dn, total(ul), lo_t)
-        # Illinois regula falsi on (log μ, log total − log budget)
-        flo = np.log(lo_t) - np.log(b)
-        fhi = np.log(hi_t) - np.log(b)
-        side = np.zeros_like(flo)
-        fm_prev = np.where(ok[:, None], np.inf, 0.0)
-        for _ in range(80):
+            lmu = np.log(
+                np.clip(
+                    np.nan_to_num(np.nanmedian(ratio, axis=-1, keepdims=True), nan=1.0),
+                    1e-300,
+                    1e300,
+                )
+            )
+        lo = np.full(lmu.shape, -np.inf)  # log μ known to give a total above the budget
+        hi = np.full(lmu.shape, np.inf)  # ... and below it
+        active = ok.copy()
+        u = u0
+        for _ in range(100):
+            u, dtot = self.argmin(np.exp(lmu), cost, u, active)
+            t = total(u)
             with np.errstate(divide="ignore", invalid="ignore"):
-                mid = np.where(flo != fhi, (lo_mu * fhi - hi_mu * flo) / (fhi - flo), (lo_mu + hi_mu) / 2)
-            mid = np.where(np.isfinite(mid), mid, (lo_mu + hi_mu) / 2)
-            active = ok & (np.abs(fm_prev[:, 0]) >= 1e-9)
-            u = self.argmin(np.exp(mid), cost, u, active)
-            fm = np.where(active[:, None], np.log(total(u)) - np.log(b), 0.0)
-            fm_prev = fm
+                fval = np.log(t) - lb
+            active = active & ~(np.abs(fval[:, 0]) < 1e-9)
             if not active.any():
                 break
-            go_lo = fm > 0  # cost above budget: the root lies at larger μ
-            lo_mu = np.where(go_lo, mid, lo_mu)
-            flo = np.where(go_lo, fm, np.where(side == 1, flo / 2, flo))
-            hi_mu = np.where(go_lo, hi_mu, mid)
-            fhi = np.where(go_lo, np.where(side == -1, fhi / 2, fhi), fm)
-            side = np.where(go_lo, -1.0, 1.0)
+            lo = np.where(fval > 0, lmu, lo)
+            hi = np.where(fval < 0, lmu, hi)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                cand = lmu - np.clip(fval * t / dtot, -8.0, 8.0)
+            inside = np.isfinite(cand) & (dtot < 0) & (cand > lo) & (cand < hi)
+            bracketed = np.isfinite(lo) & np.isfinite(hi)
+            fallback = np.where(bracketed, (lo + hi) / 2, np.where(fval > 0, lmu + 2.0, lmu - 2.0))
+            lmu = np.where(active[:, None], np.where(inside, cand, fallback), lmu)
         return u, ok
 
 
 def _dual_allocation(
-    wl: _Workload, rule: CompositionRule, epsilon: float, delta: float, free: npt.NDArray[np.bool_], start: FloatArray
+    wl: _Workload,
+    rule: CompositionRule,
+    epsilon: float,
+    delta: float,
+    free: npt.NDArray[np.bool_],
+    start: FloatArray,
 ) -> FloatArray:
     """The allocation by the dual method (see :class:`_Dual`); θ of shape (n,)."""
-    return np.asarray(_dual_batch(wl, rule, np.array([epsilon]), delta, free, start)[0], dtype=np.float64)
+    return np.asarray(
+        _dual_batch(wl, rule, np.array([epsilon]), delta, free, start)[0], dtype=np.float64
+    )
 
 
 def _dual_batch(
-    wl: _Workload, rule: CompositionRule, epsilons: FloatArray, delta: float, free: npt.NDArray[np.bool_], start: FloatArray
+    wl: _Workload,
+    rule: CompositionRule,
+    epsilons: FloatArray,
+    delta: float,
+    free: npt.NDArray[np.bool_],
+    start: FloatArray,
 ) -> FloatArray:
     """Optimal θ for each total ε in ``epsilons`` (one row each), shape (E, n).
 
@@ -698,8 +761,8 @@ def _dual_batch(
         basic = _dual_batch(wl, CompositionRule.BASIC, epsilons, delta, free, start)
         if wl.delta_prime <= 0:
             return basic
-        kov = _kov_allocation(wl, d, epsilons, basic)
-        better = np.sum(d.f(kov), axis=1) < np.sum(d.f(basic), axis=1)
+        kov, solved = _kov_allocation(wl, d, epsilons, basic)
+        better = solved & (np.sum(d.f(kov), axis=1) < np.sum(d.f(basic), axis=1))
         return np.asarray(np.where(better[:, None], kov, basic))
 
     # RDP: for each ε a batch of orders, then two finer batches around the best one
@@ -711,7 +774,12 @@ def _dual_batch(
         n_a = orders.shape[1]
         alpha = orders.reshape(-1, 1)
         eps_rows = np.repeat(epsilons, n_a)
-        fixed_r = np.sum(np.where(fixed, d.rdp(np.broadcast_to(start, (alpha.size, start.size)).copy(), alpha), 0.0), axis=1)
+        fixed_r = np.sum(
+            np.where(
+                fixed, d.rdp(np.broadcast_to(start, (alpha.size, start.size)).copy(), alpha), 0.0
+            ),
+            axis=1,
+        )
         budget = eps_rows - _rdp_conversion(alpha[:, 0], delta) - fixed_r
 
         def c_rdp(th: FloatArray, alpha: FloatArray = alpha) -> FloatArray:
@@ -731,40 +799,53 @@ def _dual_batch(
     if not wl.gauss.any() or not np.all(np.isfinite(best_obj)):
         # all pure: RDP's ε is min(conversion, Σε), so the basic split is feasible too
         basic = _dual_batch(wl, CompositionRule.BASIC, epsilons, delta, free, start)
-        better = np.sum(d.f(basic), axis=1) < np.where(np.isfinite(best_obj), np.sum(d.f(theta), axis=1), np.inf)
+        better = np.sum(d.f(basic), axis=1) < np.where(
+            np.isfinite(best_obj), np.sum(d.f(theta), axis=1), np.inf
+        )
         theta = np.where(better[:, None], basic, theta)
     return np.asarray(theta)
 
 
-def _kov_allocation(wl: _Workload, d: _Dual, epsilons: FloatArray, start: FloatArray) -> FloatArray:
+def _kov_allocation(
+    wl: _Workload, d: _Dual, epsilons: FloatArray, start: FloatArray
+) -> tuple[FloatArray, npt.NDArray[np.bool_]]:
     """Advanced composition (KOV Thm 3.5) with the square root linearised at the current
-    S = Σεᵢ² of each row (see :class:`_Dual`), iterated to a fixed point; shape (E, n)."""
-    fixed = ~d.free
-    lg = math.log(1.0 / wl.delta_prime)
-    theta = start.copy()
+    S = Σεᵢ² of each row (see :class:`_Dual`), iterated to a fixed point; shape (E, n).
 
+    Every solved iterate is feasible whatever the start (the tangent of the concave square
+    root lies above it). Returns ``(θ, solved)``: rows where no linearisation left room
+    for the free items (``solved`` False) keep ``start``, which the caller must replace.
+    """
+    fixed = ~d.free
+    theta = start.copy()
+    solved = np.zeros(epsilons.size, dtype=bool)
+    live = np.ones(epsilons.size, dtype=bool)
     eps_rows = wl.eps_i
 
     for _ in range(30):
         e = eps_rows(theta)
         s_sq = np.maximum(np.sum(e**2, axis=1, keepdims=True), 1e-300)
-        kappa = np.sqrt(2 * lg / s_sq)
+        root, slope = kov_root_term(s_sq, wl.delta_prime)
 
-        def c_adv(th: FloatArray, kappa: FloatArray = kappa) -> FloatArray:
+        def c_adv(th: FloatArray, slope: FloatArray = slope) -> FloatArray:
             ee = eps_rows(th)
-            return np.asarray(ee * np.tanh(ee / 2) + kappa * ee**2 / 2)
+            return np.asarray(ee * np.tanh(ee / 2) + slope * ee**2)
 
         fixed_cost = np.sum(np.where(fixed, c_adv(theta), 0.0), axis=1, keepdims=True)
-        b = (epsilons[:, None] - np.sqrt(2 * lg * s_sq) + kappa * s_sq / 2 - fixed_cost)[:, 0]
-        if np.any(b <= 0):
+        # h(S′) ≤ h(S) + h′(S)(S′ − S): T′ + h′(S)·S′ ≤ ε − h(S) + h′(S)·S
+        b = (epsilons[:, None] - root + slope * s_sq - fixed_cost)[:, 0]
+        live &= b > 0  # no room left at this linearisation: keep the last feasible iterate
+        if not live.any():
             break
-        u, _ = d.solve(c_adv, b, np.log(theta))
-        new = np.exp(u)
-        done = float(np.max(np.abs(np.log(new / theta)))) < 1e-10
+        u, _ = d.solve(c_adv, np.where(live, b, -1.0), np.log(theta))
+        new = np.where(live[:, None], np.exp(u), theta)
+        solved |= live
+        change = np.max(np.abs(np.log(new / theta)), axis=1)
         theta = new
-        if done:
+        live &= change >= 1e-10
+        if not live.any():
             break
-    return theta
+    return theta, solved
 
 
 def _rho_for_epsilon(epsilon: npt.ArrayLike, delta: float) -> FloatArray:
@@ -824,23 +905,40 @@ def allocate(
 
 
 def _allocate_once(
-    items: Sequence[Item], epsilon: float, delta: float, rule: CompositionRule, gauss_share: float, warnings: tuple[str, ...]
+    items: Sequence[Item],
+    epsilon: float,
+    delta: float,
+    rule: CompositionRule,
+    gauss_share: float,
+    warnings: tuple[str, ...],
 ) -> Allocation:
     wl = _Workload.build(items, rule, delta, gauss_share)
     cost = _Cost(wl, rule, delta)
     free = np.array([i.pinned is None for i in items], dtype=bool)
-    pinned_theta = np.array([i.pinned if i.pinned is not None else 1.0 for i in items], dtype=np.float64)
+    pinned_theta = np.array(
+        [i.pinned if i.pinned is not None else 1.0 for i in items], dtype=np.float64
+    )
 
     def exact(theta: FloatArray) -> float:
         # The accountant's own functions: total_epsilon is rdp_epsilon under RDP and the
         # ρ conversion under zCDP; calling them on the events skips building Spend records.
         if rule is CompositionRule.RDP:
-            return float(rdp_epsilon([e for k, item in enumerate(items) for e in item_events(item, float(theta[k]))], delta)[0])
+            return float(
+                rdp_epsilon(
+                    [e for k, item in enumerate(items) for e in item_events(item, float(theta[k]))],
+                    delta,
+                )[0]
+            )
         if rule is CompositionRule.ZCDP:
-            rho = zcdp_rho([e for k, item in enumerate(items) for e in item_events(item, float(theta[k]))])
+            rho = zcdp_rho(
+                [e for k, item in enumerate(items) for e in item_events(item, float(theta[k]))]
+            )
             return float(zcdp_to_approx_epsilon(rho, delta))
-        spends = [s for k, item in enumerate(items) for s in _spends_of(item, float(theta[k]), wl, delta)]
-        return float(total_epsilon(spends, rule, delta))
+        # basic / advanced read the assigned (εᵢ, δᵢ): total_epsilon without the Spend records
+        pairs = [p for per_item in _assigned(wl, theta, delta) for p in per_item]
+        eps = np.array([x for _, x, _ in pairs], dtype=np.float64)
+        dls = np.array([d for _, _, d in pairs], dtype=np.float64)
+        return float(total_assigned_epsilon(eps, dls, rule, delta))
 
     def fit(theta: FloatArray) -> FloatArray:
         # The fast cost uses the accountant's formulas (for RDP on a coarser order grid, so
@@ -851,7 +949,9 @@ def _allocate_once(
     if not free.any():
         used = exact(pinned_theta)
         if used > epsilon:  # never over budget, not even by a rounding error
-            raise PlanError(f"the pinned shares cost ε = {used:.6g}, more than the total {epsilon:g}; lower a pinned share.")
+            raise PlanError(
+                f"the pinned shares cost ε = {used:.6g}, more than the total {epsilon:g}; lower a pinned share."
+            )
         return _finish(wl, pinned_theta, rule, epsilon, delta, "pinned", warnings)
 
     shape = _surrogate(wl, rule)
@@ -872,15 +972,38 @@ def _allocate_once(
     return _finish(wl, theta, rule, epsilon, delta, method, warnings)
 
 
-def _spends_of(item: Item, theta: float, wl: _Workload, delta: float) -> list[Spend]:
-    events = item_events(item, theta)
-    if item.is_gaussian:
-        e = events[0]
-        # Under RDP/zCDP the (εᵢ, δᵢ) pair only describes the query on its own (at δ).
-        d_i = wl.delta_i if wl.delta_i > 0 else delta
-        # A very noisy Gaussian can be (0, δ)-DP on its own; any larger ε is also valid.
-        return [Spend(e, max(e.approx_epsilon(d_i), 1e-300), d_i)]
-    return [Spend(e, e.pure_epsilon, 0.0) for e in events]
+def _assigned(
+    wl: _Workload, theta: FloatArray, delta: float
+) -> list[list[tuple[PrivacyEvent, float, float]]]:
+    """Per item, the events it emits at θ with the (εᵢ, δᵢ) each is assigned: pure events
+    at their ε; a Gaussian at its δᵢ (the whole δ under RDP/zCDP, where the pair only
+    describes the query on its own), its ε from the event's own conversion, computed for all
+    Gaussian items in one vectorised call (the exact fit calls this many times)."""
+    events = [item_events(item, float(theta[k])) for k, item in enumerate(wl.items)]
+    d_i = wl.delta_i if wl.delta_i > 0 else delta
+    out: list[list[tuple[PrivacyEvent, float, float]]] = [
+        [] if item.is_gaussian else [(e, e.pure_epsilon, 0.0) for e in evs]
+        for item, evs in zip(wl.items, events, strict=True)
+    ]
+    for discrete in (False, True):
+        ks = [
+            k
+            for k, item in enumerate(wl.items)
+            if item.is_gaussian and (item.family is Family.DISCRETE_GAUSSIAN) is discrete
+        ]
+        if not ks:
+            continue
+        ev = [cast(GaussianEvent, events[k][0]) for k in ks]
+        if discrete:  # GaussianEvent.approx_epsilon, vectorised: the zCDP conversion
+            eps = zcdp_to_approx_epsilon(np.array([e.zcdp_rho for e in ev]), d_i)
+        else:  # ... and the exact analytic Gaussian
+            eps = dv.analytic_gaussian_epsilon(
+                d_i, np.array([1.0 / e.noise_multiplier for e in ev])
+            )
+        for k, e, x in zip(ks, ev, eps, strict=True):
+            # A very noisy Gaussian can be (0, δ)-DP on its own; any larger ε is also valid.
+            out[k] = [(e, max(float(x), 1e-300), d_i)]
+    return out
 
 
 # --------------------------------------------------------------------------------------
@@ -952,12 +1075,16 @@ def plan_targets(
         if not (bound > 0 and math.isfinite(bound)):
             raise PlanError(f"query {item.id!r}: the target must be > 0; got {tg.bound}.")
         if not (0 < tg.beta < 1):
-            raise PlanError(f"query {item.id!r}: the confidence 1−β needs 0 < β < 1; got β = {tg.beta}.")
+            raise PlanError(
+                f"query {item.id!r}: the confidence 1−β needs 0 < β < 1; got β = {tg.beta}."
+            )
         lo, hi = 1e-12, 1.0
         while _error_bound(item, np.array([hi]), tg.beta)[0] > bound:
             hi *= 2.0
             if hi > 1e15:
-                raise PlanError(f"query {item.id!r}: the target ±{bound:g} cannot be met at any budget.")
+                raise PlanError(
+                    f"query {item.id!r}: the target ±{bound:g} cannot be met at any budget."
+                )
         for _ in range(200):
             mid = math.sqrt(lo * hi)
             if _error_bound(item, np.array([mid]), tg.beta)[0] <= bound:
@@ -988,13 +1115,20 @@ def plan_targets(
 
 def applicable_rules(items: Sequence[Item], delta: float) -> list[CompositionRule]:
     """Rules that can account for this workload at δ (Gaussians need δ > 0)."""
-    rules = [CompositionRule.BASIC, CompositionRule.ADVANCED, CompositionRule.RDP, CompositionRule.ZCDP]
+    rules = [
+        CompositionRule.BASIC,
+        CompositionRule.ADVANCED,
+        CompositionRule.RDP,
+        CompositionRule.ZCDP,
+    ]
     if delta == 0.0:
         return [CompositionRule.BASIC] if any(i.is_gaussian for i in items) is False else []
     return rules
 
 
-def compare_rules(items: Sequence[Item], epsilon: float, delta: float, n: int | None = None) -> dict[CompositionRule, Allocation]:
+def compare_rules(
+    items: Sequence[Item], epsilon: float, delta: float, n: int | None = None
+) -> dict[CompositionRule, Allocation]:
     """The same workload optimised under every applicable rule."""
     return {r: allocate(items, epsilon, delta, r, n) for r in applicable_rules(items, delta)}
 
@@ -1004,25 +1138,36 @@ def error_curve(
 ) -> FloatArray:
     """Total weighted error (Σ wᵢ MSEᵢ/sᵢ², the objective) of the optimal split at each total ε.
 
-    All ε are solved as one batch by the dual method; each point is an allocation that is
-    feasible for the exact accountant (at a fixed Rényi order the conversion is exact), with
-    its true objective. It skips the final exact fit of :func:`allocate`, so a point can sit
-    a little above ``allocate(...).objective`` (never below it by more than rounding).
+    All ε are solved as one batch by the dual method; each point is the true objective of
+    an allocation whose composed ε (the accountant's formulas; at a fixed Rényi order the
+    conversion is exact) is within 1e-9 relative of that total. It skips the final exact
+    fit of :func:`allocate`, so a point can sit a little above ``allocate(...).objective``,
+    or below it by at most the 1e-9 tolerance's effect (~2e-9 relative).
     """
     rule = CompositionRule(rule)
     eps = np.asarray(epsilons, dtype=np.float64)
     for e in eps:
         check_epsilon(float(e))
     _validate(items, float(eps.min()), delta, rule)
-    best: FloatArray | None = None
-    shares = (0.25, 0.5, 0.75, 1.0) if rule is CompositionRule.ADVANCED and any(i.is_gaussian for i in items) else (1.0,)
-    for share in shares:
+    free = np.array([i.pinned is None for i in items], dtype=bool)
+
+    def solved_at(share: float, r: CompositionRule) -> tuple[_Workload, FloatArray]:
         wl = _Workload.build(items, rule, delta, share)
-        free = np.array([i.pinned is None for i in items], dtype=bool)
         shape = np.where(free, _surrogate(wl, rule), [i.pinned or 1.0 for i in items])
         start = _scale_to_budget(_Cost(wl, rule, delta).value, shape, free, float(np.median(eps)))
-        theta = _dual_batch(wl, rule, eps, delta, free, start)
-        obj = np.sum(_Dual(wl, free).f(theta), axis=1)
-        best = obj if best is None else np.minimum(best, obj)
-    assert best is not None
+        return wl, _dual_batch(wl, r, eps, delta, free, start)
+
+    if not (rule is CompositionRule.ADVANCED and any(i.is_gaussian for i in items)):
+        wl, theta = solved_at(1.0, rule)
+        return np.asarray(np.sum(_Dual(wl, free).f(theta), axis=1))
+    # Advanced with Gaussians: δ' is searched as in allocate(). Share 1 (δ' = 0) is the
+    # basic split, feasible and better than basic at any smaller share (larger εᵢ), so it
+    # is solved once and starts the KOV iteration at the other shares.
+    wl1, basic = solved_at(1.0, CompositionRule.BASIC)
+    best = np.sum(_Dual(wl1, free).f(basic), axis=1)
+    for share in (0.25, 0.5, 0.75):
+        wl = _Workload.build(items, rule, delta, share)
+        d = _Dual(wl, free)
+        kov, solved = _kov_allocation(wl, d, eps, basic)
+        best = np.minimum(best, np.where(solved, np.sum(d.f(kov), axis=1), np.inf))
     return np.asarray(best)

@@ -177,7 +177,11 @@ def test_single_laplace_costs_at_most_its_epsilon(eps0: float, delta: float) -> 
 
 
 def test_pure_events_never_exceed_basic_under_rdp() -> None:
-    events: list[PrivacyEvent] = [PureEvent(0.3), RandomizedResponseEvent(0.75), ExponentialEvent(0.7)]
+    events: list[PrivacyEvent] = [
+        PureEvent(0.3),
+        RandomizedResponseEvent(0.75),
+        ExponentialEvent(0.7),
+    ]
     basic = 0.3 + math.log(3.0) + 0.7  # RR with p = 3/4: ε = ln 3 (MATH.md §3)
     assert rdp_epsilon(events, 1e-9)[0] <= basic + 1e-12
     assert rdp_epsilon(events, 0.0) == (pytest.approx(basic, rel=1e-15), math.inf)
@@ -305,7 +309,9 @@ def test_zcdp_conversion_is_the_continuous_minimum(rho: float, delta: float) -> 
         a = 1.0 + math.exp(x)
         return rho * a + math.log1p(-1 / a) - (math.log(delta) + math.log(a)) / (a - 1)
 
-    exact = max(minimize_scalar(f, bounds=(-20, 25), method="bounded", options={"xatol": 1e-13}).fun, 0.0)
+    exact = max(
+        minimize_scalar(f, bounds=(-20, 25), method="bounded", options={"xatol": 1e-13}).fun, 0.0
+    )
     got = float(zcdp_to_approx_epsilon(rho, delta))
     assert got >= exact * (1 - 1e-12)
     assert got == pytest.approx(exact, rel=1e-9, abs=1e-15)
@@ -526,7 +532,9 @@ def test_advanced_never_exceeds_basic(eps: list[float], delta_prime: float) -> N
     st.floats(min_value=1e-12, max_value=0.5),
     st.floats(min_value=1e-12, max_value=0.5),
 )
-def test_zcdp_conversion_monotone_in_rho_and_delta(r1: float, r2: float, d1: float, d2: float) -> None:
+def test_zcdp_conversion_monotone_in_rho_and_delta(
+    r1: float, r2: float, d1: float, d2: float
+) -> None:
     lo_r, hi_r = sorted((r1, r2))
     lo_d, hi_d = sorted((d1, d2))
     tol = 1e-12
@@ -540,10 +548,41 @@ def test_self_composed_event_equals_k_copies_and_round_trips() -> None:
     # accountant's value for the k copies, never below it, within its 1e-9 allowance.
     from planner.events import SelfComposedEvent, event_from_dict
 
-    for inner, k in ((LaplaceEvent(10.0), 100), (GaussianEvent(3.0), 25), (ExponentialEvent(0.1), 7)):
+    for inner, k in (
+        (LaplaceEvent(10.0), 100),
+        (GaussianEvent(3.0), 25),
+        (ExponentialEvent(0.1), 7),
+    ):
         one = SelfComposedEvent(inner, k)
         many = rdp_epsilon([inner] * k, 1e-6)[0]
         assert many <= rdp_epsilon([one], 1e-6)[0] <= many * (1 + 1e-8)
         assert event_from_dict(one.to_dict()) == one
     with pytest.raises(BudgetError, match="count"):
         SelfComposedEvent(LaplaceEvent(1.0), 0)
+
+
+def test_kov_root_term_is_the_better_bound_its_slope_and_concave() -> None:
+    from planner.accounting import kov_root_term
+
+    s = np.geomspace(1e-8, 1e4, 400)
+    for dp in (1e-9, 1e-6, 1e-2):
+        h, dh = kov_root_term(s, dp)
+        # KOV15 Thm 3.5's two square-root terms, written out here
+        first = np.sqrt(2 * s * math.log(1 / dp))
+        middle = np.sqrt(2 * s * np.log(math.e + np.sqrt(s) / dp))
+        np.testing.assert_allclose(h, np.minimum(first, middle), rtol=1e-15)
+        # the slope against a central difference
+        e = 1e-6
+        num = (kov_root_term(s * (1 + e), dp)[0] - kov_root_term(s * (1 - e), dp)[0]) / (2 * e * s)
+        # (away from the switch between the two terms, at √S = 1 − e·δ', where h has a kink)
+        smooth = np.abs(np.sqrt(s) - (1 - math.e * dp)) > 1e-4
+        np.testing.assert_allclose(dh[smooth], num[smooth], rtol=1e-6)
+        # concave: every tangent lies above h (what makes the planner's iterates feasible)
+        for k in range(0, 400, 37):
+            tangent = h[k] + dh[k] * (s - s[k])
+            assert np.all(tangent >= h * (1 - 1e-12))
+        # advanced_epsilon adds it to T = Σ εᵢ tanh(εᵢ/2)
+    eps = np.full(50, 0.05)
+    t = float(np.sum(eps * np.tanh(eps / 2)))
+    want = min(float(eps.sum()), t + float(kov_root_term(float(np.sum(eps**2)), 1e-6)[0]))
+    assert advanced_epsilon(eps, 1e-6) == pytest.approx(want, rel=1e-14)

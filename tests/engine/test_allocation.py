@@ -69,11 +69,22 @@ def test_allocate_gaussian_zcdp_matches_closed_form() -> None:
 @st.composite
 def workloads(draw: st.DrawFn) -> list[Item]:
     n = draw(st.integers(1, 5))
-    fams = [Family.LAPLACE, Family.GAUSSIAN, Family.EXPONENTIAL, Family.RANDOMIZED_RESPONSE, Family.DISCRETE_LAPLACE, Family.MEAN_LAPLACE]
+    fams = [
+        Family.LAPLACE,
+        Family.GAUSSIAN,
+        Family.EXPONENTIAL,
+        Family.RANDOMIZED_RESPONSE,
+        Family.DISCRETE_LAPLACE,
+        Family.MEAN_LAPLACE,
+    ]
     items = []
     for i in range(n):
         fam = draw(st.sampled_from(fams))
-        coef = draw(st.floats(0.5, 500.0)) if fam is not Family.RANDOMIZED_RESPONSE else draw(st.floats(100, 1e5))
+        coef = (
+            draw(st.floats(0.5, 500.0))
+            if fam is not Family.RANDOMIZED_RESPONSE
+            else draw(st.floats(100, 1e5))
+        )
         items.append(
             Item(
                 f"q{i}",
@@ -89,7 +100,9 @@ def workloads(draw: st.DrawFn) -> list[Item]:
 
 @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(items=workloads(), eps=st.floats(0.05, 8.0), rule=st.sampled_from(RULES))
-def test_allocate_meets_budget_and_beats_equal_split(items: list[Item], eps: float, rule: CompositionRule) -> None:
+def test_allocate_meets_budget_and_beats_equal_split(
+    items: list[Item], eps: float, rule: CompositionRule
+) -> None:
     delta = 1e-6
     a = allocate(items, eps, delta, rule)
     # never over budget, and uses it to within 1e-9 relative (issue 4, item 1)
@@ -106,10 +119,21 @@ def test_allocate_meets_budget_and_beats_equal_split(items: list[Item], eps: flo
 
 
 def _replace_pinned(item: Item, pinned: float | None) -> Item:
-    return Item(item.id, item.family, item.coef, item.sensitivity, item.weight, item.error_scale, item.part_b, pinned)
+    return Item(
+        item.id,
+        item.family,
+        item.coef,
+        item.sensitivity,
+        item.weight,
+        item.error_scale,
+        item.part_b,
+        pinned,
+    )
 
 
-def _equal_split_objective(items: list[Item], eps: float, delta: float, rule: CompositionRule) -> float:
+def _equal_split_objective(
+    items: list[Item], eps: float, delta: float, rule: CompositionRule
+) -> float:
     """Pin every item to the same θ = t and bisect t so the budget is met (independent of
     the allocator's internals apart from the pinned path)."""
     lo, hi = 1e-9, 1e3
@@ -208,7 +232,9 @@ def test_target_relative_uses_the_error_scale() -> None:
 
 
 def test_compare_rules_match_the_accountant_and_rdp_beats_basic_for_many_gaussians() -> None:
-    items = [Item(f"g{i}", Family.DISCRETE_GAUSSIAN, 0.5) for i in range(50)]  # as the product plans Gaussians
+    items = [
+        Item(f"g{i}", Family.DISCRETE_GAUSSIAN, 0.5) for i in range(50)
+    ]  # as the product plans Gaussians
     out = compare_rules(items, 1.0, 1e-6)
     for rule, alloc in out.items():
         spends = [s for _, s in alloc.spends()]
@@ -239,3 +265,46 @@ def test_bad_items_are_rejected() -> None:
         Item("a", Family.LAPLACE, 2.0, weight=-1.0)
     with pytest.raises(PlanError, match="unique"):
         allocate([Item("a", Family.LAPLACE, 2.0), Item("a", Family.LAPLACE, 2.0)], 1.0)
+
+
+def _mixed(n: int, seed: int) -> list[Item]:
+    fams = [
+        Family.LAPLACE,
+        Family.GAUSSIAN,
+        Family.DISCRETE_GAUSSIAN,
+        Family.RANDOMIZED_RESPONSE,
+        Family.DISCRETE_LAPLACE,
+        Family.EXPONENTIAL,
+    ]
+    rng = np.random.default_rng(seed)
+    return [
+        Item(
+            f"q{i}",
+            fams[i % len(fams)],
+            50_000.0
+            if fams[i % len(fams)] is Family.RANDOMIZED_RESPONSE
+            else float(rng.uniform(1, 100)),
+            weight=float(rng.uniform(0.5, 5)),
+        )
+        for i in range(n)
+    ]
+
+
+@pytest.mark.parametrize("rule", RULES)
+@pytest.mark.parametrize(("n", "seed"), [(12, 3), (90, 1)])
+def test_error_curve_matches_allocate_under_every_rule(
+    rule: CompositionRule, n: int, seed: int
+) -> None:
+    # The curve is the same optimisation as allocate() without its exact final fit: a point
+    # may be below allocate's objective only by the multiplier search's 1e-9 tolerance on
+    # the budget (objective ∝ ε^-2 or so: ~2e-9 relative, 1e-8 allowed), and above it only
+    # by what that fit adds. 1e-3 allows the RDP curve's coarser order search (measured
+    # 1.6e-4 on the benchmark workload); before the curve used both KOV bounds, the advanced
+    # curve of 90 queries sat 11.7% above allocate() at ε = 1.
+    items = _mixed(n, seed)
+    eps = np.array([0.3, 1.0, 4.0])
+    curve = error_curve(items, eps, 1e-6, rule)
+    direct = np.array([allocate(items, float(e), 1e-6, rule).objective for e in eps])
+    ratio = curve / direct - 1.0
+    assert np.all(ratio >= -1e-8), ratio
+    assert np.all(ratio <= 1e-3), ratio
