@@ -34,7 +34,7 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
-from functools import cached_property
+from functools import cached_property, partial
 from typing import cast
 
 import numpy as np
@@ -765,36 +765,64 @@ def _dual_batch(
         better = solved & (np.sum(d.f(kov), axis=1) < np.sum(d.f(basic), axis=1))
         return np.asarray(np.where(better[:, None], kov, basic))
 
-    # RDP: for each ε a batch of orders, then two finer batches around the best one
-    coarse = np.asarray(DEFAULT_ORDERS[::80])
-    orders = np.broadcast_to(coarse, (n_e, coarse.size)).copy()
-    best_u = u0.copy()
-    best_obj = np.full(n_e, np.inf)
-    for _round in range(3):
-        n_a = orders.shape[1]
-        alpha = orders.reshape(-1, 1)
-        eps_rows = np.repeat(epsilons, n_a)
+    # RDP: the optimum over orders α. A coarse batch of orders for every ε, then bisection
+    # in log(α − 1) between the best one and the neighbour it points to. The direction is
+    # the sign of dV/dα, V(α) the optimal objective at order α: by the envelope theorem
+    # dV/dα = μ·∂/∂α[Σᵢ εᵢ(α; θ*) + conversion(α)] at the solution θ*(α), μ > 0, so it is
+    # read off the cost at fixed θ (a central difference, no extra solve).
+    conv = partial(_rdp_conversion, delta=delta)
+
+    def solve_at(
+        alpha: FloatArray, u_start: FloatArray
+    ) -> tuple[FloatArray, FloatArray, FloatArray]:
+        """Solve every row at its order (``alpha`` shape (R,)); returns (u, objective, dV/dα sign)."""
+        a = alpha[:, None]
+        n_r = alpha.size
+        eps_r = epsilons[np.arange(n_r) % n_e]
         fixed_r = np.sum(
-            np.where(
-                fixed, d.rdp(np.broadcast_to(start, (alpha.size, start.size)).copy(), alpha), 0.0
-            ),
-            axis=1,
+            np.where(fixed, d.rdp(np.broadcast_to(start, (n_r, start.size)).copy(), a), 0.0), axis=1
         )
-        budget = eps_rows - _rdp_conversion(alpha[:, 0], delta) - fixed_r
+        u, ok = d.solve(lambda th: d.rdp(th, a), eps_r - conv(alpha) - fixed_r, u_start)
+        obj = np.where(ok, np.sum(d.f(np.exp(u)), axis=1), np.inf)
+        x, h = np.log(alpha - 1.0), 1e-4
+        ap, am = 1.0 + np.exp(x + h), 1.0 + np.exp(x - h)
+        th = np.exp(u)
+        slope = (d.rdp(th, ap[:, None]).sum(axis=1) + conv(ap)) - (
+            d.rdp(th, am[:, None]).sum(axis=1) + conv(am)
+        )
+        return u, obj, slope
 
-        def c_rdp(th: FloatArray, alpha: FloatArray = alpha) -> FloatArray:
-            return d.rdp(th, alpha)
-
-        u, ok = d.solve(c_rdp, budget, np.repeat(best_u, n_a, axis=0))
-        obj = np.where(ok, np.sum(d.f(np.exp(u)), axis=1), np.inf).reshape(n_e, n_a)
-        k = np.argmin(obj, axis=1)
-        rows = np.arange(n_e)
-        improve = obj[rows, k] < best_obj
-        best_obj = np.where(improve, obj[rows, k], best_obj)
-        best_u = np.where(improve[:, None], u.reshape(n_e, n_a, -1)[rows, k], best_u)
-        lo = orders[rows, np.maximum(k - 1, 0)]
-        hi = orders[rows, np.minimum(k + 1, n_a - 1)]
-        orders = 1.0 + np.geomspace(lo - 1.0, hi - 1.0, 12, axis=1)
+    coarse = np.asarray(DEFAULT_ORDERS[::120])
+    n_a = coarse.size
+    # rows ordered (order, ε) so that row r has ε index r % n_e
+    u, obj, slope = solve_at(np.repeat(coarse, n_e), np.tile(u0, (n_a, 1)))
+    obj, slope, u = obj.reshape(n_a, n_e), slope.reshape(n_a, n_e), u.reshape(n_a, n_e, -1)
+    rows = np.arange(n_e)
+    k = np.argmin(obj, axis=0)
+    best_obj = obj[k, rows]
+    best_u = u[k, rows]
+    xs = np.log(coarse - 1.0)
+    up = slope[k, rows] < 0  # V still falling at the best order: the optimum lies above it
+    k_lo = np.where(up, k, np.maximum(k - 1, 0))
+    k_hi = np.where(up, np.minimum(k + 1, n_a - 1), k)
+    lo, hi = xs[k_lo], xs[k_hi]
+    s_lo, s_hi = slope[k_lo, rows], slope[k_hi, rows]
+    for _ in range(6):
+        # regula falsi on the slope where it changes sign over the bracket, else bisection;
+        # kept a tenth of the bracket away from its ends
+        with np.errstate(divide="ignore", invalid="ignore"):
+            mid = lo - s_lo * (hi - lo) / (s_hi - s_lo)
+        width = hi - lo
+        mid = np.where((s_lo < 0) & (s_hi > 0) & np.isfinite(mid), mid, lo + width / 2)
+        mid = np.clip(mid, lo + width / 10, hi - width / 10)
+        u_m, obj_m, slope_m = solve_at(1.0 + np.exp(mid), best_u)
+        improve = obj_m < best_obj
+        best_obj = np.where(improve, obj_m, best_obj)
+        best_u = np.where(improve[:, None], u_m, best_u)
+        # infeasible at mid: move towards the best order found so far
+        go_up = np.where(np.isfinite(obj_m), slope_m < 0, mid < xs[k])
+        lo, s_lo = np.where(go_up, mid, lo), np.where(go_up, slope_m, s_lo)
+        hi, s_hi = np.where(go_up, hi, mid), np.where(go_up, s_hi, slope_m)
     theta = np.exp(best_u)
     if not wl.gauss.any() or not np.all(np.isfinite(best_obj)):
         # all pure: RDP's ε is min(conversion, Σε), so the basic split is feasible too
