@@ -685,23 +685,33 @@ class _Dual:
         hi = np.full(lmu.shape, np.inf)  # ... and below it
         active = ok.copy()
         u = u0
+        u_under = u0.copy()  # the last iterate under budget, for rows that never converge
         for _ in range(100):
             u, dtot = self.argmin(np.exp(lmu), cost, u, active)
             t = total(u)
             with np.errstate(divide="ignore", invalid="ignore"):
                 fval = np.log(t) - lb
-            active = active & ~(np.abs(fval[:, 0]) < 1e-9)
-            if not active.any():
-                break
+            u_under = np.where(active[:, None] & (fval < 0), u, u_under)
             lo = np.where(fval > 0, lmu, lo)
             hi = np.where(fval < 0, lmu, hi)
+            # A per-item minimiser can jump between two local minima as μ moves (the RDP
+            # of a clipped or two-part Laplace is not convex in log θ): the total then
+            # skips over the budget and the bracket collapses without converging.
+            collapsed = (hi[:, 0] - lo[:, 0]) < 1e-12 * np.maximum(1.0, np.abs(lmu[:, 0]))
+            done = np.abs(fval[:, 0]) < 1e-9
+            active = active & ~done & ~collapsed
+            if not active.any():
+                break
             with np.errstate(divide="ignore", invalid="ignore"):
                 cand = lmu - np.clip(fval * t / dtot, -8.0, 8.0)
             inside = np.isfinite(cand) & (dtot < 0) & (cand > lo) & (cand < hi)
             bracketed = np.isfinite(lo) & np.isfinite(hi)
             fallback = np.where(bracketed, (lo + hi) / 2, np.where(fval > 0, lmu + 2.0, lmu - 2.0))
             lmu = np.where(active[:, None], np.where(inside, cand, fallback), lmu)
-        return u, ok
+        # rows left over budget (collapsed bracket or out of iterations) take their last
+        # iterate under budget: feasible, a little below the budget
+        over = ok & ~(np.abs(fval[:, 0]) < 1e-9) & (fval[:, 0] > 0) & np.isfinite(hi[:, 0])
+        return np.where(over[:, None], u_under, u), ok
 
 
 def _dual_allocation(

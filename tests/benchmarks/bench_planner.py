@@ -10,13 +10,24 @@ from __future__ import annotations
 import argparse
 import statistics
 import time
+from pathlib import Path
 
 import numpy as np
 
 from planner.accounting import CompositionRule
 from planner.allocation import Family, Item, allocate, applicable_rules, error_curve
+from planner.plan_spec import load_plan_spec
+from planner.workload import compare_curve
 
-FAMS = [Family.LAPLACE, Family.DISCRETE_GAUSSIAN, Family.EXPONENTIAL, Family.RANDOMIZED_RESPONSE, Family.DISCRETE_LAPLACE]
+ROOT = Path(__file__).resolve().parents[2]
+
+FAMS = [
+    Family.LAPLACE,
+    Family.DISCRETE_GAUSSIAN,
+    Family.EXPONENTIAL,
+    Family.RANDOMIZED_RESPONSE,
+    Family.DISCRETE_LAPLACE,
+]
 
 
 def workload(n: int, seed: int = 0) -> list[Item]:
@@ -44,12 +55,21 @@ def main() -> None:
     args = ap.parse_args()
     print("allocation time vs number of mixed queries (median of 3):")
     for rule in CompositionRule:
+        times: dict[int, float] = {}
         for n in (10, 20, 50, 100, 200, 500, 1000):
             if n > args.max_n:
                 break
             items = workload(n)
-            t = timed(lambda items=items, rule=rule: allocate(items, 1.0, 1e-6, rule), repeat=1 if n >= 500 else 3)
-            print(f"  {rule.value:6s} n={n:5d}: {t * 1000:9.1f} ms")
+            times[n] = timed(
+                lambda items=items, rule=rule: allocate(items, 1.0, 1e-6, rule),
+                repeat=1 if n >= 500 else 3,
+            )
+            print(f"  {rule.value:8s} n={n:5d}: {times[n] * 1000:9.1f} ms")
+        if 100 in times and 1000 in times:
+            # growth exponent k in t ∝ n^k between 100 and 1000 queries
+            print(
+                f"  {rule.value:8s} growth 100 -> 1000 queries: t ~ n^{np.log10(times[1000] / times[100]):.2f}"
+            )
     items = workload(20)
     eps = np.geomspace(0.1, 10, 50)
 
@@ -57,10 +77,21 @@ def main() -> None:
         for rule in applicable_rules(items, 1e-6):
             error_curve(items, eps, 1e-6, rule)
 
-    print(f"compare-rules curve, 20 queries x 50 total-eps x 4 rules: {timed(curve, 3) * 1000:.0f} ms")
+    print(
+        f"compare-rules curve, 20 queries x 50 total-eps x 4 rules: {timed(curve, 3) * 1000:.0f} ms"
+    )
     for rule in applicable_rules(items, 1e-6):
         t = timed(lambda rule=rule: error_curve(items, eps, 1e-6, rule), 3)
         print(f"  {rule.value:8s}: {t * 1000:.0f} ms")
+    # the Planner page's curve on the bundled census workload (examples/census_plan.json)
+    spec = load_plan_spec(ROOT / "examples" / "census_plan.json")
+    t = timed(
+        lambda: compare_curve(spec.queries, spec.schema, list(eps), spec.delta, spec.error_scales),
+        3,
+    )
+    print(
+        f"compare-rules curve, census example plan ({len(spec.queries)} queries) x 50 total-eps: {t * 1000:.0f} ms"
+    )
 
 
 if __name__ == "__main__":
