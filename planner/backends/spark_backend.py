@@ -66,6 +66,13 @@ class SparkDialect(Dialect):
     def hash64(self, expr: str) -> str:
         return f"xxhash64({expr})"
 
+    def exact_sum(self, expr: str) -> str:
+        # Spark sums BIGINT into a BIGINT (overflow): sum as DECIMAL(38, 0) instead
+        return f"sum(CAST(CAST({expr} AS BIGINT) AS DECIMAL(38, 0)))"
+
+    def distinct_ints(self, expr: str, lo: str, hi: str) -> str | None:
+        return None
+
 
 def java_available() -> bool:
     """Whether a Java runtime can be found (``JAVA_HOME`` or ``java`` on the PATH)."""

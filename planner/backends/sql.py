@@ -11,24 +11,38 @@ How each rule of the contract (``planner/backends/base.py``) is compiled:
   and :func:`~planner.backends.pandas_backend.canonical_value`: CSV cells arrive as text
   (pyarrow's NA tokens become NULL, as in the pandas loader), are trimmed of Unicode
   white space by a regular expression, matched against the same number pattern, then
-  ``TRY_CAST`` to DOUBLE. Categorical, boolean and identifier cells are reduced to a
-  *canonical key* (``'n'`` + normalised integer digits or number, ``'t'`` + text) by one
-  SQL expression applied both to the cells and to the declared categories (a registered
+  ``TRY_CAST`` to DOUBLE. Typed cells (Parquet, DataFrames) skip the text steps: an
+  integer or floating column is cast to DOUBLE and only NULL / NaN / ±inf are checked.
+  Categorical, boolean and identifier cells are reduced to a *canonical key* (``'n'`` +
+  normalised integer digits or number, ``'t'`` + text) by one SQL expression applied both
+  to the cells (once per distinct cell) and to the declared categories (a registered
   lookup table joined in), so equality of keys is equality of canonical values.
-* **Missing rule** as explicit ``CASE`` expressions; ``least``/``greatest`` are never used
-  (they turn NULL into a bound and NaN into the upper bound, engines.md §3).
-* **Contribution bounding**: people with more than c rows are found by a ``GROUP BY``;
-  only their rows are ranked by ``row_number() OVER (PARTITION BY person ORDER BY
-  md5(salt_key | row key))``, the same text and md5 as
+* **Missing rule** as explicit ``CASE`` expressions; ``least``/``greatest`` are never
+  applied to a cell (they turn NULL into a bound and NaN into the upper bound,
+  engines.md §3), only to a bin index guessed from a usable (finite) value.
+* **Contribution bounding**: whether anybody has more than c rows is decided first. When
+  every person id is an integer (an integer column, or text that is exactly an integer's
+  digits), DuckDB counts the distinct ids with a bitmap of [min, max]
+  (:meth:`SqlBackend._check_units_by_bitmap`); otherwise a ``GROUP BY`` person counts
+  rows. Only the rows of people over c are ranked by ``row_number() OVER (PARTITION BY
+  person ORDER BY md5(salt_key | row key))``, the same text and md5 as
   :func:`~planner.backends.pandas_backend.bound_contributions`, so every engine keeps
   the same rows.
 * **Sums** are exact: each clipped value is split into integers
-  (:func:`~planner.backends.pandas_backend.float_parts`), summed as DECIMAL(38, 0) and
-  rounded once in Python, which is the float pandas returns too.
+  (:func:`~planner.backends.pandas_backend.float_parts`: the integer part, and two
+  53-bit fractional parts unless the column is integer-valued), summed exactly (HUGEINT
+  in DuckDB, DECIMAL(38, 0) in Spark) and rounded once in Python, which is the float
+  pandas returns too.
 * **Bins and quantile grids**: one ``GROUP BY GROUPING SETS`` over every requested bin
-  key (and the empty set for all scalar aggregates): one pass over the data per plan.
-  A bin index is guessed arithmetically and corrected against the actual edge values
-  (passed as an array parameter), so ties on edges follow ``searchsorted`` exactly.
+  key, next to one ungrouped aggregate for all scalars: one statement per plan. A bin
+  index is guessed arithmetically and corrected against the actual edge values (computed
+  as ``i·step + e₀`` when that reproduces every edge bit for bit, else read from an
+  array parameter), so ties on edges follow ``searchsorted`` exactly. An integer-valued
+  column with at most :data:`MAX_VALUE_GROUPS` possible values is instead counted per
+  value and binned in Python by ``searchsorted`` itself.
+* Every derived value is computed once in a projection layer of its own and then used
+  by name: written out several times inside a ``CASE`` it would be evaluated several
+  times per row.
 
 Safety: every column name is quoted by :meth:`Dialect.ident` (quotes doubled), every
 value (bounds, categories, edges, salt, replacement values, predicate constants) is a
@@ -40,7 +54,7 @@ from __future__ import annotations
 
 import uuid
 from abc import abstractmethod
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -86,6 +100,9 @@ WHITESPACE: Final[str] = (
     + "".join(chr(c) for c in range(0x2000, 0x200B))
     + "\u2028\u2029\u202f\u205f\u3000"
 )
+
+#: Integer-valued numeric columns with at most this many values are binned per value.
+MAX_VALUE_GROUPS: Final[int] = 1 << 16
 
 NUMBER_PATTERN: Final[str] = f"^(?:{_NUMBER_RE})$"
 INT_PATTERN: Final[str] = r"^[+-]?[0-9]+$"
@@ -136,6 +153,26 @@ class Dialect:
     def hash64(self, expr: str) -> str:
         """A 64-bit hash (grouping key only; never an order or a released value)."""
         return f"hash({expr})"
+
+    def count_if(self, cond: str) -> str:
+        """Rows where ``cond`` is true (NULL counts as false)."""
+        return f"count_if({cond})"
+
+    def exact_sum(self, expr: str) -> str:
+        """The exact sum of an integer-valued DOUBLE expression (|each value| < 2⁶²).
+
+        DuckDB sums BIGINT into a 128-bit HUGEINT: exact for any row count.
+        """
+        return f"sum(CAST({expr} AS BIGINT))"
+
+    def distinct_ints(self, expr: str, lo: str, hi: str) -> str | None:
+        """The number of distinct values of a BIGINT expression known to lie in [lo, hi].
+
+        DuckDB sets one bit per value (``bitstring_agg``): hi − lo + 1 bits per thread,
+        against a hash table of every distinct value. ``None``: the engine has no such
+        aggregate (the caller groups by value instead).
+        """
+        return f"bit_count(bitstring_agg({expr}, {lo}, {hi}))"
 
 
 class Params:
@@ -243,6 +280,30 @@ def _uniform_guess_ok(edges: np.ndarray, side: str) -> bool:
         guess = np.clip(np.ceil(q), 0, edges.size - 1)
         truth = np.searchsorted(edges, pts, side="left")
     return bool(np.all(np.abs(guess - truth) <= 1))
+
+
+def _arithmetic_step(edges: np.ndarray) -> float | None:
+    """A step with ``edges[i] == i·step + edges[0]`` exactly for every i but the last, if any.
+
+    Both IEEE operations round the same way in numpy, DuckDB and Spark (no fused
+    multiply-add across separate SQL operators), so SQL computes these edges bit for bit.
+    ``numpy.linspace`` grids and the grids of a declared step have this form.
+
+    Examples
+    --------
+    >>> _arithmetic_step(np.linspace(18, 90, 1001)) == (90 - 18) / 1000
+    True
+    >>> _arithmetic_step(np.array([0.0, 1.0, 3.0, 4.0])) is None
+    True
+    """
+    n = edges.size
+    if n < 2:
+        return None
+    i = np.arange(n - 1, dtype=np.float64)
+    for step in ((edges[-1] - edges[0]) / (n - 1), edges[1] - edges[0]):
+        if step > 0 and np.isfinite(step) and np.array_equal(i * step + edges[0], edges[:-1]):
+            return float(step)
+    return None
 
 
 @dataclass
@@ -645,6 +706,9 @@ class SqlBackend(Backend):
         unit = self.schema.unit.column
         if unit is None:
             return -1, False  # no bounding: nothing is truncated (total = rows)
+        fast = self._check_units_by_bitmap(unit)
+        if fast is not None:
+            return fast
         uk = self.schema.names.index(unit)
         cells = self._cells_sql(p, [uk])
         c = p(self.schema.unit.max_rows)
@@ -665,6 +729,52 @@ class SqlBackend(Backend):
             )
         return total, over > 0
 
+    def _check_units_by_bitmap(self, unit: str) -> tuple[int, bool] | None:
+        """:meth:`_check_units` without grouping by person, when every id is an integer.
+
+        If every person id is an integer in plain form (an integer column, or text that is
+        exactly an integer's decimal digits), the canonical keys of two ids are equal
+        exactly when the integers are, so the people are distinct exactly when the number
+        of distinct integers (one bit per value of [min, max], :meth:`Dialect.distinct_ints`)
+        equals the number of rows; then nobody has more than c ≥ 1 rows. ``None`` (the
+        caller groups by person) when an id is missing or not a plain integer, the range
+        is too wide for a bitmap, the engine has none, or someone has 2 ≤ rows and c > 1.
+        """
+        d = self.dialect
+        if d.distinct_ints("x", "0", "0") is None:
+            return None
+        tc = self._types[unit]
+        a = d.ident(unit)
+        p = Params(d)
+        if tc == "int":
+            ints = f"SELECT TRY_CAST({a} AS BIGINT) AS iv FROM {self._src}"
+        elif tc == "text":
+            # a plain integer prints back as its own text: "7", "-12" (not "007", "+7", "7.0")
+            ints = (
+                f"SELECT CASE WHEN CAST(b AS {d.text_type}) = t THEN b END AS iv FROM "
+                f"(SELECT t, TRY_CAST(t AS BIGINT) AS b FROM "
+                f"(SELECT {self._text(a, 'text', p)} AS t FROM {self._src}) q0) q1"
+            )
+        else:
+            return None
+        total, n_int, lo, hi = self._run_sql(
+            f"SELECT count(*), count(iv), min(iv), max(iv) FROM ({ints}) q", p
+        )[0]
+        if not total:
+            return 0, False
+        if n_int != total:
+            return None
+        width = int(hi) - int(lo) + 1
+        if width > min(1 << 30, 8 * int(total) + (1 << 20)):
+            return None  # sparse ids: a bitmap of the range would be large
+        distinct_sql = d.distinct_ints("iv", p(int(lo)), p(int(hi)))
+        distinct = int(self._run_sql(f"SELECT {distinct_sql} FROM ({ints}) q", p)[0][0])
+        if distinct == total:
+            return int(total), False
+        if self.schema.unit.max_rows == 1:
+            return int(total), True
+        return None
+
     # ------------------------------------------------------------------ execution
     def _values(self, reqs: Sequence[_Request]) -> list[Any]:
         missing = [r for r in reqs if r not in self._cache]
@@ -676,7 +786,15 @@ class SqlBackend(Backend):
         return [self._cache[r] for r in reqs]
 
     def _run(self, reqs: Iterable[_Request]) -> None:
-        """Compute requests in ONE statement (plus the base stats of every column)."""
+        """Compute requests in ONE statement (plus the base stats of every column).
+
+        The statement reads ``kept`` twice: one ungrouped aggregate for every scalar
+        (counts, exact sums) and one ``GROUPING SETS`` aggregate for every bin request
+        (DuckDB streams both from one scan). Each derived value is computed once, in
+        its own projection layer, and referenced by name: an expression written out
+        several times inside a ``CASE`` is evaluated several times per row.
+        """
+        d = self.dialect
         todo: list[_Request] = list(dict.fromkeys([_Rows(), *reqs]))
         scalars = [r for r in todo if not isinstance(r, _Bins)]
         groups = [r for r in todo if isinstance(r, _Bins)]
@@ -689,13 +807,14 @@ class SqlBackend(Backend):
                     used.add(r.k)
                 if r.predicate is not None:
                     used.add(self.schema.names.index(r.predicate.column))
-        p = Params(self.dialect)
+        p = Params(d)
         ctes = self._kept_with(p, sorted(used))
         aggs: list[str] = ["count(*)"]
         slots: list[tuple[_Request, int, int]] = []  # request, first agg index, width
+        sum_layers: list[_Layer] = [_Layer(), _Layer(), _Layer()]
 
         def one(cond: str) -> str:
-            return f"sum(CASE WHEN {cond} THEN 1 ELSE 0 END)"
+            return "count(*)" if cond == "TRUE" else d.count_if(cond)
 
         for r in scalars:
             start = len(aggs)
@@ -711,27 +830,36 @@ class SqlBackend(Backend):
                     keep.append(f"NOT d{r.k}")
                 if r.predicate is not None:
                     keep.append(f"NOT d{self.schema.names.index(r.predicate.column)}")
-                usable = " AND ".join(keep)
+                usable = " AND ".join(keep[1:]) if len(keep) > 1 else "TRUE"
                 m = usable if r.predicate is None else f"{usable} AND {self._predicate_sql(r.predicate, p)}"
                 aggs += [one(m), one(usable)]
             elif isinstance(r, _Sum):
-                k = r.k
-                s, ih, il, f1, f2 = self._parts_sql(f"v{k}")
-                for e in (ih, il, f1, f2):
-                    aggs.append(
-                        f"sum(CASE WHEN u{k} THEN CAST(CAST({s} * {e} AS BIGINT) AS DECIMAL(38, 0)) END)"
-                    )
+                aggs += self._sum_sql(r.k, p, sum_layers)
             slots.append((r, start, len(aggs) - start))
+        scalar_src = "kept"
+        for layer in sum_layers:
+            if layer.cols:
+                cols = ", ".join(f"{e} AS {a}" for a, e in layer.cols)
+                scalar_src = f"(SELECT *, {cols} FROM {scalar_src} s)"
+        # bins of small integer-valued columns: counted per value, binned in Python
+        by_value = {g: _Bins(g.k) for g in groups
+                    if (g.edges is not None or g.grid is not None) and self._value_counted(g.k)}
+        wanted = groups
+        groups = list(dict.fromkeys(by_value.get(g, g) for g in groups))
         keys: list[str] = []
-        guesses: list[str] = []
+        layers: list[_Layer] = [_Layer(), _Layer()]  # guessed bin index, exact bin index
         for j, g in enumerate(groups):
-            guess, key = self._bin_key_sql(g, p, f"gg{j}")
+            guess, idx, key = self._bin_key_sql(g, p, j)
             keys.append(key)
             if guess is not None:
-                guesses.append(f"{guess} AS gg{j}")
+                layers[0].add(f"gg{j}", guess)
+            if idx is not None:
+                layers[1].add(f"gi{j}", idx)
         inner = "SELECT * FROM kept"
-        if guesses:
-            inner = f"SELECT *, {', '.join(guesses)} FROM kept"
+        for layer in layers:
+            if layer.cols:
+                cols = ", ".join(f"{e} AS {a}" for a, e in layer.cols)
+                inner = f"SELECT *, {cols} FROM ({inner}) y"
         if keys:
             inner = f"SELECT *, {', '.join(f'{e} AS gk{j}' for j, e in enumerate(keys))} FROM ({inner}) y"
         key_cols = [f"gk{j}" for j in range(len(keys))]
@@ -742,11 +870,12 @@ class SqlBackend(Backend):
             zeros = ", ".join(f"CAST(NULL AS DECIMAL(38, 0)) AS s{j}" for j in range(1, len(aggs)))
             sql = (
                 f"{ctes} SELECT {nulls}, {', '.join(f'CAST({a} AS DECIMAL(38, 0)) AS s{j}' for j, a in enumerate(aggs))} "
-                f"FROM kept UNION ALL SELECT {', '.join(key_cols)}, CAST(count(*) AS DECIMAL(38, 0)) AS s0"
+                f"FROM {scalar_src} sc UNION ALL "
+                f"SELECT {', '.join(key_cols)}, CAST(count(*) AS DECIMAL(38, 0)) AS s0"
                 f"{', ' + zeros if zeros else ''} FROM ({inner}) z GROUP BY GROUPING SETS ({sets})"
             )
         else:
-            sql = f"{ctes} SELECT {', '.join(aggs)} FROM kept"
+            sql = f"{ctes} SELECT {', '.join(aggs)} FROM {scalar_src} sc"
         rows = self._run_sql(sql, p)
         nk = len(keys)
         grouped: list[dict[int, int]] = [{} for _ in groups]
@@ -764,8 +893,66 @@ class SqlBackend(Backend):
             self._cache[r] = vals[0] if isinstance(r, _Rows) else tuple(vals)
         for g, counts in zip(groups, grouped, strict=True):
             self._cache[g] = counts
+        for g in wanted:
+            if g in by_value:
+                self._cache[g] = self._bins_of_values(g, self._cache[by_value[g]])
         if self._require_rows and self._cache[_Rows()] == 0 and self._total <= 0:
             raise DataError("the data has a header but no data rows; use a file with at least one row.")
+
+    def _int_valued(self, k: int) -> bool:
+        """Whether every usable clipped value of numeric column k is an integer.
+
+        True when the engine column has an integer type and the bounds (and the
+        replacement value, if any) are integers: clipping and replacing keep integers.
+        """
+        col = self.schema.columns[k]
+        if col.kind is not ColumnKind.NUMERIC or self._types[col.name] != "int":
+            return False
+        vals: list[float] = [float(b) for b in col.bounds]
+        if col.missing.action is MissingAction.REPLACE:
+            vals.append(float(col.missing.value))  # type: ignore[arg-type]
+        return all(v.is_integer() for v in vals)
+
+    def _value_counted(self, k: int) -> bool:
+        """Whether bins of column k are counted per distinct value and binned in Python.
+
+        For an integer-valued column with at most :data:`MAX_VALUE_GROUPS` possible values
+        (``U − L + 1``), one ``GROUP BY`` value serves every histogram and quantile grid
+        of the column, and :func:`numpy.searchsorted` bins the few values exactly as the
+        pandas backend bins the rows.
+        """
+        if not self._int_valued(k):
+            return False
+        lo, hi = self.schema.columns[k].bounds
+        return hi - lo + 1 <= MAX_VALUE_GROUPS
+
+    def _sum_sql(self, k: int, p: Params, layers: list[_Layer]) -> list[str]:
+        """The four exact-sum aggregates of column k (ih, il, f1, f2 of ``float_parts``).
+
+        Adds the per-row parts to three projection layers over ``kept``. The integer part
+        floor(|x|) < 2⁶² is summed whole (as ``il``; ``ih`` is 0): a BIGINT per row, summed
+        exactly (:meth:`Dialect.exact_sum`), gives the same total ih·2⁵³ + il. The
+        fractional parts are the constant 0 when the column is integer-valued
+        (:meth:`_int_valued`), and the sign is left out when L ≥ 0: every clipped value
+        lies in [L, U], so neither changes a result.
+        """
+        d = self.dialect
+        lo, _hi = self.schema.columns[k].bounds
+        signed = lo < 0
+        two = "CAST(9007199254740992 AS DOUBLE)"
+        layers[0].add(f"sa{k}", f"CASE WHEN u{k} THEN abs(v{k}) END")  # NULL: not summed
+        if signed:
+            layers[0].add(f"sg{k}", f"CASE WHEN v{k} < 0 THEN -1 ELSE 1 END")
+        layers[1].add(f"si{k}", d.floor(f"sa{k}"))
+        parts: list[str | None] = [None, f"si{k}", None, None]
+        if not self._int_valued(k):
+            layers[1].add(f"sf{k}", f"(sa{k} - {d.floor(f'sa{k}')}) * {two}")
+            layers[2].add(f"s1{k}", d.floor(f"sf{k}"))
+            parts[2] = f"s1{k}"
+            parts[3] = d.floor(f"(sf{k} - s1{k}) * {two}")
+        return [
+            "0" if e is None else d.exact_sum(f"sg{k} * {e}" if signed else e) for e in parts
+        ]
 
     def _predicate_sql(self, pr: Predicate, p: Params) -> str:
         k, col = self._col(pr.column)
@@ -795,61 +982,105 @@ class SqlBackend(Backend):
             raise QueryError(f"a predicate on identifier column {col.name!r} is not allowed.")
         return f"(u{k} AND {cond})"
 
-    def _bin_key_sql(self, g: _Bins, p: Params, gname: str) -> tuple[str | None, str]:
-        """(guess, key): the per-row bin key of a grouping request (−1: not usable; −2:
-        outside the edges), computed from a guessed index (column ``gname``) when the
-        edges are evenly spaced."""
+    def _bins_of_values(self, g: _Bins, values: dict[int, int]) -> dict[int, int]:
+        """Bin counts of request g from the counts per usable value (see :meth:`_value_counted`).
+
+        The same :func:`numpy.searchsorted` rules as the pandas backend: histogram bin i
+        is [e_i, e_{i+1}) with the last bin closed, −2 outside the edges; a quantile
+        candidate is the smallest t ≥ x.
+        """
+        lo = self.schema.columns[g.k].bounds[0]
+        pairs = [(v, c) for v, c in values.items() if v >= lo]  # lo − 1: not usable
+        x = np.asarray([v for v, _ in pairs], dtype=np.float64)
+        n = np.asarray([c for _, c in pairs], dtype=np.int64)
+        if g.edges is not None:
+            e = np.asarray(g.edges, dtype=np.float64)
+            idx = np.searchsorted(e, x, side="right") - 1
+            idx[x == e[-1]] = e.size - 2  # the last bin is closed
+            idx[(idx < 0) | (idx >= e.size - 1)] = -2
+        else:
+            idx = np.searchsorted(np.asarray(g.grid, dtype=np.float64), x, side="left")
+        out: dict[int, int] = {}
+        for i, c in zip(idx.tolist(), n.tolist(), strict=True):
+            out[i] = out.get(i, 0) + c
+        return out
+
+    def _bin_key_sql(self, g: _Bins, p: Params, j: int) -> tuple[str | None, str | None, str]:
+        """(guess, index, key) of a grouping request: the per-row bin key (−1: not usable;
+        −2: outside the edges), computed from an exact bin index (column ``gi{j}``),
+        itself corrected from a guessed index (column ``gg{j}``) when the edges are evenly
+        spaced. Each of the three is a projection layer of its own.
+
+        Edge values are read from the edge array parameter, or, when every edge but the
+        last equals ``i·step + e₀`` exactly in IEEE arithmetic (the grids of
+        ``numpy.linspace`` and of a declared step), computed by that same formula in
+        SQL: cheaper than an array lookup per row, and bit-identical.
+        """
         d = self.dialect
         k = g.k
         v = f"v{k}"
-        guess_sql: str | None = None
+        gg, gi = f"gg{j}", f"gi{j}"
         if g.edges is None and g.grid is None:
-            return None, f"CASE WHEN u{k} THEN {v} ELSE -1 END"
+            if self.schema.columns[k].kind is ColumnKind.NUMERIC:  # per value (_value_counted)
+                below = p(int(self.schema.columns[k].bounds[0]) - 1)
+                return None, None, f"CASE WHEN u{k} THEN CAST({v} AS BIGINT) ELSE {below} END"
+            return None, None, f"CASE WHEN u{k} THEN {v} ELSE -1 END"
         if g.edges is not None:
             e = np.asarray(g.edges, dtype=np.float64)
             nb = e.size - 1
-            if _uniform_guess_ok(e, "right"):
-                arr = p([float(x) for x in e])
-                w, e0 = p(float(e[1] - e[0])), p(float(e[0]))
-                guess_sql = (
-                    f"CASE WHEN {v} < {e0} THEN 0 WHEN CAST({d.floor(f'({v} - {e0}) / {w}')} AS BIGINT) > {nb - 1} "
-                    f"THEN {nb - 1} ELSE CAST({d.floor(f'({v} - {e0}) / {w}')} AS BIGINT) END"
-                )
-                guess = gname
-                idx = (
-                    f"CASE WHEN {v} < {d.at(arr, guess)} THEN ({guess}) - 1 "
-                    f"WHEN {v} >= {d.at(arr, f'({guess}) + 1')} THEN ({guess}) + 1 ELSE ({guess}) END"
-                )
-            else:
-                if e.size > 2000:
-                    raise QueryError("more than 2000 irregular bin edges; use evenly spaced bins.")
-                whens = " ".join(f"WHEN {v} < {p(float(x))} THEN {i - 1}" for i, x in enumerate(e))
-                idx = f"CASE {whens} ELSE {nb} END"
-            last = p(float(e[-1]))
-            return guess_sql, (
+            first, last = p(float(e[0])), p(float(e[-1]))
+            key = (
                 f"CASE WHEN NOT u{k} THEN -1 WHEN {v} = {last} THEN {nb - 1} "
-                f"WHEN ({idx}) < 0 OR ({idx}) >= {nb} THEN -2 ELSE ({idx}) END"
+                f"WHEN {v} < {first} OR {v} > {last} THEN -2 ELSE {gi} END"
             )
+            if _uniform_guess_ok(e, "right"):
+                w, e0 = p(float(e[1] - e[0])), p(float(e[0]))
+                floor = d.floor(f"({v} - {e0}) / {w}")
+                guess = f"CAST(least(greatest({floor}, 0), {nb - 1}) AS BIGINT)"
+                edge = self._edge_fn(e, p)
+                idx = (
+                    f"{gg} - CASE WHEN {v} < {edge(gg)} THEN 1 ELSE 0 END "
+                    f"+ CASE WHEN {v} >= {edge(f'{gg} + 1')} THEN 1 ELSE 0 END"
+                )
+                return guess, idx, key
+            if e.size > 2000:
+                raise QueryError("more than 2000 irregular bin edges; use evenly spaced bins.")
+            whens = " ".join(f"WHEN {v} < {p(float(x))} THEN {i - 1}" for i, x in enumerate(e))
+            return None, f"CASE {whens} ELSE {nb} END", key
         grid = np.asarray(g.grid, dtype=np.float64)
         n = grid.size
         if n == 1:
-            return None, f"CASE WHEN NOT u{k} THEN -1 ELSE 0 END"
+            return None, None, f"CASE WHEN NOT u{k} THEN -1 ELSE 0 END"
+        key = f"CASE WHEN NOT u{k} THEN -1 ELSE {gi} END"
         if _uniform_guess_ok(grid, "left"):
-            arr = p([float(x) for x in grid])
             w, t0 = p(float(grid[1] - grid[0])), p(float(grid[0]))
-            raw = f"CAST(-{d.floor(f'({t0} - {v}) / {w}')} AS BIGINT)"  # ceil
-            guess_sql = f"CASE WHEN {v} <= {t0} THEN 0 WHEN {raw} > {n - 1} THEN {n - 1} ELSE {raw} END"
-            guess = gname
+            ceil = f"-{d.floor(f'({t0} - {v}) / {w}')}"
+            guess = f"CAST(least(greatest({ceil}, 0), {n - 1}) AS BIGINT)"
+            edge = self._edge_fn(grid, p)
             idx = (
-                f"CASE WHEN ({guess}) > 0 AND {d.at(arr, f'({guess}) - 1')} >= {v} THEN ({guess}) - 1 "
-                f"WHEN {d.at(arr, guess)} < {v} THEN ({guess}) + 1 ELSE ({guess}) END"
+                f"{gg} - CASE WHEN {gg} = 0 THEN 0 WHEN {edge(f'{gg} - 1')} >= {v} THEN 1 "
+                f"ELSE 0 END "
+                f"+ CASE WHEN {edge(gg)} < {v} THEN 1 ELSE 0 END"
             )
-        else:
-            if n > 2000:
-                raise QueryError("more than 2000 irregular quantile candidates; use an evenly spaced grid.")
-            whens = " ".join(f"WHEN {v} <= {p(float(x))} THEN {i}" for i, x in enumerate(grid))
-            idx = f"CASE {whens} ELSE {n} END"
-        return guess_sql, f"CASE WHEN NOT u{k} THEN -1 ELSE {idx} END"
+            return guess, idx, key
+        if n > 2000:
+            raise QueryError(
+                "more than 2000 irregular quantile candidates; use an evenly spaced grid."
+            )
+        whens = " ".join(f"WHEN {v} <= {p(float(x))} THEN {i}" for i, x in enumerate(grid))
+        return None, f"CASE {whens} ELSE {n} END", key
+
+    def _edge_fn(self, e: np.ndarray, p: Params) -> Callable[[str], str]:
+        """SQL of edge ``e[i]`` for an index expression i in [0, len(e) − 1]."""
+        d = self.dialect
+        step = _arithmetic_step(e)
+        if step is None:
+            arr = p([float(x) for x in e])
+            return lambda i: d.at(arr, i)
+        e0, st, last, n1 = p(float(e[0])), p(step), p(float(e[-1])), e.size - 1
+        return lambda i: (
+            f"(CASE WHEN {i} >= {n1} THEN {last} ELSE CAST({i} AS DOUBLE) * {st} + {e0} END)"
+        )
 
     # ------------------------------------------------------------------ Backend API
     @property

@@ -25,6 +25,7 @@ from planner.backends import PandasBackend, available_backends, make_backend
 from planner.backends.base import Backend, BinCounts, SumAggregate
 from planner.backends.duckdb_backend import DuckDBBackend
 from planner.backends.pandas_backend import bound_contributions
+from planner.errors import DataError
 from planner.loader import load_table
 from planner.mechanisms.base import MechanismName as M
 from planner.queries import MeanMode, Predicate, PredicateOp, Query, QueryKind
@@ -395,3 +396,265 @@ def test_spark_session_available_or_clear_error() -> None:
 
         with pytest.raises(PlannerError, match="Java"):
             make_backend("spark", "census.csv", Schema.load(DATA / "census.schema.json"))
+
+
+# ------------------------------------------------------------------ typed Parquet = CSV text
+# The SQL compiler specialises on the engine's column types (planner/backends/sql.py):
+# integer person ids are checked for duplicates with a bitmap, integer-valued columns are
+# binned per value in Python and summed without fractional parts, evenly spaced edges
+# are computed arithmetically. The same cells as typed Parquet and as CSV text must give
+# the same aggregates as pandas (the reference) in every backend.
+TYPED_ROWS: list[tuple[Any, ...]] = [
+    # pid, x (float), n (int), cat, flag
+    (1, 100.0, 30, "A", True),
+    (1, -50.0, 17, "A", False),            # x below L → 0; n below L → 18
+    (2, 300_000.0, 95, " B ", True),       # above U → U (both); blanks around a category
+    (3, None, None, "Z", None),            # NULL everywhere; undeclared category
+    (4, float("nan"), 27, "", False),      # NaN; n on the edge 27; empty category
+    (5, float("inf"), 90, None, True),     # +inf; n = U (last edge, closed)
+    (6, float("-inf"), 18, "C", False),    # −inf; n = L (first edge)
+    (7, 7.0, 45, "B", True),               # on the x edge 7 and the n edge 45
+    (8, 0.1, 63, "b", None),               # a fraction; "b" is undeclared (case)
+    (9, 1e-320, 81, "A", True),            # subnormal: its bits sit in the f2 part
+    (10, 200_000.0, 54, "C", False),       # x = U exactly; n on the edge 54
+    (11, 123.456, 36, "D", True),
+]
+TYPED_HEADER = "pid,x,n,cat,flag\n"
+
+
+def _csv_cell(v: Any) -> str:
+    if v is None:
+        return ""
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, float):
+        return repr(v)  # nan, inf, -inf, 1e-320: the loader's and the engines' tokens
+    s = str(v)
+    return f'"{s}"' if s.strip() != s else s
+
+
+def typed_files(folder: Path, rows: list[tuple[Any, ...]], stem: str = "typed") -> None:
+    """The same rows as CSV text and as Parquet with int64 / float64 / string / bool columns."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    lines = [",".join(_csv_cell(v) for v in r) for r in rows]
+    (folder / f"{stem}.csv").write_text(TYPED_HEADER + "\n".join(lines) + "\n")
+    cols = list(zip(*rows, strict=True))
+    table = pa.table({
+        "pid": pa.array(cols[0], type=pa.int64()),
+        "x": pa.array(cols[1], type=pa.float64()),
+        "n": pa.array(cols[2], type=pa.int64()),
+        "cat": pa.array(cols[3], type=pa.string()),
+        "flag": pa.array(cols[4], type=pa.bool_()),
+    })
+    pq.write_table(table, folder / f"{stem}.parquet")
+
+
+def typed_schema(c: int = 1, rule: MissingRule = DROP) -> Schema:
+    replace = rule.action is MissingAction.REPLACE
+    n_rule = MissingRule(MissingAction.REPLACE, 40.0) if replace else DROP
+    return Schema(
+        (
+            Column("pid", ColumnKind.IDENTIFIER),
+            Column("x", ColumnKind.NUMERIC, rule, 0, 200_000),
+            Column("n", ColumnKind.NUMERIC, n_rule, 18, 90),
+            Column("cat", ColumnKind.CATEGORICAL, DROP, categories=("A", "B", "C", "D", "E")),
+            Column("flag", ColumnKind.BOOLEAN, DROP),
+        ),
+        unit=PrivacyUnit("pid", c),
+        salt="typed",
+    )
+
+
+def typed_queries() -> list[Query]:
+    L, E = M.LAPLACE, M.EXPONENTIAL
+    return [
+        q("count", QueryKind.COUNT, None, L),
+        q("count_x", QueryKind.COUNT, "x", L),
+        q("n_ge", QueryKind.COUNT, None, L, predicate=Predicate("n", PredicateOp.GE, 45)),
+        q("x_sum", QueryKind.SUM, "x", L),
+        q("x_mean", QueryKind.MEAN, "x", L),
+        q("n_sum", QueryKind.SUM, "n", L),
+        q("cat", QueryKind.HISTOGRAM, "cat", L),
+        q("flag", QueryKind.PROPORTION, "flag", L),
+        # float column: evenly spaced edges (computed in SQL), irregular edges (CASE chain)
+        q("x_hist", QueryKind.HISTOGRAM, "x", L, bins=4),
+        q("x_edges", QueryKind.HISTOGRAM, "x", L, bin_edges=(0, 7, 100, 1000, 200_000)),
+        q("x_med", QueryKind.MEDIAN, "x", E, candidates=11),
+        # integer column: binned per value; edges at 18, 27, …, 90 and irregular ones
+        q("n_hist", QueryKind.HISTOGRAM, "n", L, bins=8),
+        q("n_edges", QueryKind.HISTOGRAM, "n", L, bin_edges=(18, 45, 54, 60, 90)),
+        q("n_med", QueryKind.MEDIAN, "n", E, candidates=73),
+        q("n_q", QueryKind.QUANTILE, "n", E, alphas=(0.25,), step=9.0),
+    ]
+
+
+@pytest.mark.parametrize("c", [1, 2])
+@pytest.mark.parametrize("action", ["drop", "replace"])
+def test_typed_parquet_and_csv_identical_in_every_backend(
+    data_dir: Path, spark: Any, action: str, c: int
+) -> None:
+    rows = [*TYPED_ROWS, (2, 5.0, 85, "A", True), (2, 6.0, 88, "B", False)]  # person 2: 3 rows
+    typed_files(data_dir, rows)
+    rule = MissingRule(MissingAction.REPLACE, 5.0) if action == "replace" else DROP
+    schema = typed_schema(c, rule)
+    qs = typed_queries()
+    csv = three("typed.csv", schema, spark)
+    parquet = three("typed.parquet", schema, spark)
+    expected = assert_identical(csv, qs)
+    assert assert_identical(parquet, qs) == expected
+    assert parquet["duckdb"].column_report() == csv["pandas"].column_report()
+    # person 1 has 2 rows and person 2 has 3: c = 1 cuts 1 + 2 rows, c = 2 cuts 0 + 1
+    assert csv["pandas"].rows_truncated == {1: 3, 2: 1}[c]
+    # edges inside [L, U] (only through bin_counts): values outside them are "unbinned"
+    for col, edges in [("n", (20.0, 45.0, 54.0, 60.0)), ("x", (1.0, 7.0, 100.0))]:
+        want = csv["pandas"].bin_counts(col, edges)
+        assert want.unbinned > 0
+        for b in (*csv.values(), *parquet.values()):
+            assert b.bin_counts(col, edges) == want
+    if action == "drop" and c == 2:
+        # hand-computed from the rows: the NULL n is dropped; edges 18, 27, …, 90; usable
+        # n of persons 1, 3–11: 30, 18 (17 clipped), 27, 90, 18, 45, 63, 81, 54, 36, and 2
+        # of person 2's 90 (95 clipped), 85, 88 (whichever is cut, all in [81, 90])
+        s = expected["n_sum"]
+        assert isinstance(s, SumAggregate) and (s.n, s.dropped) == (12, 1)
+        hist = expected["n_hist"]
+        assert isinstance(hist, BinCounts)
+        assert hist.counts == (2, 2, 1, 1, 1, 1, 0, 4)
+
+
+def test_typed_parquet_takes_the_specialised_paths(data_dir: Path) -> None:
+    """The typed file really exercises the bitmap check, per-value bins and integer sums."""
+    from planner.backends.sql import _arithmetic_step
+
+    typed_files(data_dir, TYPED_ROWS)
+    schema = typed_schema(1)
+    duck = DuckDBBackend(open_source("typed.parquet"), schema)
+    text = DuckDBBackend(open_source("typed.csv"), schema)
+    k_x, k_n = schema.names.index("x"), schema.names.index("n")
+    # person 1 has two rows > c = 1: found by the bitmap (int ids, and plain-digit text ids)
+    assert duck._check_units_by_bitmap("pid") == (len(TYPED_ROWS), True)
+    assert text._check_units_by_bitmap("pid") == (len(TYPED_ROWS), True)
+    assert duck._value_counted(k_n) and not duck._value_counted(k_x)
+    assert not text._value_counted(k_n)  # CSV text: the SQL bin keys
+    assert _arithmetic_step(typed_queries()[8].edges(schema)) == 50_000.0  # type: ignore[arg-type]
+    qs = typed_queries()
+    assert duck.aggregate_all(qs) == text.aggregate_all(qs)
+
+
+def test_person_check_bitmap_agrees_with_grouping(data_dir: Path) -> None:
+    """Bitmap answer (or None → GROUP BY person) for unique, duplicate, odd and sparse ids."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    def backend(ids: list[Any], c: int, as_text: bool = False) -> DuckDBBackend:
+        x = [float(i) for i in range(len(ids))]
+        typ = pa.string() if as_text else pa.int64()
+        pq.write_table(pa.table({"pid": pa.array(ids, type=typ), "x": x}), data_dir / "ids.parquet")
+        schema = Schema(
+            (Column("pid", ColumnKind.IDENTIFIER), Column("x", ColumnKind.NUMERIC, DROP, 0, 100)),
+            unit=PrivacyUnit("pid", c), salt="ids",
+        )
+        return DuckDBBackend(open_source("ids.parquet"), schema)
+
+    assert backend([5, 3, 4, -2], 1)._check_units_by_bitmap("pid") == (4, False)
+    assert backend([5, 3, 5, -2], 1)._check_units_by_bitmap("pid") == (4, True)  # 5 twice > c = 1
+    assert backend([5, 3, 5, -2], 2)._check_units_by_bitmap("pid") is None  # c = 2: GROUP BY
+    assert backend(["7", "-12", "0"], 1, True)._check_units_by_bitmap("pid") == (3, False)
+    assert backend(["7", "007"], 1, True)._check_units_by_bitmap("pid") is None  # same person
+    assert backend([0, 1 << 40], 1)._check_units_by_bitmap("pid") is None  # sparse: no bitmap
+    # the answers the backend acts on equal pandas' (which never uses a bitmap)
+    for ids, c in [([5, 3, 5, -2], 1), ([5, 3, 5, -2], 2), (["7", "007"], 1), ([0, 1 << 40], 1)]:
+        as_text = isinstance(ids[0], str)
+        b = backend(ids, c, as_text)
+        p = PandasBackend(load_table(data_dir / "ids.parquet"), b.schema)
+        assert (b.rows, b.rows_truncated) == (p.rows, p.rows_truncated)
+        assert b.clipped_sum("x") == p.clipped_sum("x")
+    with pytest.raises(DataError, match="no value"):  # a NULL id: the GROUP BY reports it
+        backend([1, None, 2], 1)
+
+
+@pytest.mark.parametrize(
+    ("xs", "bound"),
+    [
+        # integer parts beyond 2^53 (up to the 2^62 limit), signed, clipped (2^61 → 2^60)
+        ([2.0**55 + 8, -(2.0**58), 0.1, 3.5e17, -1.25, 2.0**61, -7.0, 2.0**53 + 2], 2.0**60),
+        # a small total: its last bits come from the f2 parts (bits below 2^-53). The
+        # exact sum 0.400000001 differs from both the float sum 0.40000000100000005 and
+        # the sum without f2, 0.4000000009999999 (computed with fractions.Fraction)
+        ([0.3, 0.1, 1e-9], 1.0),
+    ],
+)
+def test_exact_sums_identical_in_every_backend(
+    data_dir: Path, spark: Any, xs: list[float], bound: float
+) -> None:
+    import math
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    pq.write_table(pa.table({"pid": list(range(len(xs))), "x": xs}), data_dir / "s.parquet")
+    (data_dir / "s.csv").write_text("pid,x\n" + "".join(f"{i},{v!r}\n" for i, v in enumerate(xs)))
+    x = Column("x", ColumnKind.NUMERIC, DROP, -bound, bound)
+    pid = Column("pid", ColumnKind.IDENTIFIER)
+    schema = Schema((pid, x), unit=PrivacyUnit("pid", 1), salt="sums")
+    qs = [q("s", QueryKind.SUM, "x", M.LAPLACE)]
+    got = assert_identical(three("s.parquet", schema, spark), qs)
+    assert assert_identical(three("s.csv", schema, spark), qs) == got
+    s = got["s"]
+    # math.fsum: an independent, correctly rounded sum of the clipped values
+    assert isinstance(s, SumAggregate)
+    assert s.value == math.fsum(min(max(v, -bound), bound) for v in xs)
+    if bound == 1.0:  # the values above: exact, unlike Python's float sum
+        assert (s.value, sum(xs)) == (0.400000001, 0.40000000100000005)
+
+
+def test_arithmetic_step_recognises_linspace_and_step_grids() -> None:
+    from planner.backends.sql import _arithmetic_step
+
+    # numpy.linspace computes i·step + start (the last point is set to stop)
+    assert _arithmetic_step(np.linspace(18, 90, 1001)) == (90 - 18) / 1000
+    assert _arithmetic_step(np.linspace(0, 200_000, 1001)) == 200.0
+    # a declared step: L + step·i, with U appended
+    grid = np.append(18 + 7.0 * np.arange(11, dtype=np.float64), 90.0)
+    assert _arithmetic_step(grid) == 7.0
+    # one edge one ulp off: no formula (the edge array is read instead)
+    e = np.linspace(0, 1, 11)
+    e[4] = np.nextafter(e[4], 1)
+    assert _arithmetic_step(e) is None
+    assert _arithmetic_step(np.array([0.0, 1.0, 3.0, 4.0])) is None
+
+
+def test_edges_read_from_the_array_identical_in_every_backend(data_dir: Path, spark: Any) -> None:
+    """Evenly spaced but not ``i·step + e₀`` edges: ties one ulp either side of every edge."""
+    e = np.linspace(0, 1, 11)
+    e[4] = np.nextafter(e[4], 1)  # still evenly spaced enough for the guess, not arithmetic
+    from planner.backends.sql import _arithmetic_step, _uniform_guess_ok
+
+    assert _arithmetic_step(e) is None
+    assert _uniform_guess_ok(e, "right") and _uniform_guess_ok(e, "left")
+    xs = sorted({float(v) for t in e for v in (np.nextafter(t, -1), t, np.nextafter(t, 2))})
+    lines = "".join(f"{i},{v!r}\n" for i, v in enumerate(xs))
+    (data_dir / "ties.csv").write_text("pid,x\n" + lines)
+    schema = Schema(
+        (Column("pid", ColumnKind.IDENTIFIER), Column("x", ColumnKind.NUMERIC, DROP, 0, 1)),
+        unit=PrivacyUnit("pid", 1), salt="ties",
+    )
+    qs = [
+        q("h", QueryKind.HISTOGRAM, "x", M.LAPLACE, bin_edges=tuple(float(v) for v in e)),
+        q("h10", QueryKind.HISTOGRAM, "x", M.LAPLACE, bins=10),
+    ]
+    backends = three("ties.csv", schema, spark)
+    got = assert_identical(backends, qs)
+    # by hand: an edge and the float above it open its bin, the float below closes the
+    # previous one; −5e-324 clips to 0 (first bin), 1 + ulp clips to 1 (last bin, closed)
+    h = got["h"]
+    assert isinstance(h, BinCounts) and h.counts == (4, *[3] * 8, 5) and h.unbinned == 0
+    # the same edges as quantile candidates (read from the array too): t_i counts the
+    # values in (t_{i-1}, t_i]: the float above t_{i-1}, the float below t_i and t_i itself;
+    # t_0 = 0 counts 0 and −5e-324 (clipped), t_10 = 1 also counts 1 + ulp (clipped)
+    want = backends["pandas"].candidate_counts("x", e.tolist())
+    assert want.counts == (2, *[3] * 9, 4)
+    for b in backends.values():
+        assert b.candidate_counts("x", e.tolist()) == want
