@@ -39,6 +39,8 @@ class SparkDialect(Dialect):
     name = "spark"
     text_type = "STRING"
     cte_hint = ""
+    bounded_hint = ""
+    narrow_bounding = False
 
     def ident(self, name: str) -> str:
         if "\x00" in name:
@@ -72,6 +74,10 @@ class SparkDialect(Dialect):
 
     def distinct_ints(self, expr: str, lo: str, hi: str) -> str | None:
         return None
+
+    def order_key(self, hex_digest: str) -> str:
+        # strings compare byte by byte in Spark: the hex text itself is in digest order
+        return hex_digest
 
 
 def java_available() -> bool:

@@ -3,9 +3,13 @@
 Run from the repository root (a script, not collected by pytest)::
 
     python tests/benchmarks/bench_backends.py [--rows 1e6 1e7] [--with-5e7] [--no-spark]
+        [--rows-per-person 3 --max-rows 2] [--backends duckdb] [--formats parquet]
+        [--memory-limit 2GB]
 
 Generates tables (person_id, age, income, region, sex) with DuckDB itself into a temporary
-directory, as CSV and Parquet, then runs every backend in its own subprocess (so peak
+directory, as CSV and Parquet (``--rows-per-person k``: person i // k owns row i, so with
+``--max-rows c`` < k every person is over the bound and contribution bounding ranks every
+row: the worst case of the bounding path), then runs every backend in its own subprocess (so peak
 memory, ``ru_maxrss``, is per run) and prints:
 
 * ``aggregates``: read the data + contribution-bounding check + the exact aggregates of a
@@ -73,16 +77,20 @@ SCHEMA = {
 }
 
 
-def generate(folder: Path, rows: int) -> dict[str, Path]:
-    """CSV and Parquet files of ``rows`` rows, written by DuckDB (deterministic hash data)."""
+def generate(folder: Path, rows: int, per_person: int = 1) -> dict[str, Path]:
+    """CSV and Parquet files of ``rows`` rows, written by DuckDB (deterministic hash data).
+
+    Person ``i // per_person`` owns row i.
+    """
     import duckdb
 
-    csv_path, pq_path = folder / f"t{rows}.csv", folder / f"t{rows}.parquet"
+    stem = f"t{rows}" if per_person == 1 else f"t{rows}_p{per_person}"
+    csv_path, pq_path = folder / f"{stem}.csv", folder / f"{stem}.parquet"
     if csv_path.exists() and pq_path.exists():
         return {"csv": csv_path, "parquet": pq_path}
     con = duckdb.connect()
     select = f"""
-        SELECT i AS person_id,
+        SELECT i // {int(per_person)} AS person_id,
                (18 + hash(i) % 73)::INTEGER AS age,
                round((hash(i * 7) % 20000000) / 100.0, 2) AS income,
                ['North', 'South', 'East', 'West', 'Central'][1 + (hash(i * 3) % 5)::INTEGER] AS region,
@@ -95,7 +103,7 @@ def generate(folder: Path, rows: int) -> dict[str, Path]:
 
 
 # ------------------------------------------------------------------ worker (one subprocess)
-def worker(kind: str, path: Path) -> dict[str, Any]:
+def worker(kind: str, path: Path, max_rows: int = 1, memory_limit: str | None = None) -> dict[str, Any]:
     from planner.backends import PandasBackend, close_backend
     from planner.ledger import Ledger
     from planner.loader import load_table
@@ -105,7 +113,10 @@ def worker(kind: str, path: Path) -> dict[str, Any]:
     from planner.sources import open_source
     from planner.workload import plan as make_plan
 
-    schema = Schema.from_dict({**SCHEMA, "public_n": int(path.stem[1:])})  # t<rows>.csv
+    schema = Schema.from_dict({  # t<rows>[_p<k>].csv
+        **SCHEMA, "public_n": int(path.stem[1:].split("_")[0]),
+        "privacy_unit": {"column": "person_id", "max_rows": max_rows},
+    })
     qs = queries_from_list(QUERIES, schema)
     the_plan = make_plan(qs, schema, 1.0, 1e-6, "zcdp")
     out: dict[str, Any] = {}
@@ -125,7 +136,7 @@ def worker(kind: str, path: Path) -> dict[str, Any]:
     elif kind == "duckdb":
         from planner.backends.duckdb_backend import DuckDBBackend
 
-        backend = DuckDBBackend(open_source(path.name), schema)
+        backend = DuckDBBackend(open_source(path.name), schema, memory_limit=memory_limit)
     else:
         from planner.backends.spark_backend import SparkBackend
 
@@ -134,6 +145,7 @@ def worker(kind: str, path: Path) -> dict[str, Any]:
         backend.prefetch(qs)
     aggregates = backend.aggregate_all(qs)
     out["aggregates_s"] = time.perf_counter() - t0
+    out["rows_kept"] = backend.rows
     computed = _Computed(schema, aggregates)  # the release reuses them (pandas would recompute)
     sample = PreparedRelease.sample
 
@@ -197,10 +209,12 @@ def _peak_rss_mb_of_tree(pid: int) -> float:
     return best
 
 
-def run(kind: str, path: Path, data_dir: Path) -> dict[str, Any]:
+def run(kind: str, path: Path, data_dir: Path, max_rows: int = 1,
+        memory_limit: str | None = None) -> dict[str, Any]:
     env = dict(os.environ, PLANNER_DATA_DIR=str(data_dir), PYTHONWARNINGS="ignore")
+    extra = ["--max-rows", str(max_rows)] + (["--memory-limit", memory_limit] if memory_limit else [])
     proc = subprocess.run(
-        [sys.executable, __file__, "--worker", kind, str(path)],
+        [sys.executable, __file__, "--worker", kind, str(path), *extra],
         capture_output=True, text=True, env=env, timeout=3600,
     )
     lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
@@ -215,36 +229,50 @@ def main() -> None:
     ap.add_argument("--rows", nargs="*", type=float, default=[1e6, 1e7])
     ap.add_argument("--with-5e7", action="store_true", help="also 5e7 rows (about 1.3 GB of CSV)")
     ap.add_argument("--no-spark", action="store_true")
+    ap.add_argument("--rows-per-person", type=int, default=1,
+                    help="rows per person in the generated tables (default 1: unique ids)")
+    ap.add_argument("--max-rows", type=int, default=1,
+                    help="the schema's max_rows c per person (default 1)")
+    ap.add_argument("--backends", nargs="*", choices=["pandas", "duckdb", "spark"], default=None,
+                    help="backends to run (default: all; --no-spark drops spark)")
+    ap.add_argument("--formats", nargs="*", choices=["csv", "parquet"], default=["csv", "parquet"])
+    ap.add_argument("--memory-limit", default=None, help="DuckDB memory_limit, e.g. 2GB")
     ap.add_argument("--dir", default=None, help="where to generate (default: a temporary dir)")
     ap.add_argument("--worker", nargs=2, metavar=("KIND", "PATH"), help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.worker:
-        print(json.dumps(worker(args.worker[0], Path(args.worker[1]))))
+        print(json.dumps(worker(args.worker[0], Path(args.worker[1]), args.max_rows,
+                                args.memory_limit)))
         return
     sizes = [int(r) for r in args.rows] + ([50_000_000] if args.with_5e7 else [])
-    kinds = ["pandas", "duckdb"] + ([] if args.no_spark else ["spark"])
+    kinds = args.backends or (["pandas", "duckdb"] + ([] if args.no_spark else ["spark"]))
+    if args.no_spark and "spark" in kinds:
+        kinds.remove("spark")
     tmp = tempfile.TemporaryDirectory(prefix="bench-backends-")
     folder = Path(args.dir) if args.dir else Path(tmp.name)
     folder.mkdir(parents=True, exist_ok=True)
-    print(f"cores: {os.cpu_count()}; data in {folder}")
+    print(f"cores: {os.cpu_count()}; data in {folder}; {args.rows_per_person} row(s) per person, "
+          f"max_rows c = {args.max_rows}"
+          + (f"; DuckDB memory_limit {args.memory_limit}" if args.memory_limit else ""))
     header = (f"{'rows':>10} {'format':>8} {'backend':>8} {'aggregates s':>13} {'release s':>10} "
               f"{'end-to-end s':>13} {'noise s':>8} {'noise/aggr':>10} {'peak MB':>8}  extra")
     for n in sizes:
         t = time.perf_counter()
-        files = generate(folder, n)
-        print(f"\n# {n:.0e} rows generated in {time.perf_counter() - t:.1f} s "
-              f"(CSV {files['csv'].stat().st_size / 1e6:.0f} MB, Parquet "
-              f"{files['parquet'].stat().st_size / 1e6:.0f} MB)")
+        files = {fmt: p for fmt, p in generate(folder, n, args.rows_per_person).items()
+                 if fmt in args.formats}
+        sizes_mb = ", ".join(f"{fmt} {p.stat().st_size / 1e6:.0f} MB" for fmt, p in files.items())
+        print(f"\n# {n:.0e} rows generated in {time.perf_counter() - t:.1f} s ({sizes_mb})")
         print(header)
         results: dict[tuple[str, str], dict[str, Any]] = {}
         for fmt, path in files.items():
             for kind in kinds:
-                r = run(kind, path, folder)
+                r = run(kind, path, folder, args.max_rows, args.memory_limit)
                 results[(fmt, kind)] = r
                 if "error" in r:
                     print(f"{n:>10.0e} {fmt:>8} {kind:>8}  ERROR {r['error']!r}")
                     continue
                 extra = []
+                extra.append(f"kept {r['rows_kept']:,} rows")
                 if "load_s" in r:
                     extra.append(f"load {r['load_s']:.2f} s")
                 if "jvm_start_s" in r:

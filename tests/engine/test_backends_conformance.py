@@ -658,3 +658,116 @@ def test_edges_read_from_the_array_identical_in_every_backend(data_dir: Path, sp
     assert want.counts == (2, *[3] * 9, 4)
     for b in backends.values():
         assert b.candidate_counts("x", e.tolist()) == want
+
+
+# ------------------------------------------------------------------ bounding: ties, NULL, NaN
+def tied_rows(seed: int = 11) -> pd.DataFrame:
+    """People with 1–7 rows drawn from few distinct values: identical rows, ties on the cut.
+
+    Columns: ``n`` integers (negative bound: signed row keys), ``x`` text numbers with
+    NULL, NaN, ±inf and junk, ``big`` beyond 2⁵³ (the high integer part of the row key),
+    ``cat`` with NULL and an undeclared value, ``flag`` with NULL, ``ref`` a second
+    identifier with NULL. About half the people repeat one row (every column equal).
+    """
+    rng = np.random.default_rng(seed)
+    rows: list[tuple[Any, ...]] = []
+    for person in range(80):
+        k = int(rng.integers(1, 8))
+        pid = f"{person:03d}" if person % 3 else str(person)  # "007" and "7": one canonical id
+        repeat = person % 2 == 0
+        first = None
+        for _ in range(k):
+            row = (
+                pid,
+                int(rng.choice([-12, -3, 0, 4, 9, 15])) if rng.random() > 0.1 else None,
+                str(rng.choice(["1.5", "2", "", "NaN", "inf", "-inf", "abc", "7.25", "1e3"])),
+                float(rng.choice([2.0**53 + 2, -3.5, 1e15 + 0.5, 0.0])) if rng.random() > 0.1 else None,
+                rng.choice(["A", "B", "Z", None]),
+                rng.choice(["yes", "no", None]),
+                rng.choice(["r1", "r2", None]),
+            )
+            if repeat and first is not None and rng.random() < 0.8:
+                row = first
+            first = first or row
+            rows.append(row)
+    return pd.DataFrame(rows, columns=["pid", "n", "x", "big", "cat", "flag", "ref"])
+
+
+def tied_schema(c: int) -> Schema:
+    return Schema(
+        (
+            Column("pid", ColumnKind.IDENTIFIER),
+            Column("n", ColumnKind.NUMERIC, MissingRule(MissingAction.REPLACE, 1.0), -10, 10),
+            Column("x", ColumnKind.NUMERIC, DROP, 0, 500.5),
+            Column("big", ColumnKind.NUMERIC, DROP, -1e16, 1e16),
+            Column("cat", ColumnKind.CATEGORICAL, DROP, categories=("A", "B", "C"), other_bin=True),
+            Column("flag", ColumnKind.BOOLEAN, DROP),
+            Column("ref", ColumnKind.IDENTIFIER),
+        ),
+        unit=PrivacyUnit("pid", c),
+        salt="ties",
+    )
+
+
+def tied_queries() -> list[Query]:
+    L, E = M.LAPLACE, M.EXPONENTIAL
+    return [
+        q("n", QueryKind.COUNT, None, L),
+        q("n_x", QueryKind.COUNT, "x", L),
+        q("n_neg", QueryKind.COUNT, None, L, predicate=Predicate("n", PredicateOp.LT, 0)),
+        q("sum_n", QueryKind.SUM, "n", L),
+        q("sum_x", QueryKind.SUM, "x", L),
+        q("sum_big", QueryKind.SUM, "big", L),
+        q("cat", QueryKind.HISTOGRAM, "cat", L),
+        q("n_hist", QueryKind.HISTOGRAM, "n", L, bins=4),
+        q("x_med", QueryKind.MEDIAN, "x", E, candidates=21),
+        q("flag", QueryKind.PROPORTION, "flag", L),
+    ]
+
+
+@pytest.mark.parametrize("c", [1, 2, 3])
+def test_bounding_with_ties_and_missing_cells_identical_in_every_backend(
+    data_dir: Path, spark: Any, c: int
+) -> None:
+    """Kept rows agree (pandas, DuckDB, Spark; CSV and typed Parquet) when identical rows,
+    NULL and NaN cells sit on both sides of the cut; the tie branch is exercised."""
+    df = tied_rows()
+    df.to_csv(data_dir / "ties.csv", index=False)
+    typed = df.copy()
+    typed["n"] = typed["n"].astype("Int64")  # an integer column: integer-valued row keys
+    typed.to_parquet(data_dir / "ties.parquet")
+    schema = tied_schema(c)
+    qs = tied_queries()
+    csv = three("ties.csv", schema, spark)
+    expected = assert_identical(csv, qs)
+    pandas_b = csv["pandas"]
+    assert pandas_b.rows_truncated > 0
+    duck = csv["duckdb"]
+    assert isinstance(duck, DuckDBBackend)
+    # some person's c-th and (c+1)-th rows are identical: the ranked branch runs
+    assert duck._bounding and duck._thresholds()[1]
+    parquet = {"pandas": pandas_b, "duckdb": DuckDBBackend(open_source("ties.parquet"), schema)}
+    assert assert_identical(parquet, qs) == expected
+    # the kept rows themselves: per kept row key, the same number of rows
+    keep = bound_contributions(load_table(data_dir / "ties.csv"), schema)
+    assert pandas_b.rows == int(keep.sum())
+
+
+def test_bounding_without_ties_takes_the_single_pass(data_dir: Path) -> None:
+    """Distinct rows: no tie on the cut, so ``kept`` is one filtering pass (no ranking)."""
+    rng = np.random.default_rng(5)
+    n = 900
+    df = pd.DataFrame({"pid": rng.integers(0, 200, n).astype(str),
+                       "x": [repr(float(v)) for v in rng.uniform(-50, 50, n)]})
+    df.to_csv(data_dir / "distinct.csv", index=False)
+    for c in (1, 2, 3):
+        schema = Schema(
+            # nothing clipped: every row key distinct (clipped values would tie)
+            (Column("pid", ColumnKind.IDENTIFIER), Column("x", ColumnKind.NUMERIC, DROP, -60, 60)),
+            unit=PrivacyUnit("pid", c), salt="single",
+        )
+        duck = DuckDBBackend(open_source("distinct.csv"), schema)
+        assert duck._bounding and not duck._thresholds()[1]
+        pand = PandasBackend(load_table(data_dir / "distinct.csv"), schema)
+        assert duck.clipped_sum("x") == pand.clipped_sum("x")
+        assert (duck.rows, duck.rows_truncated) == (pand.rows, pand.rows_truncated)
