@@ -103,5 +103,8 @@ if ss[S.MODE] == "weighted":
                 st.error(str(exc))
             else:
                 st.altair_chart(charts.rules_chart(curve, eps), width="stretch")
+                st.caption("Rules that buy the same accuracy draw their lines on top of one another "
+                           "(for pure-DP workloads basic, advanced and RDP often coincide); the table "
+                           "above gives each rule's value at your ε.")
 else:
     st.caption("The comparison of rules is shown in weighted mode.")

@@ -221,6 +221,11 @@ def test_planner_rule_comparison_is_computed_only_when_shown():
     assert not at.exception and not at.error
     assert len(at.dataframe) == 2
     assert list(at.dataframe[1].value["rule"]) == list(S.RULES)
+    # the curve of total error per rule across total ε: one more chart, no error
+    charts_before = len(at.get("vega_lite_chart"))
+    at.toggle(key=S.SHOW_CURVE).set_value(True).run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    assert len(at.get("vega_lite_chart")) == charts_before + 1
 
 
 def test_server_file_source_lists_allow_listed_files():

@@ -134,6 +134,10 @@ def test_full_flow_from_upload_to_release(page: Any, app_url: str, tmp_path: Pat
     wait_for_run(page)
     page.get_by_text("Which accountant buys the most accuracy?").wait_for()
     no_exception(page)
+    page.get_by_text("Plot each rule's error across total ε").click()
+    wait_for_run(page)
+    page.get_by_test_id("stVegaLiteChart").nth(1).wait_for()
+    no_exception(page)
     shot(page, "06-planner")
 
     # --- release through the confirm dialog
