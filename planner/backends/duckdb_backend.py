@@ -14,6 +14,7 @@ CSV took 3.8 s with a 262 MB peak, against 11.9 s and 4.8 GB for pandas.
 
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
 import uuid
@@ -62,7 +63,9 @@ class DuckDBBackend(SqlBackend):
     salt : str or None
         Overrides ``schema.salt`` for the contribution-bounding hash.
     threads, memory_limit : optional
-        DuckDB settings (default: all cores, DuckDB's default memory limit).
+        DuckDB settings (default: all cores; ``PLANNER_DUCKDB_MEMORY_LIMIT`` if set, else
+        DuckDB's default of 80% of RAM). Past the limit DuckDB spills to a private
+        temporary directory.
 
     Examples
     --------
@@ -106,8 +109,17 @@ class DuckDBBackend(SqlBackend):
         self._con.execute("SET temp_directory = $d", {"d": self._spill})
         if threads is not None:
             self._con.execute("SET threads = $t", {"t": int(threads)})
+        if memory_limit is None:
+            memory_limit = os.environ.get("PLANNER_DUCKDB_MEMORY_LIMIT") or None
         if memory_limit is not None:
-            self._con.execute("SET memory_limit = $m", {"m": str(memory_limit)})
+            try:
+                self._con.execute("SET memory_limit = $m", {"m": str(memory_limit)})
+            except duckdb.Error as exc:
+                self.close()
+                raise PlannerError(
+                    f"DuckDB memory limit {memory_limit!r} is not valid ({type(exc).__name__}); "
+                    "use a size such as '2GB' or '500MB' (PLANNER_DUCKDB_MEMORY_LIMIT)."
+                ) from exc
         try:
             if isinstance(source, FileSource):
                 files = [str(p) for p in source.paths]

@@ -771,3 +771,18 @@ def test_bounding_without_ties_takes_the_single_pass(data_dir: Path) -> None:
         pand = PandasBackend(load_table(data_dir / "distinct.csv"), schema)
         assert duck.clipped_sum("x") == pand.clipped_sum("x")
         assert (duck.rows, duck.rows_truncated) == (pand.rows, pand.rows_truncated)
+
+
+def test_duckdb_memory_limit_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    from planner.errors import PlannerError
+
+    schema = Schema((Column("age", ColumnKind.NUMERIC, MissingRule(), 0, 100),))
+    frame = pd.DataFrame({"age": ["30", "150", None]})
+    monkeypatch.setenv("PLANNER_DUCKDB_MEMORY_LIMIT", "300MB")
+    with DuckDBBackend(frame, schema) as b:
+        # DuckDB reports 300 MB (10^6 bytes each) in MiB: 300e6 / 2^20 = 286.1
+        assert b._con.execute("SELECT current_setting('memory_limit')").fetchone()[0] == "286.1 MiB"
+        assert b.clipped_sum("age").value == 130.0  # 30 + 150 clipped to 100
+    monkeypatch.setenv("PLANNER_DUCKDB_MEMORY_LIMIT", "lots")
+    with pytest.raises(PlannerError, match="PLANNER_DUCKDB_MEMORY_LIMIT"):
+        DuckDBBackend(frame, schema)
