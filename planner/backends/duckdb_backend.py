@@ -176,8 +176,9 @@ class DuckDBBackend(SqlBackend):
         rows: list[tuple[Any, ...]] = self._con.execute(sql, params).fetchall()
         return rows
 
-    def _store(self, name: str, sql: str, params: Params) -> None:
+    def _store(self, name: str, sql: str, params: Params) -> bool:
         self._run_sql(f"CREATE TEMP TABLE {name} AS {sql}", params)
+        return True
 
     def _register(self, name: str, columns: dict[str, list[Any]]) -> None:
         self._con.register(name, pa.table({

@@ -40,7 +40,6 @@ class SparkDialect(Dialect):
     text_type = "STRING"
     cte_hint = ""
     bounded_hint = ""
-    narrow_bounding = False
 
     def ident(self, name: str) -> str:
         if "\x00" in name:

@@ -126,8 +126,6 @@ class Dialect:
     #: both readers at once (measured: 0.4 GB peak at 1e7 rows, against 1.3 GB and the
     #: hashing done twice without the hint)
     bounded_hint = "MATERIALIZED "
-    #: bounding thresholds ranked over a narrow relation and stored (``_thresholds``)
-    narrow_bounding = True
 
     def ident(self, name: str) -> str:
         """A quoted identifier: the name can never end the quote."""
@@ -420,13 +418,15 @@ class SqlBackend(Backend):
     def _register(self, name: str, columns: dict[str, list[Any]]) -> None:
         """Register a small table (public declared values only) under a generated name."""
 
-    def _store(self, name: str, sql: str, params: Params) -> None:
-        """Compute a statement once and keep its rows in the engine under a generated name.
+    def _store(self, name: str, sql: str, params: Params) -> bool:
+        """Compute a statement once and keep its rows in the engine under ``name``.
 
         The rows are private (bounding thresholds): they stay in the engine, never in Python.
-        Needed only by dialects with ``narrow_bounding`` (DuckDB); Spark ranks rows instead.
+        Returns False where the engine keeps nothing (this default): contribution bounding
+        then ranks whole rows in one statement (:meth:`_kept_ranked`). DuckDB stores; on
+        Spark the narrow plan ran the plan optimizer out of heap, so it ranks rows.
         """
-        raise NotImplementedError(f"the {self.dialect.name} engine ranks rows instead of storing bounding thresholds.")
+        return False
 
     def _run_sql(self, sql: str, params: Params) -> list[tuple[Any, ...]]:
         try:
@@ -701,9 +701,10 @@ class SqlBackend(Backend):
         d = self.dialect
         if not self._bounding:
             return f"WITH kept AS {d.cte_hint}({self._cells_sql(p, columns, pid=False)})"
-        if not d.narrow_bounding:
+        stored = self._thresholds()
+        if stored is None:
             return self._kept_ranked(p)
-        thr, ties = self._thresholds()
+        thr, ties = stored
         cells = self._cells_sql(p)
         schema = self.schema
         okey = self._order_key_sql(p)
@@ -768,8 +769,9 @@ class SqlBackend(Backend):
                 parts += [sep, *self._row_key(k, col)]
         return self.dialect.order_key(f"md5({_concat(parts)})")
 
-    def _thresholds(self) -> tuple[str, bool]:
-        """(stored relation, whether any tie straddles the cut) of the bounding thresholds.
+    def _thresholds(self) -> tuple[str, bool] | None:
+        """(stored relation, whether any tie straddles the cut) of the bounding thresholds;
+        None when the engine cannot store them (:meth:`_store`).
 
         One row per person with more than c rows: ``tpid``, ``th`` (the c-th smallest
         order key of their rows) and ``tie`` (whether the (c+1)-th smallest is equal to
@@ -800,7 +802,8 @@ class SqlBackend(Backend):
                 f"FROM ranked GROUP BY rpid"
             )
             name = f"planner_bound_{self._uid}"
-            self._store(name, sql, p)
+            if not self._store(name, sql, p):
+                return None
             ties = self._run_sql(f"SELECT count(*) FROM {name} WHERE tie", Params(d))
             self._thr = (name, bool(ties[0][0]))
         return self._thr
