@@ -33,7 +33,7 @@ Notes
 -----
 The tables use their own SQLAlchemy registry and metadata (:data:`LEDGER_METADATA`), so
 re-importing this module never redefines a table on :data:`sqlmodel.SQLModel.metadata`,
-and ``create_all`` only ever touches the four ledger tables.
+and ``create_all`` only ever touches the ledger tables.
 """
 
 from __future__ import annotations
@@ -82,10 +82,12 @@ __all__ = [
     "ENV_URL",
     "JSON",
     "LEDGER_METADATA",
+    "BudgetChange",
     "BudgetStatus",
     "DatasetInfo",
     "HistoryPoint",
     "Ledger",
+    "ReleasePreview",
     "ReleaseRecord",
     "ReleaseStatus",
     "SpendRecord",
@@ -150,6 +152,23 @@ class DatasetRow(_LedgerModel, table=True):
     epsilon: float = Field(sa_column=Column(Float, nullable=False))
     delta: float = Field(sa_column=Column(Float, nullable=False))
     rule: str = Field(sa_column=Column(Text, nullable=False))
+    created_at: datetime = Field(sa_column=Column(DateTime(timezone=True), nullable=False))
+
+
+class BudgetChangeRow(_LedgerModel, table=True):
+    """A deliberate, recorded raise of a dataset's lifetime budget (never a silent reset)."""
+
+    __tablename__ = "budget_changes"
+
+    id: int | None = Field(default=None, primary_key=True)
+    dataset_id: int = Field(
+        sa_column=Column(Integer, ForeignKey("datasets.id"), nullable=False, index=True)
+    )
+    old_epsilon: float = Field(sa_column=Column(Float, nullable=False))
+    old_delta: float = Field(sa_column=Column(Float, nullable=False))
+    new_epsilon: float = Field(sa_column=Column(Float, nullable=False))
+    new_delta: float = Field(sa_column=Column(Float, nullable=False))
+    reason: str = Field(sa_column=Column(Text, nullable=False))
     created_at: datetime = Field(sa_column=Column(DateTime(timezone=True), nullable=False))
 
 
@@ -328,6 +347,76 @@ class BudgetStatus:
 
 
 @dataclass(frozen=True, slots=True)
+class BudgetChange:
+    """One recorded raise of a dataset's lifetime budget."""
+
+    old_epsilon: float
+    old_delta: float
+    new_epsilon: float
+    new_delta: float
+    reason: str
+    created_at: datetime
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-able form."""
+        return {
+            "old_epsilon": self.old_epsilon,
+            "old_delta": self.old_delta,
+            "new_epsilon": self.new_epsilon,
+            "new_delta": self.new_delta,
+            "reason": self.reason,
+            "created_at": self.created_at.isoformat(),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class ReleasePreview:
+    """What a release would cost on a dataset, before anything is recorded.
+
+    ``epsilon_release`` is the increase of the composed spend under the dataset's rule
+    (``epsilon_after − epsilon_spent``): under basic composition it is the release's own
+    ε; under advanced, RDP or zCDP it can be smaller, because the whole history is composed
+    together. ``fits`` is exactly the ledger's own check (:meth:`Ledger.release` refuses
+    the same spends when it is false).
+    """
+
+    fingerprint: str
+    rule: CompositionRule
+    epsilon_total: float
+    delta_total: float
+    epsilon_spent: float
+    epsilon_release: float
+    epsilon_after: float
+    fits: bool
+    reason: str = ""
+
+    @property
+    def epsilon_remaining(self) -> float:
+        """What remains before this release."""
+        return self.epsilon_total - self.epsilon_spent
+
+    @property
+    def epsilon_remaining_after(self) -> float:
+        """What would remain after it (negative when it does not fit)."""
+        return self.epsilon_total - self.epsilon_after
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-able form (non-finite values become ``None``)."""
+        return {
+            "fingerprint": self.fingerprint,
+            "rule": str(self.rule),
+            "epsilon_total": self.epsilon_total,
+            "delta_total": self.delta_total,
+            "epsilon_spent": _finite_or_none(self.epsilon_spent),
+            "epsilon_release": _finite_or_none(self.epsilon_release),
+            "epsilon_after": _finite_or_none(self.epsilon_after),
+            "epsilon_remaining": _finite_or_none(self.epsilon_remaining),
+            "fits": self.fits,
+            "reason": self.reason,
+        }
+
+
+@dataclass(frozen=True, slots=True)
 class HistoryPoint:
     """Cumulative spent ε after one release (for the ledger chart)."""
 
@@ -491,18 +580,44 @@ def _remedy(rule: CompositionRule) -> str:
         CompositionRule.BASIC: "advanced or rdp",
         CompositionRule.ADVANCED: "rdp",
     }.get(rule)
-    text = "Lower the per-query ε or release fewer queries"
+    text = "Lower this release's ε or drop queries from it"
     if tighter is not None:
         text += (
-            f", or plan under a tighter composition rule ({tighter}); a dataset's rule is "
-            "fixed at registration, so that applies to a newly registered budget"
+            f"; a tighter composition rule ({tighter}) would charge less, but a dataset's rule "
+            "is fixed when its lifetime budget is set"
         )
-    return text + "."
+    return text + "; the lifetime budget itself can only be raised by a recorded decision of its owner."
 
 
 def _within_budget(composed: float, total: float) -> bool:
     """``composed ≤ total`` up to float noise (relative 1e-12); NaN and inf never fit."""
     return math.isfinite(composed) and composed <= total + BUDGET_REL_TOLERANCE * total
+
+
+def _preview(ds: DatasetRow, old: Sequence[Spend], new: Sequence[Spend]) -> ReleasePreview:
+    """The budget check of a release (one definition: :meth:`Ledger.preview` shows it,
+    :meth:`Ledger.release` enforces it)."""
+    rule = CompositionRule(ds.rule)
+    spent = _compose(old, rule, ds.delta)
+    args = (ds.fingerprint, rule, ds.epsilon, ds.delta, spent)
+    try:
+        after = _compose([*old, *new], rule, ds.delta)
+    except BudgetError as exc:
+        return ReleasePreview(
+            *args, math.inf, math.inf, False,
+            f"This release cannot be accounted within the lifetime budget (ε = {ds.epsilon:g}, "
+            f"δ = {ds.delta:g}, {rule.value} rule): {exc}",
+        )
+    release = after - spent
+    if _within_budget(after, ds.epsilon):
+        return ReleasePreview(*args, release, after, True)
+    remaining = ds.epsilon - spent
+    return ReleasePreview(
+        *args, release, after, False,
+        f"This release needs ε = {release:.4g} under the {rule.value} rule, but only "
+        f"ε = {max(remaining, 0.0):.4g} of the lifetime budget ε = {ds.epsilon:g} remains "
+        f"(short by {release - remaining:.3g}). {_remedy(rule)}",
+    )
 
 
 # --------------------------------------------------------------------------- ledger
@@ -704,6 +819,81 @@ class Ledger:
                     raise
         raise AssertionError("unreachable")  # pragma: no cover
 
+    def raise_budget(
+        self, fingerprint: str, epsilon: float, delta: float, *, reason: str
+    ) -> DatasetInfo:
+        """Raise a dataset's lifetime budget: a deliberate action, recorded with its reason.
+
+        The budget can only grow (ε and δ each at least their current value, one of them
+        larger), so nothing already spent is ever outgrown; the change is kept in the
+        ledger (:meth:`budget_changes`) and exported with it.
+
+        Raises
+        ------
+        BudgetError
+            Invalid ε or δ.
+        LedgerError
+            Unknown dataset, an empty reason, or a value below the current budget.
+        """
+        _check_text(fingerprint, "fingerprint")
+        eps = check_epsilon(epsilon)
+        dlt = check_delta(delta)
+        if not isinstance(reason, str) or not reason.strip():
+            raise LedgerError(
+                "raising a lifetime budget needs a reason (who decided it, and why); "
+                "it is recorded in the ledger."
+            )
+        with self._session(write=True) as s:
+            ds = self._dataset_row(s, fingerprint, lock=True)
+            assert ds.id is not None
+            if eps < ds.epsilon or dlt < ds.delta:
+                raise LedgerError(
+                    f"a lifetime budget can only be raised: it is ε = {ds.epsilon:g}, "
+                    f"δ = {ds.delta:g}; got ε = {eps:g}, δ = {dlt:g}. Spends already recorded "
+                    "can never be taken back."
+                )
+            if (eps, dlt) == (ds.epsilon, ds.delta):
+                raise LedgerError(
+                    f"the lifetime budget is already ε = {ds.epsilon:g}, δ = {ds.delta:g}; "
+                    "give a larger ε or δ to raise it."
+                )
+            s.add(
+                BudgetChangeRow(
+                    dataset_id=ds.id, old_epsilon=ds.epsilon, old_delta=ds.delta,
+                    new_epsilon=eps, new_delta=dlt, reason=reason.strip(), created_at=_utcnow(),
+                )
+            )
+            ds.epsilon, ds.delta = eps, dlt
+            s.add(ds)
+            s.commit()
+            return _dataset_info(ds)
+
+    def budget_changes(self, fingerprint: str) -> list[BudgetChange]:
+        """Every recorded raise of the dataset's lifetime budget, oldest first."""
+        with self._session(write=False) as s:
+            ds = self._dataset_row(s, fingerprint, lock=False)
+            rows = s.exec(
+                select(BudgetChangeRow)
+                .where(col(BudgetChangeRow.dataset_id) == ds.id)
+                .order_by(col(BudgetChangeRow.id))
+            ).all()
+            return [
+                BudgetChange(r.old_epsilon, r.old_delta, r.new_epsilon, r.new_delta, r.reason,
+                             _aware(r.created_at))
+                for r in rows
+            ]
+
+    def preview(self, fingerprint: str, spends: Sequence[Spend]) -> ReleasePreview:
+        """What releasing ``spends`` would cost on the dataset, and whether it fits.
+
+        Nothing is recorded. The check is the one :meth:`release` enforces, on the spends
+        recorded so far; a concurrent release may still take the budget first, so the
+        release itself checks again under its lock.
+        """
+        ds, releases = self._snapshot(fingerprint)
+        old = [sp.spend for rec in releases for sp in rec.spends]
+        return _preview(ds, old, list(spends))
+
     def datasets(self) -> list[DatasetInfo]:
         """Every registered dataset, oldest first."""
         with self._session(write=False) as s:
@@ -776,6 +966,7 @@ class Ledger:
             "status": _status_of(ds, releases).to_dict(),
             "releases": [r.to_dict(include_answers=include_answers) for r in releases],
             "history": [h.to_dict() for h in _history_of(ds, releases)],
+            "budget_changes": [c.to_dict() for c in self.budget_changes(fingerprint)],
         }
 
     def _snapshot(self, fingerprint: str) -> tuple[DatasetRow, list[ReleaseRecord]]:
@@ -995,7 +1186,6 @@ class Ledger:
             ).first()
             if existing is not None:
                 return self._existing(s, ds, existing, plan_hash, prepared)
-            rule = CompositionRule(ds.rule)
             old = [
                 _spend_record(r).spend
                 for r in s.exec(
@@ -1006,24 +1196,9 @@ class Ledger:
                 ).all()
             ]
             new = [sp for _, sp, _, _ in prepared]
-            spent = _compose(old, rule, ds.delta)
-            try:
-                composed = _compose(old + new, rule, ds.delta)
-            except BudgetError as exc:
-                raise BudgetExceededError(
-                    f"release of plan {plan_hash!r} does not fit the budget of dataset "
-                    f"{fingerprint!r} (ε = {ds.epsilon:g}, δ = {ds.delta:g}, rule "
-                    f"{rule.value}): {exc}"
-                ) from exc
-            if not _within_budget(composed, ds.epsilon):
-                remaining = ds.epsilon - spent
-                requested = composed - spent
-                raise BudgetExceededError(
-                    f"release of plan {plan_hash!r} needs ε = {requested:.6g} under the "
-                    f"{rule.value} rule but only ε = {remaining:.6g} of the total {ds.epsilon:g} "
-                    f"remains on dataset {fingerprint!r} (difference {requested - remaining:.6g}; "
-                    f"δ = {ds.delta:g}). {_remedy(rule)}"
-                )
+            preview = _preview(ds, old, new)
+            if not preview.fits:
+                raise BudgetExceededError(preview.reason)
             row = ReleaseRow(
                 dataset_id=ds.id,
                 plan_hash=plan_hash,

@@ -6,10 +6,14 @@ PLAN.json::
     {"schema": {...} | "path/to/schema.json",
      "budget": {"epsilon": 1.0, "delta": 1e-6, "composition": "basic|advanced|rdp|zcdp"},
      "mode": "weighted" | "target",                      (default: weighted)
+     "lifetime": {"epsilon": 3.0, "delta": 1e-5},        (optional: the dataset's lifetime budget)
      "queries": [{"id": "n", "kind": "count", "mechanism": "discrete_laplace",
                   "weight": 1, "target": 50, "scale": 50000, "pinned": 0.1}, ...]}
 
-``scale`` (optional) measures the query's error relative to a public scale; ``pinned``
+``budget`` is what this plan spends (in target mode, only its δ and rule are read: the
+planner finds the least ε). ``lifetime`` is read by ``planner release`` only: the dataset's
+whole budget, set once (under ``budget.composition``) and then spent by release after
+release; a release on a dataset without one is refused. ``scale`` (optional) measures the query's error relative to a public scale; ``pinned``
 (optional) fixes the query's share (ε for pure mechanisms, ρ for Gaussian ones).
 
 MECHS.json::
@@ -63,6 +67,7 @@ class PlanSpec:
     error_scales: dict[str, float]
     pinned: dict[str, float]
     dataset_name: str | None
+    lifetime: tuple[float, float] | None = None
 
 
 def _read_json(path: str | Path, what: str) -> Any:
@@ -125,7 +130,16 @@ def parse_plan_spec(data: Any, base_dir: Path | None = None) -> PlanSpec:
         cleaned.append(q)
     queries = queries_from_list(cleaned, schema)
     name = data.get("dataset_name")
-    return PlanSpec(schema, epsilon, delta, rule, mode, queries, scales, pinned, str(name) if name else None)
+    lifetime = None
+    if "lifetime" in data:
+        life = data["lifetime"]
+        if not isinstance(life, dict) or "epsilon" not in life:
+            raise PlanError(
+                "'lifetime' must be an object such as {\"epsilon\": 3, \"delta\": 1e-5}: the "
+                "dataset's whole budget, spent release after release."
+            )
+        lifetime = (check_epsilon(life["epsilon"], "lifetime.epsilon"), check_delta(life.get("delta", 0.0), "lifetime.delta"))
+    return PlanSpec(schema, epsilon, delta, rule, mode, queries, scales, pinned, str(name) if name else None, lifetime)
 
 
 def load_plan_spec(path: str | Path) -> PlanSpec:

@@ -110,7 +110,7 @@ from planner.backends.base import (
     QuantileAggregate,
     SumAggregate,
 )
-from planner.errors import ReleaseError
+from planner.errors import LedgerError, ReleaseError
 from planner.events import (
     ExponentialEvent,
     GaussianEvent,
@@ -898,9 +898,9 @@ def release(
     fingerprint: str,
     dataset_name: str,
     *,
-    total_epsilon: float,
-    total_delta: float,
-    rule: CompositionRule | str,
+    total_epsilon: float | None = None,
+    total_delta: float | None = None,
+    rule: CompositionRule | str | None = None,
 ) -> ReleaseResult:
     """Release a plan on a dataset: budget check → spend recorded → sample → answers stored.
 
@@ -917,7 +917,10 @@ def release(
     fingerprint, dataset_name : str
         The dataset's key and display name.
     total_epsilon, total_delta, rule
-        The dataset's total budget (registered if new; must match if registered).
+        The dataset's lifetime budget: registered if the dataset is new, and then it must
+        match the recorded one. Omit them to release against the budget already set for the
+        dataset (:meth:`planner.ledger.Ledger.register_dataset`); a dataset with no
+        lifetime budget is refused, never registered implicitly.
 
     Returns
     -------
@@ -932,7 +935,25 @@ def release(
     ReleaseError, LedgerError, PlannerError
         Rule or schema mismatch; a query that cannot be released; ledger problems.
     """
-    rl = CompositionRule(rule)
+    if total_epsilon is not None:
+        ledger.register_dataset(
+            fingerprint, dataset_name, total_epsilon, 0.0 if total_delta is None else total_delta,
+            plan.allocation.rule if rule is None else rule,
+        )
+    try:
+        registered = ledger.dataset(fingerprint)
+    except LedgerError as exc:
+        raise LedgerError(
+            f"dataset {dataset_name!r} has no lifetime budget yet, so nothing can be released. "
+            "Set its lifetime budget first (the total ε and δ it may ever spend): on the "
+            "Release page, or with \"lifetime\": {\"epsilon\": ..., \"delta\": ...} in PLAN.json."
+        ) from exc
+    rl = registered.rule if rule is None else CompositionRule(rule)
+    if rl is not registered.rule:
+        raise ReleaseError(
+            f"the dataset's lifetime budget is accounted under the {registered.rule.value} rule, "
+            f"not {rl.value}; plan under {registered.rule.value}."
+        )
     if plan.allocation.rule is not rl:
         raise ReleaseError(
             f"the plan was made under the {plan.allocation.rule.value} rule but the dataset's budget "
@@ -991,10 +1012,14 @@ def cmd_release(
     from planner.plan_spec import load_plan_spec
     from planner.sources import FileSource, open_cli_source, source_fingerprint
     from planner.workload import plan as make_plan
+    from planner.workload import plan_for_targets
 
     spec = load_plan_spec(spec_path)
     schema, eps, delta, rl = spec.schema, spec.epsilon, spec.delta, spec.rule
-    the_plan = make_plan(spec.queries, schema, eps, delta, rl, spec.error_scales or None, spec.pinned or None)
+    if spec.mode == "target":  # release the plan that meets every target (not a weighted split)
+        the_plan = plan_for_targets(spec.queries, schema, delta, rl, spec.error_scales or None).plan
+    else:
+        the_plan = make_plan(spec.queries, schema, eps, delta, rl, spec.error_scales or None, spec.pinned or None)
     kind = (backend or default_backend()).strip().lower()
     source = open_cli_source(data_path)
     engine = make_backend(kind, source, schema, spark_master=spark_master)
@@ -1008,7 +1033,10 @@ def cmd_release(
         name = spec.dataset_name or default_name
         ledger = Ledger(ledger_url)
         try:
-            res = release(the_plan, schema, engine, ledger, fp, name, total_epsilon=eps, total_delta=delta, rule=rl)
+            life = spec.lifetime
+            res = release(the_plan, schema, engine, ledger, fp, name,
+                          total_epsilon=None if life is None else life[0],
+                          total_delta=None if life is None else life[1], rule=rl)
         finally:
             ledger.close()
     finally:

@@ -47,6 +47,7 @@ from planner.allocation import (
     applicable_rules,
     error_curve,
     plan_targets,
+    plan_warnings,
 )
 from planner.errors import QueryError
 from planner.mechanisms import exponential as em
@@ -401,12 +402,20 @@ def _pin(item: Item, value: float | None) -> Item:
 
 @dataclass(frozen=True, slots=True)
 class TargetResult:
+    """Target mode's answer: the least total ε meeting every target, as a releasable plan.
+
+    ``plan`` is the allocation that meets each target exactly (the θ found per query), so
+    releasing ``plan`` releases what target mode promised; its ``allocation.epsilon`` and
+    ``used_epsilon`` are ``total_epsilon``.
+    """
+
     total_epsilon: float
     delta: float
     rule: CompositionRule
     binding: str
     cost_shares: dict[str, float]
     predictions: tuple[Prediction, ...]
+    plan: Plan
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -440,7 +449,13 @@ def plan_for_targets(
         targets[p.item.id] = _target_in_item_units(p, schema, float(t), relative)
     res = plan_targets([p.item for p in parts], targets, delta, rule)
     preds = _predictions(parts, res.items, schema)
-    return TargetResult(res.total_epsilon, delta, res.rule, res.binding, res.cost_shares, preds)
+    alloc = Allocation(
+        res.rule, res.total_epsilon, delta, res.total_epsilon,
+        float(sum(it.weighted_mse for it in res.items)), "targets", res.items,
+        plan_warnings(res.total_epsilon, delta, schema.public_n),
+    )
+    return TargetResult(res.total_epsilon, delta, res.rule, res.binding, res.cost_shares, preds,
+                        Plan(alloc, tuple(parts), preds))
 
 
 def _target_in_item_units(part: Part, schema: Schema, target: float, relative: bool) -> Target:

@@ -125,9 +125,10 @@ def test_ledger_release_over_budget_raises_and_records_nothing(ledger: Ledger) -
     with pytest.raises(BudgetExceededError) as info:
         ledger.release(FP, "plan-2", "s", [("q", pure(0.5))], sampler)
     msg = str(info.value)
-    # requested 0.5, remaining 0.3, difference 0.2 (hand arithmetic)
-    assert "ε = 0.5 " in msg and "ε = 0.3 " in msg and "difference 0.2" in msg
-    assert "Lower the per-query ε" in msg and "rdp" in msg
+    # requested 0.5, remaining 0.3, short by 0.2 (hand arithmetic); plain words, no hashes
+    assert "ε = 0.5 " in msg and "ε = 0.3 " in msg and "short by 0.2" in msg
+    assert "Lower this release's ε or drop queries" in msg and "rdp" in msg
+    assert "plan-2" not in msg and FP not in msg
     assert sampler.calls == 0
     assert ledger.status(FP).releases == 1
     assert ledger.status(FP).epsilon_spent == pytest.approx(0.7)
@@ -386,6 +387,7 @@ def test_ledger_postgresql_locks_dataset_row_and_tables_compile() -> None:
         "releases",
         "spends",
         "answers",
+        "budget_changes",
     }
 
 
@@ -436,3 +438,42 @@ def test_ledger_never_overspends(costs: list[float]) -> None:
     assert status.epsilon_spent <= 1.0 * (1 + 1e-12)
     assert status.releases == len(accepted)
     led.close()
+
+
+# ---------------------------------------------------------------- lifetime budget (issue 12)
+
+
+def test_ledger_preview_is_the_release_check(ledger: Ledger) -> None:
+    ledger.release(FP, "plan-1", "s", [("q", pure(0.7))], Sampler({"q": 1}))
+    ok = ledger.preview(FP, [pure(0.2)])
+    # basic rule: spent 0.7, this release 0.2, after 0.9, remaining 0.3 (hand arithmetic)
+    assert ok.fits and ok.reason == ""
+    assert (ok.epsilon_spent, ok.epsilon_total) == (pytest.approx(0.7), 1.0)
+    assert ok.epsilon_release == pytest.approx(0.2) and ok.epsilon_remaining_after == pytest.approx(0.1)
+    bad = ledger.preview(FP, [pure(0.5)])
+    assert not bad.fits and bad.epsilon_remaining_after == pytest.approx(-0.2)
+    assert "short by 0.2" in bad.reason
+    with pytest.raises(BudgetExceededError) as info:  # the release refuses exactly what preview refuses
+        ledger.release(FP, "plan-2", "s", [("q", pure(0.5))], Sampler({"q": 2}))
+    assert str(info.value) == bad.reason
+    assert ledger.status(FP).releases == 1  # preview recorded nothing
+
+
+def test_ledger_raise_budget_is_recorded_and_only_raises(ledger: Ledger) -> None:
+    ledger.release(FP, "plan-1", "s", [("q", pure(0.9))], Sampler({"q": 1}))
+    with pytest.raises(LedgerError, match="reason"):
+        ledger.raise_budget(FP, 2.0, 1e-6, reason="  ")
+    with pytest.raises(LedgerError, match="can only be raised"):
+        ledger.raise_budget(FP, 0.5, 1e-6, reason="oops")
+    with pytest.raises(LedgerError, match="already"):
+        ledger.raise_budget(FP, 1.0, 1e-6, reason="same")
+    info = ledger.raise_budget(FP, 2.0, 1e-6, reason="board decision 2026-11")
+    assert info.epsilon == 2.0
+    st = ledger.status(FP)
+    assert st.epsilon_total == 2.0 and st.epsilon_spent == pytest.approx(0.9)  # nothing forgotten
+    (change,) = ledger.budget_changes(FP)
+    assert (change.old_epsilon, change.new_epsilon, change.reason) == (1.0, 2.0, "board decision 2026-11")
+    assert ledger.export(FP)["budget_changes"][0]["reason"] == "board decision 2026-11"
+    # registering again with the old budget is now refused: the recorded budget is 2.0
+    with pytest.raises(LedgerError):
+        ledger.register_dataset(FP, "survey", epsilon=1.0, delta=1e-6, rule="basic")

@@ -235,10 +235,19 @@ def test_cmd_release_and_ledger(tmp_path: Path) -> None:
     path = tmp_path / "PLAN.json"
     path.write_text(json.dumps(spec))
     url = f"sqlite:///{tmp_path / 'cli.db'}"
+    # no lifetime budget for the dataset yet: refused, nothing registered or spent
+    with pytest.raises(PlannerError, match="no lifetime budget yet"):
+        cmd_release(str(path), str(DATA), url)
+    assert cmd_ledger(url, None)["datasets"] == []
+    spec["lifetime"] = {"epsilon": 3.0, "delta": 0.0}
+    path.write_text(json.dumps(spec))
     out = cmd_release(str(path), str(DATA), url)
     assert out["status"] == "done" and out["dataset"]["name"] == "census sample"
     assert [q["query"] for q in out["queries"]] == ["n", "region"]
-    assert out["budget"]["epsilon_remaining"] == pytest.approx(1.0 - out["budget"]["epsilon_spent"])
+    # the lifetime budget is 3, this release spends 1 (basic: the plan's ε): 2 remain
+    assert out["budget"]["epsilon_total"] == 3.0
+    assert out["budget"]["epsilon_spent"] == pytest.approx(1.0, rel=1e-9)
+    assert out["budget"]["epsilon_remaining"] == pytest.approx(2.0, rel=1e-9)
     again = cmd_release(str(path), str(DATA), url)
     assert again["status"] == "reused" and again["queries"] == out["queries"]
     index = cmd_ledger(url, None)
@@ -268,3 +277,24 @@ def test_release_rule_choice_gumbel_under_zcdp(schema: Schema, backend: PandasBa
         assert a.opendp[0]["event"]["event"] == "exponential"
         assert a.opendp[0]["opendp"][0]["measure"] == "zero_concentrated_divergence"
     assert res.epsilon_spent <= 1.0 * (1 + 1e-12)
+
+
+def test_cmd_release_target_mode_releases_the_target_plan(tmp_path: Path) -> None:
+    # Issue 12: a spec in target mode used to be released as a weighted split at budget.epsilon,
+    # missing its targets. The released plan must be the one that meets every target.
+    queries = [dict(q, target=t) for q, t in zip(QUERIES[:2], (50.0, 200.0), strict=True)]
+    spec = {"schema": str(SCHEMA), "mode": "target", "queries": queries,
+            "budget": {"epsilon": 1.0, "delta": 0.0, "composition": "basic"},
+            "lifetime": {"epsilon": 10.0, "delta": 0.0}}
+    path = tmp_path / "PLAN.json"
+    path.write_text(json.dumps(spec))
+    out = cmd_release(str(path), str(DATA), f"sqlite:///{tmp_path / 'cli.db'}")
+    bounds = {q["query"]: q["predictions"][0]["error_bound_95"] for q in out["queries"]}
+    # each prediction meets its target (to the bisection's tolerance), as target mode promised
+    assert bounds["n"] == pytest.approx(50.0, rel=1e-9) and bounds["region"] == pytest.approx(200.0, rel=1e-9)
+    # the spend is target mode's least total ε, not budget.epsilon
+    schema = Schema.load(SCHEMA)
+    from planner.workload import plan_for_targets
+
+    least = plan_for_targets(queries_from_list(queries, schema), schema, 0.0, "basic").total_epsilon
+    assert out["budget"]["epsilon_spent"] == pytest.approx(least, rel=1e-9) and least != pytest.approx(1.0)
