@@ -962,7 +962,6 @@ def release(
     if backend.schema.schema_hash() != schema.schema_hash():
         raise ReleaseError("the backend's schema differs from the plan's schema; load the data with the plan's schema.")
     prepared = prepare(plan, schema)
-    ledger.register_dataset(fingerprint, dataset_name, total_epsilon, total_delta, rl)
     record = ledger.release(
         fingerprint,
         prepared.plan_hash,
