@@ -34,25 +34,21 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
-from functools import cached_property, partial
-from typing import cast
+from functools import cached_property
+from typing import Final, cast
 
 import numpy as np
 import numpy.typing as npt
 from scipy import optimize, special
 
-from planner import divergences as dv
-from planner.accounting import (
-    CompositionRule,
-    Spend,
-    kov_root_term,
-    rdp_epsilon,
-    total_assigned_epsilon,
-    total_epsilon,
-    zcdp_rho,
-    zcdp_to_approx_epsilon,
-)
-from planner.budget import DEFAULT_ORDERS, check_delta, check_epsilon
+from planner.accountants import total_epsilon
+from planner.accountants.advanced import advanced_total, kov_root_term
+from planner.accountants.base import Spend
+from planner.accountants.basic import epsilon_array, pure_epsilon
+from planner.accountants.rdp import rdp_array, rdp_epsilon
+from planner.accountants.zcdp import conversion, rho_array, zcdp_epsilon, zcdp_to_approx_epsilon
+from planner.accounting import total_assigned_epsilon
+from planner.budget import DEFAULT_ORDERS, CompositionRule, check_delta, check_epsilon
 from planner.errors import PlanError
 from planner.events import (
     ExponentialEvent,
@@ -60,7 +56,6 @@ from planner.events import (
     LaplaceEvent,
     PrivacyEvent,
     PureEvent,
-    RandomizedResponseEvent,
 )
 
 FloatArray = npt.NDArray[np.float64]
@@ -73,23 +68,44 @@ class Family(StrEnum):
     DISCRETE_LAPLACE = "discrete_laplace"  # θ = ε; MSE = f/(2 sinh²(ε/(2Δ))); pure ε
     EXPONENTIAL = "exponential"  # θ = ε; MSE = c/ε²; exponential mechanism (ε²/8-zCDP)
     PURE = "pure"  # θ = ε; MSE = c/ε²; any other ε-DP mechanism
-    RANDOMIZED_RESPONSE = "randomized_response"  # θ = ε; MSE = 1/(4n tanh²(ε/2)) (worst π)
     MEAN_LAPLACE = "mean_laplace"  # θ = ε split between a Laplace sum and a Laplace count
     GAUSSIAN = "gaussian"  # θ = ρ; MSE = c/ρ; σ = Δ₂/√(2ρ)
     DISCRETE_GAUSSIAN = "discrete_gaussian"  # θ = ρ; MSE ≤ c/ρ (Canonne et al. 2020)
 
 
-_PURE_FAMILIES = frozenset(
-    {
-        Family.LAPLACE,
-        Family.DISCRETE_LAPLACE,
-        Family.EXPONENTIAL,
-        Family.PURE,
-        Family.RANDOMIZED_RESPONSE,
-        Family.MEAN_LAPLACE,
-    }
-)
+_INV_SQ_FAMILIES = frozenset({Family.LAPLACE, Family.EXPONENTIAL, Family.PURE, Family.MEAN_LAPLACE})
 _GAUSS_FAMILIES = frozenset({Family.GAUSSIAN, Family.DISCRETE_GAUSSIAN})
+
+
+@dataclass(frozen=True, slots=True)
+class Emission:
+    """One privacy event an item of a family emits: its kind and its parameter as a
+    function of θ (for a mean as sum / count, of θ and the sum's share ``split``)."""
+
+    kind: type[PrivacyEvent]
+    param: Callable[[FloatArray, FloatArray], FloatArray]
+    discrete: bool = False
+
+
+def _mean_count(t: FloatArray, sp: FloatArray) -> FloatArray:
+    return np.asarray(1.0 / (t * np.maximum(1.0 - sp, 1e-300)), dtype=np.float64)
+
+
+#: The events each family emits at θ (what the ledger records; the accountants' kernels
+#: read them). A mean as sum / count with a split of 1 (no count part) emits one event;
+#: its count emission is skipped where ``split`` is 1.
+EMISSIONS: Final[dict[Family, tuple[Emission, ...]]] = {
+    Family.LAPLACE: (Emission(LaplaceEvent, lambda t, sp: 1.0 / t),),
+    Family.DISCRETE_LAPLACE: (Emission(PureEvent, lambda t, sp: t),),
+    Family.PURE: (Emission(PureEvent, lambda t, sp: t),),
+    Family.EXPONENTIAL: (Emission(ExponentialEvent, lambda t, sp: t),),
+    Family.MEAN_LAPLACE: (
+        Emission(LaplaceEvent, lambda t, sp: 1.0 / (t * sp)),
+        Emission(LaplaceEvent, _mean_count),
+    ),
+    Family.GAUSSIAN: (Emission(GaussianEvent, lambda t, sp: 1.0 / np.sqrt(2.0 * t)),),
+    Family.DISCRETE_GAUSSIAN: (Emission(GaussianEvent, lambda t, sp: 1.0 / np.sqrt(2.0 * t), discrete=True),),
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,7 +121,7 @@ class Item:
     coef : float
         The family's accuracy constant: MSE = coef/ε² (LAPLACE, EXPONENTIAL, PURE,
         MEAN_LAPLACE) or coef/ρ (GAUSSIAN families); for DISCRETE_LAPLACE the variance
-        multiplier f; for RANDOMIZED_RESPONSE the declared n.
+        multiplier f.
     sensitivity : float
         Δ₁ (DISCRETE_LAPLACE); for MEAN_LAPLACE the sum's Δ (a). Unused otherwise.
     weight, error_scale : float
@@ -150,9 +166,10 @@ class Item:
 def _mean_split(item: Item) -> float:
     """Share of a MEAN_LAPLACE ε given to the sum: a^{2/3}/(a^{2/3}+b^{2/3}).
 
-    Minimising 2a²/ε_s² + 2b²/ε_c² subject to ε_s + ε_c = ε (Lagrange) gives
-    ε_s ∝ a^{2/3}, ε_c ∝ b^{2/3} and MSE = 2(a^{2/3}+b^{2/3})³/ε² (seed 004 ex. 4 with
-    the split optimised, delta method for noisy sum / noisy count).
+    Minimising 2a²/ε_s² + 2b²/ε_c² subject to ε_s + ε_c = ε (Lagrange:
+    −4a²/ε_s³ + λ = −4b²/ε_c³ + λ ⇒ ε_s/ε_c = (a/b)^{2/3}) gives ε_s ∝ a^{2/3},
+    ε_c ∝ b^{2/3} and MSE = 2(a^{2/3}+b^{2/3})³/ε² (Borealis AI's tutorial, example 4,
+    with the split optimised; delta method for noisy sum / noisy count).
     """
     a = item.sensitivity ** (2 / 3)
     b = item.part_b ** (2 / 3)
@@ -163,40 +180,36 @@ def item_mse(item: Item, theta: npt.ArrayLike) -> FloatArray:
     """Predicted MSE of the item at privacy parameter θ (vectorised)."""
     t = np.asarray(theta, dtype=np.float64)
     f = item.family
-    if f in (Family.LAPLACE, Family.EXPONENTIAL, Family.PURE, Family.MEAN_LAPLACE):
+    if f in _INV_SQ_FAMILIES:
         return np.asarray(item.coef / t**2, dtype=np.float64)
     if f is Family.DISCRETE_LAPLACE:
         # Var of P(k) ∝ e^{−|k|/s}, s = Δ/ε: 2e^{−1/s}/(1−e^{−1/s})² = 1/(2 sinh²(ε/(2Δ))).
         return np.asarray(
             item.coef / (2.0 * np.sinh(t / (2.0 * item.sensitivity)) ** 2), dtype=np.float64
         )
-    if f is Family.RANDOMIZED_RESPONSE:
-        # 2p−1 = tanh(ε/2) for p = e^ε/(1+e^ε); worst-case Var = 1/(4n(2p−1)²) (MATH §3, π = 1/2).
-        return np.asarray(1.0 / (4.0 * item.coef * np.tanh(t / 2.0) ** 2), dtype=np.float64)
     return np.asarray(item.coef / t, dtype=np.float64)
+
+
+def _emissions(item: Item) -> tuple[Emission, ...]:
+    ems = EMISSIONS[item.family]
+    if item.family is Family.MEAN_LAPLACE and _mean_split(item) >= 1.0:
+        return ems[:1]
+    return ems
 
 
 def item_events(item: Item, theta: float) -> list[PrivacyEvent]:
     """The privacy events the item emits at θ (what the ledger will record)."""
-    f = item.family
-    if f is Family.LAPLACE:
-        return [LaplaceEvent(1.0 / theta)]
-    if f is Family.MEAN_LAPLACE:
-        share = _mean_split(item)
-        if share >= 1.0:
-            return [LaplaceEvent(1.0 / theta)]
-        return [LaplaceEvent(1.0 / (theta * share)), LaplaceEvent(1.0 / (theta * (1.0 - share)))]
-    if f is Family.EXPONENTIAL:
-        return [ExponentialEvent(theta)]
-    if f is Family.RANDOMIZED_RESPONSE:
-        return [RandomizedResponseEvent(math.exp(theta) / (1.0 + math.exp(theta)))]
-    if f in (Family.PURE, Family.DISCRETE_LAPLACE):
-        return [PureEvent(theta)]
-    return [GaussianEvent(1.0 / math.sqrt(2.0 * theta), discrete=f is Family.DISCRETE_GAUSSIAN)]
+    t = np.array(float(theta))
+    sp = np.array(_mean_split(item) if item.family is Family.MEAN_LAPLACE else 1.0)
+    out: list[PrivacyEvent] = []
+    for em in _emissions(item):
+        x = float(em.param(t, sp))
+        out.append(GaussianEvent(x, discrete=em.discrete) if em.kind is GaussianEvent else em.kind(x))  # type: ignore[call-arg]
+    return out
 
 
 # --------------------------------------------------------------------------------------
-# Vectorised workload costs
+# Vectorised workload costs: the accountants' own kernels on the items' events
 # --------------------------------------------------------------------------------------
 
 
@@ -243,23 +256,25 @@ class _Workload:
         )
 
     @cached_property
-    def index(self) -> dict[str, npt.NDArray[np.intp]]:
-        """Column indices of each family group (for (..., n) arrays)."""
+    def groups(self) -> list[tuple[Emission, npt.NDArray[np.intp]]]:
+        """Each emission of each family, with the columns of the items that emit it."""
+        out = []
+        for f in Family:
+            cols = np.flatnonzero(self.masks[f])
+            if not cols.size:
+                continue
+            for j, em in enumerate(EMISSIONS[f]):
+                if f is Family.MEAN_LAPLACE and j == 1:
+                    cols = cols[self.split[cols] < 1.0]  # a mean whose count part is free
+                    if not cols.size:
+                        continue
+                out.append((em, cols))
+        return out
+
+    @cached_property
+    def inv_sq(self) -> npt.NDArray[np.intp]:
         m = self.masks
-        return {
-            "inv_sq": np.flatnonzero(
-                m[Family.LAPLACE] | m[Family.EXPONENTIAL] | m[Family.PURE] | m[Family.MEAN_LAPLACE]
-            ),
-            "dl": np.flatnonzero(m[Family.DISCRETE_LAPLACE]),
-            "rr": np.flatnonzero(m[Family.RANDOMIZED_RESPONSE]),
-            "gauss": np.flatnonzero(self.gauss),
-            "lap": np.flatnonzero(m[Family.LAPLACE]),
-            "exp": np.flatnonzero(m[Family.EXPONENTIAL]),
-            "pure": np.flatnonzero(
-                m[Family.PURE] | m[Family.DISCRETE_LAPLACE] | m[Family.RANDOMIZED_RESPONSE]
-            ),
-            "mean": np.flatnonzero(m[Family.MEAN_LAPLACE]),
-        }
+        return np.flatnonzero(m[Family.LAPLACE] | m[Family.EXPONENTIAL] | m[Family.PURE] | m[Family.MEAN_LAPLACE])
 
     @cached_property
     def coef(self) -> FloatArray:
@@ -269,115 +284,78 @@ class _Workload:
     def sens(self) -> FloatArray:
         return np.array([i.sensitivity for i in self.items], dtype=np.float64)
 
+    def _params(self, em: Emission, cols: npt.NDArray[np.intp], th: FloatArray) -> FloatArray:
+        return np.asarray(em.param(th[..., cols], self.split[cols]), dtype=np.float64)
+
     def mse(self, theta: FloatArray) -> FloatArray:
         """Per-item MSE (:func:`item_mse`, vectorised); θ of shape (..., n)."""
         th = np.asarray(theta, dtype=np.float64)
         out = np.empty_like(th)
-        ix, c, s = self.index, self.coef, self.sens
+        c, s = self.coef, self.sens
         with np.errstate(over="ignore", divide="ignore"):
-            i = ix["inv_sq"]
+            i = self.inv_sq
             out[..., i] = c[i] / th[..., i] ** 2
-            i = ix["dl"]
+            i = np.flatnonzero(self.masks[Family.DISCRETE_LAPLACE])
             out[..., i] = c[i] / (2.0 * np.sinh(th[..., i] / (2.0 * s[i])) ** 2)
-            i = ix["rr"]
-            out[..., i] = 1.0 / (4.0 * c[i] * np.tanh(th[..., i] / 2.0) ** 2)
-            i = ix["gauss"]
+            i = np.flatnonzero(self.gauss)
             out[..., i] = c[i] / th[..., i]
         return out
 
     def rdp(self, th: FloatArray, alpha: FloatArray) -> FloatArray:
-        """Per-item RDP at orders ``alpha`` (shape (A, 1)), θ of shape (..., A, n)."""
-        out = np.empty_like(th)
-        ix = self.index
-        if ix["lap"].size:
-            out[..., ix["lap"]] = dv.laplace_rdp(1.0 / th[..., ix["lap"]], alpha)
-        if ix["exp"].size:
-            out[..., ix["exp"]] = dv.exponential_rdp(th[..., ix["exp"]], alpha)
-        if ix["pure"].size:
-            out[..., ix["pure"]] = dv.pure_dp_rdp(th[..., ix["pure"]], alpha)
-        if ix["mean"].size:
-            t, sp = th[..., ix["mean"]], self.split[ix["mean"]]
-            part_c = np.where(
-                sp < 1.0, dv.laplace_rdp(1.0 / (t * np.maximum(1.0 - sp, 1e-300)), alpha), 0.0
-            )
-            out[..., ix["mean"]] = dv.laplace_rdp(1.0 / (t * sp), alpha) + part_c
-        out[..., ix["gauss"]] = th[..., ix["gauss"]] * alpha
+        """Per-item RDP at orders ``alpha`` (shape (A, 1)), θ of shape (..., A, n): the RDP
+        accountant's kernel on each emitted event, summed per item."""
+        out = np.zeros_like(th)
+        for em, cols in self.groups:
+            out[..., cols] += rdp_array(em.kind, self._params(em, cols, th), alpha)
         return out
 
     def objective(self, theta: FloatArray) -> float:
         return float(np.dot(self.w, self.mse(theta)))
 
-    # per-item basic-composition ε (Gaussian items at their δᵢ)
     def eps_i(self, theta: FloatArray) -> FloatArray:
-        """Per-item standalone ε (Gaussians at their δᵢ); θ of shape (..., n)."""
-        eps = np.array(theta, dtype=np.float64, copy=True)
-        gi = np.flatnonzero(self.masks[Family.GAUSSIAN])
-        di = np.flatnonzero(self.masks[Family.DISCRETE_GAUSSIAN])
-        if gi.size:
-            eps[..., gi] = dv.analytic_gaussian_epsilon(self.delta_i, np.sqrt(2.0 * eps[..., gi]))
-        if di.size:
-            rho = eps[..., di]
-            eps[..., di] = zcdp_to_approx_epsilon(rho.ravel(), self.delta_i).reshape(rho.shape)
-        return eps
+        """Per-item standalone ε (Gaussians at their δᵢ): the basic accountant's kernel,
+        summed over each item's events; θ of shape (..., n)."""
+        th = np.asarray(theta, dtype=np.float64)
+        out = np.zeros_like(th)
+        for em, cols in self.groups:
+            out[..., cols] += epsilon_array(em.kind, self._params(em, cols, th), self.delta_i, discrete=em.discrete)
+        return out
 
     def rho_i(self, theta: FloatArray) -> FloatArray:
-        """Per-item ρ; θ of shape (..., n)."""
-        t = np.asarray(theta, dtype=np.float64)
-        rho = t**2 / 2.0
-        ei = np.flatnonzero(self.masks[Family.EXPONENTIAL])
-        rho[..., ei] = t[..., ei] ** 2 / 8.0
-        mi = np.flatnonzero(self.masks[Family.MEAN_LAPLACE])
-        if mi.size:
-            sp = self.split[mi]
-            rho[..., mi] = (t[..., mi] * sp) ** 2 / 2.0 + (t[..., mi] * (1 - sp)) ** 2 / 2.0
-        gi = np.flatnonzero(self.gauss)
-        rho[..., gi] = t[..., gi]
-        return rho
+        """Per-item ρ: the zCDP accountant's kernel, summed over each item's events."""
+        th = np.asarray(theta, dtype=np.float64)
+        out = np.zeros_like(th)
+        for em, cols in self.groups:
+            out[..., cols] += rho_array(em.kind, self._params(em, cols, th))
+        return out
 
     def pure_total(self, theta: FloatArray) -> float:
         return math.inf if self.gauss.any() else float(theta.sum())
 
-
-def _rdp_conversion(orders: FloatArray, delta: float) -> FloatArray:
-    """The improved RDP → (ε, δ) conversion term (Canonne, Kamath & Steinke 2020, Prop. 12;
-    MATH.md §5): ε = ε(α) + ln((α−1)/α) − (ln δ + ln α)/(α−1)."""
-    return np.asarray(
-        np.log((orders - 1) / orders) - (math.log(delta) + np.log(orders)) / (orders - 1)
-    )
-
-
-def _advanced(eps: FloatArray, delta_prime: float) -> float:
-    """The accountant's advanced composition (:func:`~planner.accounting.advanced_epsilon`:
-    min of basic and both KOV Thm 3.5 bounds), with numpy sums (MATH §5)."""
-    basic = float(eps.sum())
-    if delta_prime <= 0:
-        return basic
-    kov = float(np.sum(eps * np.tanh(eps / 2.0))) + float(
-        kov_root_term(float(np.sum(eps**2)), delta_prime)[0]
-    )
-    return min(basic, kov)
+    def zcdp_epsilon(self, theta: FloatArray, delta: float) -> float:
+        """The zCDP accountant's ε of the items at θ (pure items by ρ or by ε)."""
+        pure = ~self.gauss
+        rho = self.rho_i(theta)
+        return zcdp_epsilon(theta[pure], rho[pure], float(rho[self.gauss].sum()), delta)
 
 
 class _Cost:
-    """Fast composed ε of a workload under a rule (the same formulas as the accountant,
-    on a coarser order grid for RDP)."""
+    """Fast composed ε of a workload under a rule: the accountants' own functions (for
+    RDP on a coarser order grid, so never below the exact value)."""
 
     def __init__(self, wl: _Workload, rule: CompositionRule, delta: float) -> None:
         self.wl, self.rule, self.delta = wl, rule, delta
         self.orders = np.asarray(DEFAULT_ORDERS[::4])
-        self.conv = _rdp_conversion(self.orders, delta) if delta > 0 else None
+        self.conv = conversion(self.orders, 0.0, math.log(delta)) if delta > 0 else None
 
     def value(self, theta: FloatArray) -> float:
         wl = self.wl
         if self.rule is CompositionRule.BASIC:
             return float(wl.eps_i(theta).sum())
         if self.rule is CompositionRule.ADVANCED:
-            return _advanced(wl.eps_i(theta), wl.delta_prime)
+            return advanced_total(wl.eps_i(theta), wl.delta_prime)
         if self.rule is CompositionRule.ZCDP:
-            rho = float(wl.rho_i(theta).sum())
-            if self.delta == 0:
-                return wl.pure_total(theta)
-            return float(zcdp_to_approx_epsilon(rho, self.delta))
+            return wl.zcdp_epsilon(theta, self.delta)
         if self.conv is None:
             return wl.pure_total(theta)
         th = np.broadcast_to(theta, (self.orders.size, theta.size))
@@ -547,8 +525,6 @@ def _surrogate(wl: _Workload, rule: CompositionRule) -> FloatArray:
     for k, item in enumerate(wl.items):
         if item.family is Family.DISCRETE_LAPLACE:
             c[k] = 2.0 * item.sensitivity**2 * item.coef  # small-ε limit of f/(2 sinh²(ε/2Δ))
-        elif item.family is Family.RANDOMIZED_RESPONSE:
-            c[k] = 1.0 / item.coef  # small-ε limit of 1/(4n tanh²(ε/2))
         else:
             c[k] = item.coef
     # a zero weight still needs a positive share: give it a tiny one (only zero weights —
@@ -764,7 +740,18 @@ def _dual_batch(
         u, ok = d.solve(c_z, budget, u0)
         if not ok.all():
             raise PlanError("the pinned shares alone use the whole budget; lower them or raise ε.")
-        return np.asarray(np.exp(u))
+        theta = np.exp(u)
+        # The zCDP accountant counts pure events by ε where that is cheaper (zcdp_epsilon),
+        # so two more splits are feasible: all by basic composition (all-pure workloads),
+        # and pure items by ε beside Gaussians by ρ (the best division of ε between them).
+        if not wl.gauss.any():
+            cand = _dual_batch(wl, CompositionRule.BASIC, epsilons, delta, free, start)
+        elif free.all() and not wl.gauss.all():
+            cand = _zcdp_hybrid(wl, epsilons, delta, start)
+        else:
+            return np.asarray(theta)
+        better = np.sum(d.f(cand), axis=1) < np.sum(d.f(theta), axis=1)
+        return np.asarray(np.where(better[:, None], cand, theta))
 
     if rule is CompositionRule.ADVANCED:
         # The accountant takes min(basic, KOV): the basic split is always feasible too.
@@ -780,7 +767,10 @@ def _dual_batch(
     # the sign of dV/dα, V(α) the optimal objective at order α: by the envelope theorem
     # dV/dα = μ·∂/∂α[Σᵢ εᵢ(α; θ*) + conversion(α)] at the solution θ*(α), μ > 0, so it is
     # read off the cost at fixed θ (a central difference, no extra solve).
-    conv = partial(_rdp_conversion, delta=delta)
+    log_delta = math.log(delta)
+
+    def conv(orders: FloatArray) -> FloatArray:
+        return conversion(orders, 0.0, log_delta)
 
     def solve_at(
         alpha: FloatArray, u_start: FloatArray
@@ -842,6 +832,48 @@ def _dual_batch(
         )
         theta = np.where(better[:, None], basic, theta)
     return np.asarray(theta)
+
+
+def _zcdp_hybrid(wl: _Workload, epsilons: FloatArray, delta: float, start: FloatArray) -> FloatArray:
+    """Pure items by basic composition and Gaussian items by zCDP, with the best division
+    s·ε | (1 − s)·ε of each total ε between them; shape (E, n).
+
+    Feasible under the zCDP rule: its accountant charges at most Σ pure εᵢ + ε_z(Σ Gaussian
+    ρᵢ) (:func:`~planner.accountants.zcdp.zcdp_epsilon`, the candidate with every pure event
+    by ε). s is searched on a grid of 25 values, then on 9 values between the best one's
+    neighbours; each sub-workload is solved by the dual, all divisions in one batch.
+    """
+    pure = ~wl.gauss
+    items_p = [it for it, p in zip(wl.items, pure, strict=True) if p]
+    items_g = [it for it, p in zip(wl.items, pure, strict=True) if not p]
+    wl_p = _Workload.build(items_p, CompositionRule.BASIC, delta, 1.0)
+    wl_g = _Workload.build(items_g, CompositionRule.ZCDP, delta, 1.0)
+    free_p, free_g = np.ones(len(items_p), dtype=bool), np.ones(len(items_g), dtype=bool)
+    n_e = epsilons.size
+
+    def solve(shares: FloatArray) -> tuple[FloatArray, FloatArray, FloatArray]:
+        """For shares (S, E): θ of the pure and Gaussian items and the objective, per row."""
+        th_p = _dual_batch(wl_p, CompositionRule.BASIC, (shares * epsilons).ravel(), delta, free_p, start[pure])
+        th_g = _dual_batch(wl_g, CompositionRule.ZCDP, ((1.0 - shares) * epsilons).ravel(), delta, free_g, start[~pure])
+        obj = np.sum(wl_p.w * wl_p.mse(th_p), axis=1) + np.sum(wl_g.w * wl_g.mse(th_g), axis=1)
+        return th_p, th_g, obj.reshape(shares.shape)
+
+    grid = np.linspace(0.02, 0.98, 25)
+    shares = np.broadcast_to(grid[:, None], (grid.size, n_e))
+    th_p, th_g, obj = solve(shares)
+    k = np.argmin(obj, axis=0)
+    lo = grid[np.maximum(k - 1, 0)]
+    hi = grid[np.minimum(k + 1, grid.size - 1)]
+    fine = lo[None, :] + (hi - lo)[None, :] * np.linspace(0.0, 1.0, 9)[:, None]
+    fp, fg, fobj = solve(fine)
+    all_p = np.concatenate([th_p, fp]).reshape(-1, n_e, len(items_p))
+    all_g = np.concatenate([th_g, fg]).reshape(-1, n_e, len(items_g))
+    best = np.argmin(np.concatenate([obj, fobj]), axis=0)
+    rows = np.arange(n_e)
+    theta = np.empty((n_e, len(wl.items)))
+    theta[:, pure] = all_p[best, rows]
+    theta[:, ~pure] = all_g[best, rows]
+    return theta
 
 
 def _kov_allocation(
@@ -967,11 +999,8 @@ def _allocate_once(
                     delta,
                 )[0]
             )
-        if rule is CompositionRule.ZCDP:
-            rho = zcdp_rho(
-                [e for k, item in enumerate(items) for e in item_events(item, float(theta[k]))]
-            )
-            return float(zcdp_to_approx_epsilon(rho, delta))
+        if rule is CompositionRule.ZCDP:  # the accountant's zcdp_epsilon on the kernels' ρ
+            return wl.zcdp_epsilon(theta, delta)
         # basic / advanced read the assigned (εᵢ, δᵢ): total_epsilon without the Spend records
         pairs = [p for per_item in _assigned(wl, theta, delta) for p in per_item]
         eps = np.array([x for _, x, _ in pairs], dtype=np.float64)
@@ -1020,7 +1049,7 @@ def _assigned(
     events = [item_events(item, float(theta[k])) for k, item in enumerate(wl.items)]
     d_i = wl.delta_i if wl.delta_i > 0 else delta
     out: list[list[tuple[PrivacyEvent, float, float]]] = [
-        [] if item.is_gaussian else [(e, e.pure_epsilon, 0.0) for e in evs]
+        [] if item.is_gaussian else [(e, pure_epsilon(e), 0.0) for e in evs]
         for item, evs in zip(wl.items, events, strict=True)
     ]
     for discrete in (False, True):
@@ -1032,12 +1061,8 @@ def _assigned(
         if not ks:
             continue
         ev = [cast(GaussianEvent, events[k][0]) for k in ks]
-        if discrete:  # GaussianEvent.approx_epsilon, vectorised: the zCDP conversion
-            eps = zcdp_to_approx_epsilon(np.array([e.zcdp_rho for e in ev]), d_i)
-        else:  # ... and the exact analytic Gaussian
-            eps = dv.analytic_gaussian_epsilon(
-                d_i, np.array([1.0 / e.noise_multiplier for e in ev])
-            )
+        # the basic accountant's standalone ε of a Gaussian at δᵢ, vectorised
+        eps = epsilon_array(GaussianEvent, np.array([e.noise_multiplier for e in ev]), d_i, discrete=discrete)
         for k, e, x in zip(ks, ev, eps, strict=True):
             # A very noisy Gaussian can be (0, δ)-DP on its own; any larger ε is also valid.
             out[k] = [(e, max(float(x), 1e-300), d_i)]
@@ -1081,7 +1106,7 @@ def _error_bound(item: Item, theta: FloatArray, beta: float) -> FloatArray:
     mse = item_mse(item, theta)
     if item.family is Family.LAPLACE:
         return np.asarray(np.sqrt(mse / 2.0) * math.log(1.0 / beta))  # b ln(1/β), MSE = 2b²
-    if item.is_gaussian or item.family is Family.RANDOMIZED_RESPONSE:
+    if item.is_gaussian:
         return np.asarray(np.sqrt(mse) * special.ndtri(1.0 - beta / 2.0))
     return np.asarray(np.sqrt(mse / beta))
 

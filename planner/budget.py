@@ -1,14 +1,12 @@
-"""Privacy costs as immutable, validated values.
+"""Privacy budgets and costs as immutable, validated values.
 
-Four currencies are used across the engine:
-
-* :class:`PureDP` — ε-differential privacy (Dwork et al. 2006).
-* :class:`ApproxDP` — (ε, δ)-differential privacy.
-* :class:`ZCDP` — ρ-zero-concentrated DP (Bun & Steinke 2016).
+* :class:`Budget` — a total (ε, δ) and the :class:`CompositionRule` its spends compose
+  under: the one budget value passed to planning, allocation, release and the ledger.
 * :class:`RDPCurve` — Rényi DP (Mironov 2017): ε(α) on a grid of orders α > 1.
+* :func:`check_epsilon`, :func:`check_delta` — the validation every ε and δ goes through.
 
-All are frozen; constructors validate and raise :class:`~planner.errors.BudgetError` with
-a message that names the parameter, the constraint, the value and a remedy.
+Constructors validate and raise :class:`~planner.errors.BudgetError` with a message that
+names the parameter, the constraint, the value and a remedy.
 
 The shared order grid :data:`DEFAULT_ORDERS` is dense and log-spaced (fractional orders
 included) so that RDP → (ε, δ) conversion minimised over it is within a fraction of a
@@ -19,6 +17,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Final
 
 import numpy as np
@@ -72,49 +71,59 @@ def check_delta(delta: float, name: str = "delta") -> float:
     return value
 
 
-@dataclass(frozen=True, slots=True)
-class PureDP:
-    """ε-differential privacy."""
+class CompositionRule(StrEnum):
+    """How the costs of several mechanisms add up (MATH.md §5); one accountant class each
+    in :mod:`planner.accountants`."""
 
-    epsilon: float
+    BASIC = "basic"
+    ADVANCED = "advanced"
+    RDP = "rdp"
+    ZCDP = "zcdp"
 
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "epsilon", check_epsilon(self.epsilon))
 
-    def to_approx(self) -> ApproxDP:
-        """ε-DP is (ε, 0)-DP."""
-        return ApproxDP(self.epsilon, 0.0)
-
-    def to_zcdp(self) -> ZCDP:
-        """ε-DP implies (ε²/2)-zCDP (Bun & Steinke 2016, Prop. 1.4)."""
-        return ZCDP(self.epsilon**2 / 2.0)
+#: Relative slack of every budget comparison: float noise only (1e-12 of the total), so a
+#: composed cost that equals the budget up to rounding fits, and nothing larger does.
+BUDGET_TOLERANCE: Final[float] = 1e-12
 
 
 @dataclass(frozen=True, slots=True)
-class ApproxDP:
-    """(ε, δ)-differential privacy."""
+class Budget:
+    """A privacy budget: total (ε, δ) and the rule its spends are composed under.
+
+    The one value passed to planning, allocation, release and the ledger (the Tumult model:
+    a frozen, validated budget with one tolerance, applied toward privacy).
+
+    Examples
+    --------
+    >>> b = Budget(1.0, 1e-6, "rdp")
+    >>> b.rule
+    <CompositionRule.RDP: 'rdp'>
+    >>> b.fits(1.0 + 1e-13), b.fits(1.001)
+    (True, False)
+    """
 
     epsilon: float
-    delta: float
+    delta: float = 0.0
+    rule: CompositionRule = CompositionRule.BASIC
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "epsilon", check_epsilon(self.epsilon))
         object.__setattr__(self, "delta", check_delta(self.delta))
+        try:
+            object.__setattr__(self, "rule", CompositionRule(self.rule))
+        except ValueError as exc:
+            raise BudgetError(
+                f"rule must be one of {', '.join(r.value for r in CompositionRule)}; got {self.rule!r}."
+            ) from exc
 
+    def fits(self, cost: float) -> bool:
+        """``cost ≤ ε`` up to :data:`BUDGET_TOLERANCE` (relative); NaN and inf never fit."""
+        c = float(cost)
+        return math.isfinite(c) and c <= self.epsilon * (1.0 + BUDGET_TOLERANCE)
 
-@dataclass(frozen=True, slots=True)
-class ZCDP:
-    """ρ-zero-concentrated differential privacy: D_α(M(x)‖M(x')) ≤ ρα for all α > 1."""
-
-    rho: float
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "rho", check_epsilon(self.rho, "rho"))
-
-    def rdp(self, orders: npt.ArrayLike = DEFAULT_ORDERS) -> RDPCurve:
-        """The RDP curve ε(α) = ρα."""
-        a = np.asarray(orders, dtype=np.float64)
-        return RDPCurve(tuple(a.tolist()), tuple((self.rho * a).tolist()))
+    def to_dict(self) -> dict[str, float | str]:
+        """The JSON form used by PLAN.json: ``{"epsilon", "delta", "composition"}``."""
+        return {"epsilon": self.epsilon, "delta": self.delta, "composition": self.rule.value}
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,5 +172,3 @@ class RDPCurve:
             self.eps_inf + other.eps_inf,
         )
 
-
-PrivacyCost = PureDP | ApproxDP | ZCDP | RDPCurve

@@ -1,259 +1,167 @@
-"""Privacy events: what one mechanism invocation costs, in every currency.
+"""Privacy events: frozen records of what one mechanism invocation was, and nothing else.
 
-Modelled on Google dp_accounting's ``DpEvent`` records: a mechanism *describes* its
-privacy loss as an immutable event; accountants (:mod:`planner.accounting`) only add
-events up. Every event can state
+Modelled on Google dp_accounting's ``dp_event.py``: a mechanism *describes* itself as an
+immutable event (its kind and its parameters); the accountants in
+:mod:`planner.accountants` read events and hold every formula (pure ε, ρ, RDP curves,
+conversions to (ε, δ)). This module has no mathematics beyond validating parameters, so a
+new accountant is one new module there, and a new mechanism is one new record here plus
+one kernel per accountant that supports it.
 
-* ``pure_epsilon`` — its ε under pure DP (``inf`` if it has none);
-* ``zcdp_rho`` — its ρ under zCDP (``inf`` if it has none);
-* ``rdp(orders)`` — its RDP curve ε(α), vectorised over orders (``inf`` where none);
-* ``approx_epsilon(delta)`` — the tightest (ε, δ) known for the event on its own;
-* ``delta`` — the δ it needs under basic/advanced composition at that ε (0 if pure).
-
-Events are plain data: the accountants group them by type so that 1000 heterogeneous
-events compose in a few vectorised array operations.
+Every event round-trips through :meth:`to_dict` / :func:`event_from_dict` (the ledger
+stores events as JSON).
 """
 
 from __future__ import annotations
 
 import math
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, ClassVar
 
-import numpy as np
-import numpy.typing as npt
-
-from planner import divergences as dv
 from planner.budget import check_delta, check_epsilon
 from planner.errors import BudgetError
 
-FloatArray = npt.NDArray[np.float64]
-
-
-@runtime_checkable
-class PrivacyEvent(Protocol):
-    """What every event provides."""
-
-    @property
-    def pure_epsilon(self) -> float: ...
-
-    @property
-    def zcdp_rho(self) -> float: ...
-
-    def rdp(self, orders: npt.ArrayLike) -> FloatArray: ...
-
-    def approx_epsilon(self, delta: float) -> float: ...
-
-    def to_dict(self) -> dict[str, Any]: ...
-
 
 def _positive(value: float, name: str) -> float:
-    v = float(value)
+    try:
+        v = float(value)
+    except (TypeError, ValueError) as exc:
+        raise BudgetError(f"{name} must be a number > 0; got {value!r}.") from exc
     if not math.isfinite(v) or v <= 0:
         raise BudgetError(f"{name} must be > 0 and finite; got {v}.")
     return v
 
 
-@dataclass(frozen=True, slots=True)
-class LaplaceEvent:
-    """Continuous Laplace noise of scale b = λ·Δ₁ (``noise_multiplier`` λ = b/Δ₁): (1/λ)-DP."""
+class PrivacyEvent(ABC):
+    """Base of every event record (no behaviour beyond serialisation)."""
 
+    __slots__ = ()
+    #: The ``"event"`` tag of the JSON form.
+    tag: ClassVar[str] = ""
+    #: The name of the event's one scalar parameter ("" for events with none), which the
+    #: accountants' vectorised kernels take as an array.
+    parameter: ClassVar[str] = ""
+
+    @abstractmethod
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON form, ``{"event": tag, <parameters>}``."""
+
+
+@dataclass(frozen=True, slots=True)
+class LaplaceEvent(PrivacyEvent):
+    """Continuous Laplace noise of scale b = λ·Δ₁ (``noise_multiplier`` λ = b/Δ₁)."""
+
+    tag: ClassVar[str] = "laplace"
+    parameter: ClassVar[str] = "noise_multiplier"
     noise_multiplier: float
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "noise_multiplier", _positive(self.noise_multiplier, "noise_multiplier"))
 
-    @property
-    def pure_epsilon(self) -> float:
-        return 1.0 / self.noise_multiplier
-
-    @property
-    def zcdp_rho(self) -> float:
-        return self.pure_epsilon**2 / 2.0
-
-    def rdp(self, orders: npt.ArrayLike) -> FloatArray:
-        return dv.laplace_rdp(self.noise_multiplier, orders)
-
-    def approx_epsilon(self, delta: float) -> float:
-        return self.pure_epsilon
-
     def to_dict(self) -> dict[str, Any]:
-        return {"event": "laplace", "noise_multiplier": self.noise_multiplier}
+        return {"event": self.tag, "noise_multiplier": self.noise_multiplier}
 
 
 @dataclass(frozen=True, slots=True)
-class PureEvent:
-    """Any ε-DP mechanism (discrete Laplace, noisy max with exponential noise, ...).
+class PureEvent(PrivacyEvent):
+    """Any ε-DP mechanism with no tighter description (discrete Laplace, noisy max with
+    exponential noise, ...)."""
 
-    Its RDP curve is the tightest valid for every ε-DP mechanism
-    (:func:`planner.divergences.pure_dp_rdp`).
-    """
-
+    tag: ClassVar[str] = "pure"
+    parameter: ClassVar[str] = "epsilon"
     epsilon: float
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "epsilon", check_epsilon(self.epsilon))
 
-    @property
-    def pure_epsilon(self) -> float:
-        return self.epsilon
-
-    @property
-    def zcdp_rho(self) -> float:
-        return self.epsilon**2 / 2.0
-
-    def rdp(self, orders: npt.ArrayLike) -> FloatArray:
-        return dv.pure_dp_rdp(self.epsilon, orders)
-
-    def approx_epsilon(self, delta: float) -> float:
-        return self.epsilon
-
     def to_dict(self) -> dict[str, Any]:
-        return {"event": "pure", "epsilon": self.epsilon}
+        return {"event": self.tag, "epsilon": self.epsilon}
 
 
 @dataclass(frozen=True, slots=True)
-class ExponentialEvent:
-    """An ε-DP exponential mechanism (or report-noisy-max with Gumbel noise).
+class ExponentialEvent(PrivacyEvent):
+    """An ε-DP exponential mechanism (or report-noisy-max with Gumbel noise): a
+    bounded-range mechanism, which the accountants use (ρ = ε²/8 rather than ε²/2)."""
 
-    Bounded range gives ρ = ε²/8 (Cesar & Rogers 2021, arXiv:2004.07223, Lemma 3.2).
-    """
-
+    tag: ClassVar[str] = "exponential"
+    parameter: ClassVar[str] = "epsilon"
     epsilon: float
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "epsilon", check_epsilon(self.epsilon))
 
-    @property
-    def pure_epsilon(self) -> float:
-        return self.epsilon
-
-    @property
-    def zcdp_rho(self) -> float:
-        return self.epsilon**2 / 8.0
-
-    def rdp(self, orders: npt.ArrayLike) -> FloatArray:
-        return dv.exponential_rdp(self.epsilon, orders)
-
-    def approx_epsilon(self, delta: float) -> float:
-        return self.epsilon
-
     def to_dict(self) -> dict[str, Any]:
-        return {"event": "exponential", "epsilon": self.epsilon}
+        return {"event": self.tag, "epsilon": self.epsilon}
 
 
 @dataclass(frozen=True, slots=True)
-class RandomizedResponseEvent:
-    """Binary randomized response keeping the truth with probability p ∈ (1/2, 1).
+class RandomizedResponseEvent(PrivacyEvent):
+    """Binary randomized response keeping the truth with probability p ∈ (1/2, 1)."""
 
-    ε = ln(p/(1−p)) (MATH.md §3).
-    """
-
+    tag: ClassVar[str] = "randomized_response"
+    parameter: ClassVar[str] = "keep_probability"
     keep_probability: float
 
     def __post_init__(self) -> None:
-        p = float(self.keep_probability)
+        try:
+            p = float(self.keep_probability)
+        except (TypeError, ValueError) as exc:
+            raise BudgetError(f"keep_probability must be a number in (0.5, 1); got {self.keep_probability!r}.") from exc
         if not (0.5 < p < 1.0):
             raise BudgetError(
                 f"keep_probability must be in (0.5, 1); got {p}. p = 0.5 is pure noise and p = 1 is no privacy."
             )
         object.__setattr__(self, "keep_probability", p)
 
-    @property
-    def pure_epsilon(self) -> float:
-        p = self.keep_probability
-        return math.log(p) - math.log1p(-p)
-
-    @property
-    def zcdp_rho(self) -> float:
-        return self.pure_epsilon**2 / 2.0
-
-    def rdp(self, orders: npt.ArrayLike) -> FloatArray:
-        return dv.randomized_response_rdp(self.keep_probability, orders)
-
-    def approx_epsilon(self, delta: float) -> float:
-        return self.pure_epsilon
-
     def to_dict(self) -> dict[str, Any]:
-        return {"event": "randomized_response", "keep_probability": self.keep_probability}
+        return {"event": self.tag, "keep_probability": self.keep_probability}
 
 
 @dataclass(frozen=True, slots=True)
-class GaussianEvent:
-    """Gaussian noise σ = s·Δ₂ (``noise_multiplier`` s = σ/Δ₂): ρ = 1/(2s²)-zCDP.
+class GaussianEvent(PrivacyEvent):
+    """Gaussian noise σ = s·Δ₂ (``noise_multiplier`` s = σ/Δ₂).
 
-    ``discrete=True`` marks the discrete Gaussian (Canonne, Kamath & Steinke 2020,
-    arXiv:2004.00010, Thm 4: the same ρ); its (ε, δ) is taken from the zCDP conversion,
-    the continuous one's from the exact analytic Gaussian (Balle & Wang 2018, Thm 8).
+    ``discrete=True`` marks OpenDP's samplers (the discrete Gaussian, and the float
+    Gaussian sampled on a 2^k grid), certified through ρ-zCDP only (Canonne, Kamath &
+    Steinke 2020, arXiv:2004.00010, Thm 4); ``False`` an idealised continuous Gaussian,
+    whose exact (ε, δ) curve is the analytic Gaussian (Balle & Wang 2018).
     """
 
+    tag: ClassVar[str] = "gaussian"
+    parameter: ClassVar[str] = "noise_multiplier"
     noise_multiplier: float
     discrete: bool = False
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "noise_multiplier", _positive(self.noise_multiplier, "noise_multiplier"))
-
-    @property
-    def pure_epsilon(self) -> float:
-        return math.inf
-
-    @property
-    def zcdp_rho(self) -> float:
-        return 1.0 / (2.0 * self.noise_multiplier**2)
-
-    def rdp(self, orders: npt.ArrayLike) -> FloatArray:
-        return dv.gaussian_rdp(self.noise_multiplier, orders)
-
-    def approx_epsilon(self, delta: float) -> float:
-        d = check_delta(delta)
-        if d == 0.0:
-            return math.inf
-        if self.discrete:
-            from planner.accounting import zcdp_to_approx_epsilon
-
-            return float(zcdp_to_approx_epsilon(self.zcdp_rho, d))
-        return float(dv.analytic_gaussian_epsilon(d, 1.0 / self.noise_multiplier))
+        object.__setattr__(self, "discrete", bool(self.discrete))
 
     def to_dict(self) -> dict[str, Any]:
-        return {"event": "gaussian", "noise_multiplier": self.noise_multiplier, "discrete": self.discrete}
+        return {"event": self.tag, "noise_multiplier": self.noise_multiplier, "discrete": self.discrete}
 
 
 @dataclass(frozen=True, slots=True)
-class ZCDPEvent:
-    """Any ρ-zCDP mechanism: ε(α) = ρα."""
+class ZCDPEvent(PrivacyEvent):
+    """Any ρ-zCDP mechanism with no tighter description."""
 
+    tag: ClassVar[str] = "zcdp"
+    parameter: ClassVar[str] = "rho"
     rho: float
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "rho", check_epsilon(self.rho, "rho"))
 
-    @property
-    def pure_epsilon(self) -> float:
-        return math.inf
-
-    @property
-    def zcdp_rho(self) -> float:
-        return self.rho
-
-    def rdp(self, orders: npt.ArrayLike) -> FloatArray:
-        return np.asarray(self.rho * np.asarray(orders, dtype=np.float64), dtype=np.float64)
-
-    def approx_epsilon(self, delta: float) -> float:
-        d = check_delta(delta)
-        if d == 0.0:
-            return math.inf
-        from planner.accounting import zcdp_to_approx_epsilon
-
-        return float(zcdp_to_approx_epsilon(self.rho, d))
-
     def to_dict(self) -> dict[str, Any]:
-        return {"event": "zcdp", "rho": self.rho}
+        return {"event": self.tag, "rho": self.rho}
 
 
 @dataclass(frozen=True, slots=True)
-class ApproxEvent:
-    """An (ε, δ)-DP mechanism with no tighter description: composes under basic/advanced only."""
+class ApproxEvent(PrivacyEvent):
+    """An (ε, δ)-DP mechanism with no tighter description: composes under basic and
+    advanced composition only (δ = 0 makes it a pure event)."""
 
+    tag: ClassVar[str] = "approx"
     epsilon: float
     delta: float
 
@@ -261,38 +169,16 @@ class ApproxEvent:
         object.__setattr__(self, "epsilon", check_epsilon(self.epsilon))
         object.__setattr__(self, "delta", check_delta(self.delta))
 
-    @property
-    def pure_epsilon(self) -> float:
-        return self.epsilon if self.delta == 0.0 else math.inf
-
-    @property
-    def zcdp_rho(self) -> float:
-        return self.epsilon**2 / 2.0 if self.delta == 0.0 else math.inf
-
-    def rdp(self, orders: npt.ArrayLike) -> FloatArray:
-        a = np.asarray(orders, dtype=np.float64)
-        if self.delta == 0.0:
-            return dv.pure_dp_rdp(self.epsilon, a)
-        return np.full(a.shape, np.inf)
-
-    def approx_epsilon(self, delta: float) -> float:
-        return self.epsilon if delta >= self.delta else math.inf
-
     def to_dict(self) -> dict[str, Any]:
-        return {"event": "approx", "epsilon": self.epsilon, "delta": self.delta}
+        return {"event": self.tag, "epsilon": self.epsilon, "delta": self.delta}
 
 
 @dataclass(frozen=True, slots=True)
-class SelfComposedEvent:
+class SelfComposedEvent(PrivacyEvent):
     """``count`` independent runs of the same event, as one event (dp_accounting's
-    ``SelfComposedDpEvent``).
+    ``SelfComposedDpEvent``)."""
 
-    Pure ε, ρ and the RDP curve add up (RDP order by order: Mironov 2017, Prop. 1), so the
-    accountant composes k identical mechanisms without a (k × orders) array. The RDP
-    curve is k times the accountant's own single-event kernel, with a 1e-9 relative
-    allowance for taking k equal terms as one product (never below the sum of k copies).
-    """
-
+    tag: ClassVar[str] = "self_composed"
     event: PrivacyEvent
     count: int
 
@@ -302,57 +188,104 @@ class SelfComposedEvent:
         if isinstance(self.count, bool) or not isinstance(self.count, int) or self.count < 1:
             raise BudgetError(f"count must be a whole number ≥ 1; got {self.count!r}.")
 
-    @property
-    def pure_epsilon(self) -> float:
-        return self.count * self.event.pure_epsilon
+    def to_dict(self) -> dict[str, Any]:
+        return {"event": self.tag, "inner": self.event.to_dict(), "count": self.count}
 
-    @property
-    def zcdp_rho(self) -> float:
-        return self.count * self.event.zcdp_rho
 
-    def rdp(self, orders: npt.ArrayLike) -> FloatArray:
-        from planner.accounting import rdp_curve
+@dataclass(frozen=True, slots=True)
+class ComposedEvent(PrivacyEvent):
+    """Several events run one after another, as one event (dp_accounting's
+    ``ComposedDpEvent``)."""
 
-        one = rdp_curve([self.event], orders).epsilon_array
-        return np.asarray(self.count * one * (1.0 + 1e-9), dtype=np.float64)
+    tag: ClassVar[str] = "composed"
+    events: tuple[PrivacyEvent, ...]
 
-    def approx_epsilon(self, delta: float) -> float:
-        if math.isfinite(self.pure_epsilon):
-            return self.pure_epsilon
-        d = check_delta(delta)
-        if d == 0.0:
-            return math.inf
-        from planner.accounting import rdp_epsilon
-
-        return float(rdp_epsilon([self], d)[0])
+    def __post_init__(self) -> None:
+        evs = tuple(self.events)
+        if not evs or not all(isinstance(e, PrivacyEvent) for e in evs):
+            raise BudgetError("a composed event needs at least one privacy event, and only privacy events.")
+        object.__setattr__(self, "events", evs)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"event": "self_composed", "inner": self.event.to_dict(), "count": self.count}
+        return {"event": self.tag, "events": [e.to_dict() for e in self.events]}
 
 
-def event_from_dict(data: dict[str, Any]) -> PrivacyEvent:
-    """Rebuild an event from :meth:`to_dict` output (ledger storage, CLI input)."""
+def flatten(events: Any) -> list[PrivacyEvent]:
+    """The leaf events of a sequence of events (composed events unpacked, in order).
+
+    Self-composed events stay whole: accountants multiply their cost by the count.
+    """
+    out: list[PrivacyEvent] = []
+    for e in events:
+        if isinstance(e, ComposedEvent):
+            out.extend(flatten(e.events))
+        else:
+            out.append(e)
+    return out
+
+
+#: Event classes by their JSON tag.
+EVENT_TYPES: Mapping[str, type[PrivacyEvent]] = {
+    cls.tag: cls
+    for cls in (LaplaceEvent, PureEvent, ExponentialEvent, RandomizedResponseEvent, GaussianEvent,
+                ZCDPEvent, ApproxEvent, SelfComposedEvent, ComposedEvent)
+}
+
+
+def event_from_dict(data: Any, _depth: int = 0) -> PrivacyEvent:
+    """Rebuild an event from :meth:`PrivacyEvent.to_dict` output (ledger storage, CLI input).
+
+    Raises
+    ------
+    BudgetError
+        Not an object, an unknown ``"event"`` tag, a missing field or a bad value.
+    """
+    if _depth > 32:
+        raise BudgetError("privacy events are nested too deeply (more than 32 levels).")
+    if not isinstance(data, Mapping):
+        raise BudgetError(f"a privacy event must be a JSON object; got {type(data).__name__}.")
     kind = data.get("event")
     try:
         if kind == "laplace":
-            return LaplaceEvent(float(data["noise_multiplier"]))
+            return LaplaceEvent(data["noise_multiplier"])
         if kind == "pure":
-            return PureEvent(float(data["epsilon"]))
+            return PureEvent(data["epsilon"])
         if kind == "exponential":
-            return ExponentialEvent(float(data["epsilon"]))
+            return ExponentialEvent(data["epsilon"])
         if kind == "randomized_response":
-            return RandomizedResponseEvent(float(data["keep_probability"]))
+            return RandomizedResponseEvent(data["keep_probability"])
         if kind == "gaussian":
-            return GaussianEvent(float(data["noise_multiplier"]), bool(data.get("discrete", False)))
+            return GaussianEvent(data["noise_multiplier"], bool(data.get("discrete", False)))
         if kind == "zcdp":
-            return ZCDPEvent(float(data["rho"]))
+            return ZCDPEvent(data["rho"])
         if kind == "approx":
-            return ApproxEvent(float(data["epsilon"]), float(data["delta"]))
+            return ApproxEvent(data["epsilon"], data["delta"])
         if kind == "self_composed":
-            return SelfComposedEvent(event_from_dict(data["inner"]), int(data["count"]))
+            return SelfComposedEvent(event_from_dict(data["inner"], _depth + 1), data["count"])
+        if kind == "composed":
+            inner = data["events"]
+            if not isinstance(inner, list):
+                raise BudgetError("a composed event's 'events' must be a list.")
+            return ComposedEvent(tuple(event_from_dict(e, _depth + 1) for e in inner))
     except KeyError as exc:
         raise BudgetError(f"privacy event {kind!r} is missing the field {exc.args[0]!r}.") from exc
     raise BudgetError(
-        f"unknown privacy event {kind!r}; expected one of laplace, pure, exponential, "
-        "randomized_response, gaussian, zcdp, approx, self_composed."
+        f"unknown privacy event {kind!r}; expected one of {', '.join(sorted(EVENT_TYPES))}."
     )
+
+
+__all__ = [
+    "EVENT_TYPES",
+    "ApproxEvent",
+    "ComposedEvent",
+    "ExponentialEvent",
+    "GaussianEvent",
+    "LaplaceEvent",
+    "PrivacyEvent",
+    "PureEvent",
+    "RandomizedResponseEvent",
+    "SelfComposedEvent",
+    "ZCDPEvent",
+    "event_from_dict",
+    "flatten",
+]

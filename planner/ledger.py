@@ -72,7 +72,7 @@ from sqlalchemy.pool import StaticPool
 from sqlmodel import Field, Session, SQLModel, col, select
 from sqlmodel.sql.expression import SelectOfScalar
 
-from planner.accounting import CompositionRule, Spend, total_epsilon
+from planner.accounting import CompositionRule, Spend, event_rho, total_epsilon
 from planner.budget import check_delta, check_epsilon
 from planner.errors import BudgetError, BudgetExceededError, LedgerError
 from planner.events import PrivacyEvent, event_from_dict
@@ -1372,7 +1372,7 @@ def _prepare_spends(
                 f"epsilon of query {qid!r} must be ≥ 0 and finite; got {eps}. Assign a finite ε."
             )
         check_delta(sp.delta, f"delta of query {qid!r}")
-        rho = float(sp.event.zcdp_rho)
+        rho = float(event_rho(sp.event))
         out.append((qid, sp, json.dumps(sp.event.to_dict(), sort_keys=True), _finite_or_none(rho)))
     return out
 

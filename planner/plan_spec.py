@@ -34,7 +34,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from planner.accounting import CompositionRule, Spend, compare_rules
+from planner.accounting import (
+    CompositionRule,
+    Spend,
+    compare_rules,
+    pure_epsilon,
+    standalone_epsilon,
+)
 from planner.budget import check_delta, check_epsilon
 from planner.errors import PlanError, PlannerError
 from planner.events import (
@@ -232,7 +238,7 @@ def compose_command(path: str | Path) -> dict[str, Any]:
     for i, entry in enumerate(data["mechanisms"]):
         ev, count = _mechanism_events(entry, i)
         events.extend([ev] * count)
-    approx = [e for e in events if not math.isfinite(e.pure_epsilon)]
+    approx = [e for e in events if not math.isfinite(pure_epsilon(e))]
     results: dict[str, Any] = {}
     for rule in CompositionRule:
         if approx and delta == 0.0:
@@ -242,10 +248,10 @@ def compose_command(path: str | Path) -> dict[str, Any]:
         d_i = share / len(approx) * (1 - 1e-12) if approx else 0.0
         spends = []
         for e in events:
-            if math.isfinite(e.pure_epsilon):
-                spends.append(Spend(e, e.pure_epsilon, 0.0))
+            if math.isfinite(pure_epsilon(e)):
+                spends.append(Spend(e, pure_epsilon(e), 0.0))
             elif rule in (CompositionRule.BASIC, CompositionRule.ADVANCED):
-                spends.append(Spend(e, max(e.approx_epsilon(d_i), 1e-300), d_i))
+                spends.append(Spend(e, max(standalone_epsilon(e, d_i), 1e-300), d_i))
             else:
                 spends.append(Spend(e, 1e300, delta))
         try:

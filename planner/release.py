@@ -98,7 +98,7 @@ import numpy as np
 import numpy.typing as npt
 import opendp.prelude as dp
 
-from planner.accounting import CompositionRule, Spend
+from planner.accounting import CompositionRule, Spend, event_rho, pure_epsilon, standalone_epsilon
 from planner.allocation import Family, ItemAllocation
 from planner.backends.base import (
     Aggregate,
@@ -218,7 +218,7 @@ class Draw:
             "opendp": [c.describe() for c in self.components],
             "epsilon": r.epsilon,
             "delta": r.delta,
-            "rho": _finite_or_none(r.event.zcdp_rho),
+            "rho": _finite_or_none(event_rho(r.event)),
             "event": r.event.to_dict(),
         }
 
@@ -367,14 +367,14 @@ def _rho_approx(rho: float, delta: float) -> float:
 
 def _laplace_event(eps: float) -> LaplaceEvent:
     nm = 1.0 / eps
-    while LaplaceEvent(nm).pure_epsilon < eps:
+    while pure_epsilon(LaplaceEvent(nm)) < eps:
         nm = math.nextafter(nm, 0.0)
     return LaplaceEvent(nm)
 
 
 def _gaussian_event(rho: float) -> GaussianEvent:
     s = 1.0 / math.sqrt(2.0 * rho)
-    while GaussianEvent(s, discrete=True).zcdp_rho < rho:
+    while event_rho(GaussianEvent(s, discrete=True)) < rho:
         s = math.nextafter(s, 0.0)
     return GaussianEvent(s, discrete=True)
 
@@ -399,10 +399,10 @@ def _make_draw(
     pl_event = planner.event
     if all(c.measure == "max_divergence" for c in comps):
         eps_o = float(sum(c.cost for c in comps))
-        eps_r = max(eps_o, float(pl_event.pure_epsilon))
+        eps_r = max(eps_o, pure_epsilon(pl_event))
         event: PrivacyEvent
         if isinstance(pl_event, LaplaceEvent):
-            event = pl_event if eps_r <= pl_event.pure_epsilon else _laplace_event(eps_r)
+            event = pl_event if eps_r <= pure_epsilon(pl_event) else _laplace_event(eps_r)
         elif isinstance(pl_event, PureEvent):
             event = pl_event if eps_r <= pl_event.epsilon else PureEvent(eps_r)
         else:  # Exponential (PF) or randomized response answered by discrete Laplace
@@ -411,13 +411,13 @@ def _make_draw(
         return Draw(key, share.id, query_id, comps, planner, recorded, eps_o, eps_o**2 / 2.0)
     rho_o = float(sum(c.cost for c in comps))
     if isinstance(pl_event, ExponentialEvent):
-        rho_r = max(rho_o, pl_event.zcdp_rho)
-        event = pl_event if rho_r <= pl_event.zcdp_rho else _exponential_event(rho_r, pl_event.epsilon)
-        recorded = Spend(event, max(event.pure_epsilon, float(planner.epsilon)), 0.0)
+        rho_r = max(rho_o, event_rho(pl_event))
+        event = pl_event if rho_r <= event_rho(pl_event) else _exponential_event(rho_r, pl_event.epsilon)
+        recorded = Spend(event, max(pure_epsilon(event), float(planner.epsilon)), 0.0)
         return Draw(key, share.id, query_id, comps, planner, recorded, math.sqrt(8.0 * rho_o), rho_o)
     if not isinstance(pl_event, GaussianEvent):
         raise ReleaseError(f"query {query_id!r}: no OpenDP Gaussian release for a {type(pl_event).__name__}.")
-    rho_r = max(rho_o, pl_event.zcdp_rho)
+    rho_r = max(rho_o, event_rho(pl_event))
     g_event = _gaussian_event(rho_r)
     delta = float(planner.delta)
     if delta > 0:
@@ -425,7 +425,7 @@ def _make_draw(
             eps_o = _zcdp_approx(comps[0].measurement, comps[0].d_in, delta)
         else:
             eps_o = _rho_approx(rho_o, delta)
-        eps_r = max(eps_o, float(planner.epsilon), g_event.approx_epsilon(delta))
+        eps_r = max(eps_o, float(planner.epsilon), standalone_epsilon(g_event, delta))
     else:
         eps_o, eps_r = math.inf, float(planner.epsilon)
     recorded = Spend(g_event, eps_r, delta)
@@ -466,9 +466,9 @@ def _build_item(part: Part, share: ItemAllocation, pred: Prediction, schema: Sch
         # pure families are calibrated to the ε the planner records (for randomized
         # response ln(p/(1−p)), which differs from θ by float rounding only)
         if fam is Family.LAPLACE:
-            return _laplace(name, l1, l1 / spends[0].event.pure_epsilon, integer=False, vector=vector)
-        if fam in (Family.DISCRETE_LAPLACE, Family.RANDOMIZED_RESPONSE):
-            return _laplace(name, l1, l1 / spends[0].event.pure_epsilon, integer=True, vector=vector)
+            return _laplace(name, l1, l1 / pure_epsilon(spends[0].event), integer=False, vector=vector)
+        if fam is Family.DISCRETE_LAPLACE:
+            return _laplace(name, l1, l1 / pure_epsilon(spends[0].event), integer=True, vector=vector)
         if fam in (Family.GAUSSIAN, Family.DISCRETE_GAUSSIAN):
             # the discrete Gaussian for integer aggregates the user asked it for; the
             # float (2^k-grid) Gaussian otherwise. Both are ρ-zCDP at the same ρ [CKS20].
@@ -535,8 +535,8 @@ def _build_item(part: Part, share: ItemAllocation, pred: Prediction, schema: Sch
         if fam is Family.MEAN_LAPLACE:
             if len(spends) != 2:
                 raise ReleaseError(f"query {q.id!r}: a mean as sum / count needs two Laplace spends.")
-            eps_s = spends[0].event.pure_epsilon
-            eps_c = spends[1].event.pure_epsilon
+            eps_s = pure_epsilon(spends[0].event)
+            eps_c = pure_epsilon(spends[1].event)
             comp_s = _laplace("sum", s_part.l1, s_part.l1 / eps_s, integer=False, vector=False)
             comp_c = _laplace("count", c_part.l1, c_part.l1 / eps_c, integer=False, vector=False)
             draws: tuple[Draw, ...] = (one([comp_s], f"{share.id}:sum", 0), one([comp_c], f"{share.id}:count", 1))
@@ -876,7 +876,7 @@ def _result(
                 answer=answers.get(q.id),
                 epsilon=float(sum(d.recorded.epsilon for d in draws)),
                 delta=float(sum(d.recorded.delta for d in draws)),
-                rho=float(sum(d.recorded.event.zcdp_rho for d in draws)),
+                rho=float(sum(event_rho(d.recorded.event) for d in draws)),
                 opendp=tuple(d.describe() for d in draws),
                 predictions=tuple(it.prediction.to_dict() for it in its),
                 schema_hash=prepared.schema_hash,

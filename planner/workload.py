@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 from scipy import optimize
 
-from planner.accounting import CompositionRule
+from planner.accounting import CompositionRule, pure_epsilon
 from planner.allocation import (
     Allocation,
     Family,
@@ -179,8 +179,8 @@ def build_items(
         if kind is QueryKind.PROPORTION:
             n = _need_n(q, schema)
             if mech is M.RANDOMIZED_RESPONSE:
-                item = Item(q.id, Family.RANDOMIZED_RESPONSE, float(n), weight=w, error_scale=s)
-            elif mech is M.LAPLACE:
+                raise QueryError(f"query {q.id!r}: randomized response is not released (temporary).")
+            if mech is M.LAPLACE:
                 item = Item(q.id, Family.LAPLACE, 2.0 * p.sensitivity.l1**2 / n**2, weight=w, error_scale=s)
             else:
                 item = Item(q.id, Family.DISCRETE_LAPLACE, 1.0 / n**2, sensitivity=p.sensitivity.l1, weight=w, error_scale=s)
@@ -281,8 +281,8 @@ def predict(part: Part, share: ItemAllocation, schema: Schema) -> Prediction:
         col = schema.column(q.column or "")
         m = max(abs(col.bounds[0]), abs(col.bounds[1]))
         if item.family is Family.MEAN_LAPLACE:
-            eps_s = share.spends[0].event.pure_epsilon
-            eps_c = share.spends[1].event.pure_epsilon if len(share.spends) > 1 else math.inf
+            eps_s = pure_epsilon(share.spends[0].event)
+            eps_c = pure_epsilon(share.spends[1].event) if len(share.spends) > 1 else math.inf
             b_s = qparts[0].sensitivity.l1 / eps_s
             b_c = qparts[1].sensitivity.l1 / eps_c
             noise = {"sum_laplace_scale": b_s, "count_laplace_scale": b_c}
@@ -487,7 +487,7 @@ def _share_spends(item: Item, theta: float) -> tuple[Any, ...]:
     from planner.accounting import Spend
     from planner.allocation import item_events
 
-    return tuple(Spend(e, e.pure_epsilon if math.isfinite(e.pure_epsilon) else 1e300, 0.0 if math.isfinite(e.pure_epsilon) else 1e-300) for e in item_events(item, theta))
+    return tuple(Spend(e, pure_epsilon(e) if math.isfinite(pure_epsilon(e)) else 1e300, 0.0 if math.isfinite(pure_epsilon(e)) else 1e-300) for e in item_events(item, theta))
 
 
 def compare(

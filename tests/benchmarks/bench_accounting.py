@@ -20,9 +20,11 @@ from planner.accounting import (
     CompositionRule,
     Spend,
     compare_rules,
+    pure_epsilon,
     rdp_curve,
     rdp_epsilon,
     rdp_to_epsilon,
+    standalone_epsilon,
     total_epsilon,
 )
 from planner.events import (
@@ -72,7 +74,7 @@ def median_ms(fn: Callable[[], object], repeats: int = REPEATS) -> str:
 def main() -> None:
     events = mixed_events(N_EVENTS)
     curve = rdp_curve(events)
-    spends = [Spend(e, e.approx_epsilon(1e-9), 1e-9 if e.pure_epsilon == float("inf") else 0.0) for e in events]
+    spends = [Spend(e, standalone_epsilon(e, 1e-9), 1e-9 if pure_epsilon(e) == float("inf") else 0.0) for e in events]
     eps, order = rdp_epsilon(events, DELTA)
     print(f"{N_EVENTS} heterogeneous events (Laplace, Gaussian, RR, exponential), δ = {DELTA:g}")
     print(f"  ε (RDP, refined) = {eps:.6f} at α = {order:.4f}")

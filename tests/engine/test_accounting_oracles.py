@@ -21,7 +21,7 @@ from dp_accounting.pld import PLDAccountant
 from dp_accounting.pld import privacy_loss_distribution as pld
 from dp_accounting.rdp import RdpAccountant
 
-from planner.accounting import rdp_epsilon, zcdp_to_approx_epsilon
+from planner.accounting import event_rho, rdp_epsilon, zcdp_to_approx_epsilon
 from planner.events import GaussianEvent, LaplaceEvent, PrivacyEvent
 
 dp.enable_features("contrib")
@@ -77,7 +77,7 @@ def test_heterogeneous_mix_no_looser_than_dp_accounting(delta: float, seed: int)
     ref = _dpacc_rdp_epsilon(dp_event.ComposedDpEvent(ref_events), delta)
     assert ours <= ref * LOOSENESS
     # the Gaussians alone are a post-processing-free sub-mechanism: exact lower bound
-    rho = sum(e.zcdp_rho for e in ours_events if isinstance(e, GaussianEvent))
+    rho = sum(event_rho(e) for e in ours_events if isinstance(e, GaussianEvent))
     assert ours >= dp_accounting.get_epsilon_gaussian(1 / math.sqrt(2 * rho), delta)
 
 
@@ -133,7 +133,7 @@ def test_zcdp_conversion_of_composition_matches_opendp() -> None:
     meas = dp.c.make_composition([_opendp_gaussian(s) for s in (0.7, 2.0, 9.0)])
     rho = float(meas.map(1.0))
     eps_opendp, _ = dp.c.make_fix_delta(dp.c.make_zCDP_to_approxDP(meas), 1e-8).map(1.0)
-    ours_rho = sum(GaussianEvent(s).zcdp_rho for s in (0.7, 2.0, 9.0))
+    ours_rho = sum(event_rho(GaussianEvent(s)) for s in (0.7, 2.0, 9.0))
     assert ours_rho == pytest.approx(rho, rel=1e-12)
     assert float(zcdp_to_approx_epsilon(ours_rho, 1e-8)) == pytest.approx(eps_opendp, rel=1e-6)
 

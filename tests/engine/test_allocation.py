@@ -73,18 +73,14 @@ def workloads(draw: st.DrawFn) -> list[Item]:
         Family.LAPLACE,
         Family.GAUSSIAN,
         Family.EXPONENTIAL,
-        Family.RANDOMIZED_RESPONSE,
+        Family.PURE,
         Family.DISCRETE_LAPLACE,
         Family.MEAN_LAPLACE,
     ]
     items = []
     for i in range(n):
         fam = draw(st.sampled_from(fams))
-        coef = (
-            draw(st.floats(0.5, 500.0))
-            if fam is not Family.RANDOMIZED_RESPONSE
-            else draw(st.floats(100, 1e5))
-        )
+        coef = draw(st.floats(0.5, 500.0))
         items.append(
             Item(
                 f"q{i}",
@@ -151,7 +147,7 @@ def _equal_split_objective(
 
 @settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
-    fam_a=st.sampled_from([Family.LAPLACE, Family.GAUSSIAN, Family.RANDOMIZED_RESPONSE]),
+    fam_a=st.sampled_from([Family.LAPLACE, Family.GAUSSIAN, Family.DISCRETE_LAPLACE]),
     fam_b=st.sampled_from([Family.LAPLACE, Family.GAUSSIAN, Family.EXPONENTIAL]),
     wb=st.floats(0.1, 10.0),
     eps=st.floats(0.1, 4.0),
@@ -163,7 +159,7 @@ def test_allocate_two_queries_no_worse_than_brute_force(
     # Brute force: pin query a on a fine log grid of θ, give the rest of the budget to b
     # (the pinned path bisects b's θ on the exact accountant), keep the best objective.
     delta = 1e-6
-    a_item = Item("a", fam_a, 2.0 if fam_a is not Family.RANDOMIZED_RESPONSE else 1000.0)
+    a_item = Item("a", fam_a, 2.0 if fam_a is not Family.DISCRETE_LAPLACE else 1.0)
     b_item = Item("b", fam_b, 50.0, weight=wb)
     ours = allocate([a_item, b_item], eps, delta, rule).objective
     best = math.inf
@@ -199,7 +195,7 @@ def test_target_mode_meets_every_target_and_one_percent_less_breaks_one() -> Non
     items = [
         Item("count", Family.LAPLACE, 2.0),
         Item("income_sum", Family.GAUSSIAN, 150_000.0**2 / 2),
-        Item("smoker", Family.RANDOMIZED_RESPONSE, 50_000.0),
+        Item("smoker", Family.DISCRETE_LAPLACE, 1.0 / 50_000.0**2),
     ]
     targets = {"count": Target(50.0), "income_sum": Target(1e6), "smoker": Target(0.02)}
     for rule in RULES:
@@ -272,7 +268,7 @@ def _mixed(n: int, seed: int) -> list[Item]:
         Family.LAPLACE,
         Family.GAUSSIAN,
         Family.DISCRETE_GAUSSIAN,
-        Family.RANDOMIZED_RESPONSE,
+        Family.MEAN_LAPLACE,
         Family.DISCRETE_LAPLACE,
         Family.EXPONENTIAL,
     ]
@@ -281,9 +277,7 @@ def _mixed(n: int, seed: int) -> list[Item]:
         Item(
             f"q{i}",
             fams[i % len(fams)],
-            50_000.0
-            if fams[i % len(fams)] is Family.RANDOMIZED_RESPONSE
-            else float(rng.uniform(1, 100)),
+            float(rng.uniform(1, 100)),
             weight=float(rng.uniform(0.5, 5)),
         )
         for i in range(n)
@@ -317,11 +311,10 @@ def test_multiplier_search_never_returns_a_row_over_budget() -> None:
     # over it there. Every row must come back within 1e-9 of its budget or under it.
     from pathlib import Path
 
-    from planner.accounting import DEFAULT_ORDERS
+    from planner.accounting import DEFAULT_ORDERS, conversion
     from planner.allocation import (
         _Cost,
         _Dual,
-        _rdp_conversion,
         _scale_to_budget,
         _surrogate,
         _Workload,
@@ -336,7 +329,7 @@ def test_multiplier_search_never_returns_a_row_over_budget() -> None:
     d = _Dual(wl, free)
     eps = np.geomspace(0.1, 10, 50)
     alpha = np.repeat(np.asarray(DEFAULT_ORDERS[::120]), eps.size)
-    budget = np.tile(eps, alpha.size // eps.size) - _rdp_conversion(alpha, spec.delta)
+    budget = np.tile(eps, alpha.size // eps.size) - conversion(alpha, 0.0, math.log(spec.delta))
     # error_curve's start: the closed-form shape scaled to the median ε
     start = _scale_to_budget(
         _Cost(wl, CompositionRule.RDP, spec.delta).value,

@@ -22,7 +22,7 @@ from sqlalchemy.dialects import postgresql
 from sqlalchemy.schema import CreateTable
 from sqlmodel import SQLModel
 
-from planner.accounting import CompositionRule, Spend, total_epsilon
+from planner.accounting import CompositionRule, Spend, standalone_epsilon, total_epsilon
 from planner.errors import BudgetError, BudgetExceededError, LedgerError
 from planner.events import GaussianEvent, LaplaceEvent, PureEvent
 from planner.ledger import (
@@ -48,7 +48,7 @@ def laplace(eps: float) -> Spend:
 
 def gaussian(noise_multiplier: float, delta: float) -> Spend:
     ev = GaussianEvent(noise_multiplier)
-    return Spend(event=ev, epsilon=ev.approx_epsilon(delta), delta=delta)
+    return Spend(event=ev, epsilon=standalone_epsilon(ev, delta), delta=delta)
 
 
 @pytest.fixture
@@ -221,7 +221,7 @@ def test_ledger_rdp_composes_later_releases_with_earlier_ones(url: str) -> None:
     led.register_dataset("fp", "x", epsilon=10.0, delta=delta, rule=CompositionRule.RDP)
     g1 = gaussian(3.0, 5e-7)
     ev2 = GaussianEvent(4.0, discrete=True)
-    g2 = Spend(event=ev2, epsilon=ev2.approx_epsilon(5e-7), delta=5e-7)
+    g2 = Spend(event=ev2, epsilon=standalone_epsilon(ev2, 5e-7), delta=5e-7)
     led.release("fp", "a", "s", [("q1", g1)], Sampler({"q1": 1}))
     led.release("fp", "b", "s", [("q2", g2)], Sampler({"q2": 2}))
     spent = led.status("fp").epsilon_spent
