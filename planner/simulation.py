@@ -4,27 +4,16 @@ DATA-DEPENDENT (MATH.md §7): every function here takes an *exact* aggregate com
 the private rows, so its output is not private. It is for the data owner's eyes only and
 must never enter an exported release or a stakeholder view.
 
-The draws are numpy **planning simulations** (the ``simulate`` helpers of
-:mod:`planner.mechanisms`), seeded through a caller-supplied
+The draws are numpy **planning simulations** (each statistic's ``simulate``, from the
+helpers of :mod:`planner.mechanisms`), seeded through a caller-supplied
 :class:`numpy.random.Generator`; they are never a released value (releases draw noise
-through OpenDP in :mod:`planner.release`).
+through OpenDP in :mod:`planner.noise`).
 
 For one query at a total ε (the query alone, as on the Accuracy page), :func:`simulate_query`
 plans the query with :func:`planner.workload.plan`, then runs the planned mechanism
-``runs`` times on the exact aggregate, with the planned noise parameters, and measures the
-error in the same unit as the prediction:
-
-* count, sum, histogram bin, mean with public n, synthetic-sample bin: answer + additive
-  noise − answer (per bin for histograms);
-* mean as noisy sum / noisy count: clip(S̃ / max(C̃, 1), L, U) − S / C, as released;
-* proportion: Laplace / Gaussian on the counts, as released (true/false pair under
-  add/remove, the true count over the public n under substitution); randomized response by
-  :func:`planner.mechanisms.randomized_response.simulate_estimates`;
-* quantile / median: the exponential mechanism on the rank utility over the declared grid
-  (report-noisy-max with Gumbel noise, exactly the EM's law), error in ranks as a fraction
-  of n, from the exact answer on the grid t* (the candidate of highest utility):
-  (#{x ≤ t̃} − #{x ≤ t*}) / n;
-* mode: the utility gap max_t c_t − c_t̃ in rows (counts for the EM, −D_f for the ISM).
+``runs`` times on the exact aggregate, with the planned noise parameters and the
+release's own post-processing, and measures the error in the same unit as the
+prediction (each statistic's ``simulate``; its module docstring says what is measured).
 
 The empirical RMSE comes with its standard error (delta method on the mean squared error:
 se(√m) ≈ sd(e²) / (2√m·√runs)).
@@ -41,24 +30,17 @@ import numpy.typing as npt
 
 from planner.backends.base import (
     Aggregate,
-    BinCounts,
-    BooleanCounts,
-    CountAggregate,
-    MeanAggregate,
     QuantileAggregate,
-    SumAggregate,
 )
 from planner.bounds import quantile_mse_lower_bound
 from planner.errors import QueryError
 from planner.mechanisms import exponential as em
 from planner.mechanisms import ism
-from planner.mechanisms import randomized_response as rr
 from planner.mechanisms._validate import count as _count
 from planner.mechanisms._validate import epsilons as _epsilons
 from planner.mechanisms.base import MechanismName
-from planner.mechanisms.registry import additive
-from planner.queries import MeanMode, Query, QueryKind
-from planner.schema import Relation, Schema
+from planner.queries import Query
+from planner.schema import Schema
 from planner.workload import Prediction, plan
 
 FloatArray = npt.NDArray[np.float64]
@@ -113,17 +95,6 @@ def _rmse(errors: npt.ArrayLike) -> tuple[float, float]:
     return math.sqrt(m), se
 
 
-def _scale(pred: Prediction) -> float:
-    for key in ("laplace_scale", "sigma"):
-        if key in pred.noise:
-            return float(pred.noise[key])
-    raise QueryError(f"item {pred.id!r}: the plan has no additive noise scale to simulate.")
-
-
-def _alpha(pred: Prediction) -> float:
-    return float(pred.part.split("@")[1]) if "@" in pred.part else 0.5
-
-
 def grid_values(agg: QuantileAggregate) -> FloatArray:
     """The data as the quantile mechanisms see it: each value at its grid candidate.
 
@@ -142,7 +113,8 @@ def simulate_errors(
 ) -> FloatArray:
     """``runs`` planning draws of the error of one planned item, shape (runs, …). DATA-DEPENDENT.
 
-    The error is in the unit of ``pred`` (see the module docstring).
+    The statistic's own simulation of what its release draws (:meth:`Statistic.simulate`),
+    in the unit of ``pred``.
 
     Raises
     ------
@@ -153,83 +125,7 @@ def simulate_errors(
     n_runs = _count(runs, "runs")
     if n_runs > MAX_RUNS:
         raise QueryError(f"runs must be ≤ {MAX_RUNS}; got {n_runs}. Use fewer simulation runs.")
-    kind = query.kind
-    mech = query.mechanism
-
-    def wrong() -> QueryError:
-        return QueryError(f"query {query.id!r}: the aggregate {type(agg).__name__} does not fit a {kind.value}.")
-
-    if kind in (QueryKind.COUNT, QueryKind.SUM):
-        if not isinstance(agg, CountAggregate | SumAggregate):
-            raise wrong()
-        true = float(agg.value)
-        return additive(mech).simulate(true, _scale(pred), n_runs, rng) - true
-    if kind in (QueryKind.HISTOGRAM, QueryKind.SYNTHETIC_SAMPLE):
-        if not isinstance(agg, BinCounts):
-            raise wrong()
-        name = M.LAPLACE if kind is QueryKind.SYNTHETIC_SAMPLE else mech
-        counts = agg.as_array().astype(np.float64)
-        return additive(name).simulate(counts, _scale(pred), n_runs, rng) - counts
-    if kind is QueryKind.MEAN:
-        if not isinstance(agg, MeanAggregate):
-            raise wrong()
-        lo, hi = schema.column(query.column or "").bounds
-        if query.mode is MeanMode.PUBLIC_N:
-            n_pub = float(agg.public_n or schema.public_n or 0)
-            if n_pub <= 0:
-                raise QueryError(f"query {query.id!r}: a mean over the public n needs 'public_n' in the schema.")
-            true = agg.sum.value / n_pub
-            return additive(mech).simulate(true, _scale(pred), n_runs, rng) - true
-        s, c = float(agg.sum.value), float(agg.count.value)
-        true = s / c if c > 0 else (lo + hi) / 2
-        if "sum_laplace_scale" in pred.noise:
-            lap = additive(M.LAPLACE)
-            s_t = lap.simulate(s, pred.noise["sum_laplace_scale"], n_runs, rng)
-            cs = pred.noise["count_laplace_scale"]
-            c_t = lap.simulate(c, cs, n_runs, rng) if math.isfinite(cs) and cs > 0 else np.full(n_runs, c)
-        else:
-            gau = additive(M.GAUSSIAN)
-            s_t = gau.simulate(s, pred.noise["sum_sigma"], n_runs, rng)
-            c_t = gau.simulate(c, pred.noise["count_sigma"], n_runs, rng)
-        return np.clip(s_t / np.maximum(c_t, 1.0), lo, hi) - true
-    if kind in (QueryKind.QUANTILE, QueryKind.MEDIAN):
-        if not isinstance(agg, QuantileAggregate):
-            raise wrong()
-        n = max(agg.n, 1)
-        alpha = _alpha(pred)
-        sens = query.parts(schema)[0].sensitivity.l1
-        util = agg.rank_utility(alpha)
-        idx = em.simulate(util, pred.noise["epsilon"], n_runs, rng, sensitivity=sens)
-        le = agg.counts_le
-        return np.asarray((le[idx] - le[int(np.argmax(util))]) / n, dtype=np.float64)
-    if kind is QueryKind.MODE:
-        if not isinstance(agg, BinCounts):
-            raise wrong()
-        cats = agg.as_array()
-        scores = (-ism.mode_distance(cats).distance).astype(np.float64) if mech is M.INVERSE_SENSITIVITY \
-            else cats.astype(np.float64)
-        sens = query.parts(schema)[0].sensitivity.l1
-        idx = em.simulate(scores, pred.noise["epsilon"], n_runs, rng, sensitivity=sens)
-        return np.asarray(cats.max() - cats[idx], dtype=np.float64)
-    if kind is QueryKind.PROPORTION:
-        if not isinstance(agg, BooleanCounts):
-            raise wrong()
-        n = max(agg.n, 1)
-        pi = agg.n_true / n
-        if mech is M.RANDOMIZED_RESPONSE:
-            return rr.simulate_estimates(pi, n, pred.noise["keep_probability"], n_runs, rng) - pi
-        noise = additive(mech)
-        t = noise.simulate(float(agg.n_true), _scale(pred), n_runs, rng)
-        if schema.relation is Relation.ADD_REMOVE:
-            f = noise.simulate(float(agg.n_false), _scale(pred), n_runs, rng)
-            tt, ff = np.maximum(t, 0.0), np.maximum(f, 0.0)
-            tot = tt + ff
-            est = np.divide(tt, tot, out=np.full_like(tt, 0.5), where=tot > 0)
-        else:
-            n_pub = float(schema.public_n or n)
-            est = np.clip(t / n_pub, 0.0, 1.0)
-        return np.asarray(est - pi, dtype=np.float64)
-    raise QueryError(f"query {query.id!r}: kind {kind.value!r} has no simulation.")
+    return query.statistic.simulate(pred, query, schema, agg, n_runs, rng)
 
 
 def simulate_query(

@@ -42,7 +42,7 @@ import numpy as np
 import numpy.typing as npt
 
 from planner.errors import QueryError
-from planner.queries import MeanMode, Predicate, Query, QueryKind
+from planner.queries import Predicate, Query
 from planner.schema import Schema
 
 IntArray = npt.NDArray[np.int64]
@@ -236,25 +236,10 @@ class Backend(ABC):
         return self.bin_counts(column)
 
     def aggregate(self, query: Query) -> Aggregate:
-        """The exact aggregate a query's mechanism needs (validated against the schema)."""
+        """The exact aggregate a query's release needs, as its statistic declares it
+        (:meth:`planner.statistics.base.Statistic.aggregate`), validated against the schema."""
         query.validate(self.schema)
-        kind = query.kind
-        col = query.column
-        if kind is QueryKind.COUNT:
-            return self.count(col, query.predicate)
-        assert col is not None
-        if kind is QueryKind.SUM:
-            return self.clipped_sum(col)
-        if kind is QueryKind.MEAN:
-            s = self.clipped_sum(col)
-            pn = self.schema.public_n if query.mode is MeanMode.PUBLIC_N else None
-            return MeanAggregate(s, CountAggregate(s.n, s.dropped), pn)
-        if kind in (QueryKind.HISTOGRAM, QueryKind.SYNTHETIC_SAMPLE, QueryKind.MODE):
-            e = query.edges(self.schema)
-            return self.bin_counts(col, None if e is None else e.tolist())
-        if kind in (QueryKind.QUANTILE, QueryKind.MEDIAN):
-            return self.candidate_counts(col, query.candidate_grid(self.schema).tolist())
-        return self.boolean_counts(col)
+        return query.statistic.aggregate(query, self)
 
     def aggregate_all(self, queries: Iterable[Query]) -> dict[str, Aggregate]:
         """Aggregates of a whole workload, keyed by query id."""

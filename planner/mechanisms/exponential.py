@@ -182,6 +182,32 @@ def simulate(
     return out
 
 
+def report_noisy_max(
+    scores: npt.ArrayLike, scale: float, size: int, rng: np.random.Generator, noise: str = "gumbel"
+) -> IntArray:
+    """Planning draws of report-noisy-max: argmaxₜ (score(t) + Zₜ), Zₜ i.i.d. of ``scale``.
+
+    ``noise="gumbel"``: the exponential mechanism, P(t) ∝ exp(score(t)/scale) [Y77];
+    ``noise="exponential"``: permute-and-flip (McKenna & Sheldon 2020; Ding et al. 2021,
+    report-noisy-max with exponential noise is permute-and-flip), never worse than the
+    exponential mechanism in expected score. The release draws the same law through OpenDP
+    (:func:`planner.noise.noisy_max`); these numpy draws are for planning simulations only.
+    """
+    u = np.asarray(scores, dtype=np.float64)
+    s = float(v.positive(scale, "scale"))
+    n = v.count(size, "size")
+    if noise not in ("gumbel", "exponential"):
+        raise QueryError(f"noise must be 'gumbel' or 'exponential'; got {noise!r}.")
+    k = u.size
+    rows = max(1, (1 << 22) // max(k, 1))
+    out = np.empty(n, dtype=np.int64)
+    for start in range(0, n, rows):
+        stop = min(n, start + rows)
+        z = rng.gumbel(0.0, s, size=(stop - start, k)) if noise == "gumbel" else rng.exponential(s, size=(stop - start, k))
+        out[start:stop] = np.argmax(u + z, axis=1)
+    return out
+
+
 # ------------------------------------------------------------------ binary majority (seed 000)
 
 

@@ -195,5 +195,40 @@ class DiscreteLaplaceMechanism(_LaplaceScale):
         return np.asarray(t + (g1 - g2), dtype=np.float64)
 
 
+def rounded_laplace_rmse(scale: npt.ArrayLike) -> FloatArray:
+    """RMSE of round(N), N ~ Laplace(b): the error of a Laplace count rounded to a whole number.
+
+    Notes
+    -----
+    For an integer true count x, round(x + N) − x = round(N). For k ≥ 1,
+    P(round(N) = ±k) = P(k − ½ ≤ |N| < k + ½)/2 = e^{−k/b}·sinh(1/(2b)), so with q = e^{−1/b}
+    E[round(N)²] = 2 sinh(1/(2b)) Σ_{k≥1} k² q^k = 2 sinh(1/(2b))·q(1 + q)/(1 − q)³, which
+    tends to 2b² + 1/12 as b → ∞ (Sheppard's correction).
+
+    Examples
+    --------
+    >>> round(float(rounded_laplace_rmse(100.0)[()]) ** 2 - 2 * 100.0**2, 3)  # ≈ 1/12
+    0.083
+    """
+    b = v.positive(scale, "scale")
+    q = np.exp(-1.0 / b)
+    one_minus_q = -np.expm1(-1.0 / b)
+    return np.asarray(np.sqrt(2.0 * np.sinh(0.5 / b) * q * (1.0 + q) / one_minus_q**3), dtype=np.float64)
+
+
+def rounded_laplace_error_bound(scale: npt.ArrayLike, beta: float = 0.05) -> FloatArray:
+    """Smallest integer t ≥ 0 with P(|round(N)| > t) ≤ β, N ~ Laplace(b).
+
+    P(|round(N)| > t) = P(|N| ≥ t + ½) = e^{−(t+½)/b}, so t = max(0, ⌈b ln(1/β) − ½⌉).
+
+    Examples
+    --------
+    >>> int(rounded_laplace_error_bound(1.0, 0.05)[()])  # ⌈ln 20 − ½⌉ = ⌈2.496⌉
+    3
+    """
+    b = v.positive(scale, "scale")
+    return np.asarray(np.maximum(np.ceil(b * -np.log(v.beta_level(beta)) - 0.5), 0.0), dtype=np.float64)
+
+
 LAPLACE: Final = LaplaceMechanism()
 DISCRETE_LAPLACE: Final = DiscreteLaplaceMechanism()

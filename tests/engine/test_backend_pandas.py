@@ -163,7 +163,7 @@ def test_backend_aggregate_dispatch() -> None:
         Query("h", QueryKind.HISTOGRAM, "region", M.LAPLACE),
         Query("md", QueryKind.MEDIAN, "age", M.EXPONENTIAL, candidates=11),
         Query("mo", QueryKind.MODE, "region", M.EXPONENTIAL),
-        Query("p", QueryKind.PROPORTION, "sm", M.RANDOMIZED_RESPONSE),
+        Query("p", QueryKind.PROPORTION, "sm", M.LAPLACE),
         Query("ss", QueryKind.SYNTHETIC_SAMPLE, "age", M.PERTURBED_HISTOGRAM, bins=2),
     ]
     out = b.aggregate_all(qs)

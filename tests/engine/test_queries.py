@@ -33,6 +33,7 @@ from planner.schema import (
     Relation,
     Schema,
 )
+from planner.statistics import STATISTICS
 
 DROP = MissingRule()
 M = MechanismName
@@ -85,12 +86,13 @@ AR, SUB = Relation.ADD_REMOVE, Relation.SUBSTITUTE
         (q(K.HISTOGRAM, "region", M.LAPLACE), AR, 1, 1),
         (q(K.HISTOGRAM, "region", M.GAUSSIAN), SUB, 2, math.sqrt(2)),
         (q(K.SYNTHETIC_SAMPLE, "age", M.PERTURBED_HISTOGRAM, bins=8), SUB, 2, math.sqrt(2)),
-        # utility sensitivity 1 (rank / count utility), MATH.md §3–4
-        (q(K.MEDIAN, "age", M.EXPONENTIAL), AR, 1, 1),
-        (q(K.QUANTILE, "age", M.INVERSE_SENSITIVITY, alphas=(0.1, 0.9)), SUB, 1, 1),
-        (q(K.MODE, "region", M.REPORT_NOISY_MAX), AR, 1, 1),
+        # rank utility: c·max(α, 1 − α) under add/remove (½ for the median), c under
+        # substitution (the proof in planner/statistics/quantile.py); count utility 1
+        (q(K.MEDIAN, "age", M.EXPONENTIAL), AR, 0.5, 0.5),
+        (q(K.QUANTILE, "age", M.EXPONENTIAL, alphas=(0.1, 0.9)), SUB, 1, 1),
+        (q(K.MODE, "region", M.EXPONENTIAL), AR, 1, 1),
         # proportion: as a count
-        (q(K.PROPORTION, "smoker", M.RANDOMIZED_RESPONSE), SUB, 1, 1),
+        (q(K.PROPORTION, "smoker", M.LAPLACE), SUB, 1, 1),
     ],
 )
 def test_queries_sensitivity_row_unit(query: Query, relation: Relation, l1: float, l2: float) -> None:
@@ -112,7 +114,7 @@ def test_queries_sensitivity_row_unit(query: Query, relation: Relation, l1: floa
         # histogram: L1 c, L2 c (rows may share a bin); substitute 2c, √2·c
         (q(K.HISTOGRAM, "region", M.LAPLACE), AR, 3, 3),
         (q(K.HISTOGRAM, "region", M.GAUSSIAN), SUB, 6, 3 * math.sqrt(2)),
-        (q(K.MEDIAN, "age", M.EXPONENTIAL), AR, 3, 3),
+        (q(K.MEDIAN, "age", M.EXPONENTIAL), AR, 1.5, 1.5),  # c·max(α, 1 − α) = 3·½
         (q(K.MODE, "sex", M.EXPONENTIAL), SUB, 3, 3),
         (q(K.PROPORTION, "smoker", M.LAPLACE), AR, 3, 3),
         # mean public n, substitute: 252 / 1000
@@ -181,10 +183,27 @@ def test_queries_valid_mechanisms_map_matches_brief() -> None:
     assert VALID_MECHANISMS[K.SUM] == {M.LAPLACE, M.GAUSSIAN}
     assert M.DISCRETE_GAUSSIAN in VALID_MECHANISMS[K.COUNT]
     assert M.DISCRETE_LAPLACE in VALID_MECHANISMS[K.HISTOGRAM]
-    assert VALID_MECHANISMS[K.QUANTILE] == {M.EXPONENTIAL, M.INVERSE_SENSITIVITY}
-    assert VALID_MECHANISMS[K.PROPORTION] == {M.RANDOMIZED_RESPONSE, M.LAPLACE, M.DISCRETE_LAPLACE}
-    assert VALID_MECHANISMS[K.SYNTHETIC_SAMPLE] == {M.PERTURBED_HISTOGRAM, M.SMOOTHED_HISTOGRAM}
-    assert set(VALID_MECHANISMS) == set(K)
+    # issue 13: one name per mechanism (the ISM on a grid is the EM on ranks; Gumbel report
+    # noisy max is the EM), and nothing offered that the release does not draw
+    assert VALID_MECHANISMS[K.QUANTILE] == {M.EXPONENTIAL}
+    assert VALID_MECHANISMS[K.MODE] == {M.EXPONENTIAL, M.INVERSE_SENSITIVITY}
+    assert VALID_MECHANISMS[K.PROPORTION] == {M.LAPLACE, M.DISCRETE_LAPLACE}
+    assert VALID_MECHANISMS[K.SYNTHETIC_SAMPLE] == {M.PERTURBED_HISTOGRAM}
+    assert set(VALID_MECHANISMS) == set(STATISTICS)
+
+
+@pytest.mark.parametrize(
+    ("kind", "col", "mech", "says"),
+    [
+        (K.PROPORTION, "smoker", M.RANDOMIZED_RESPONSE, "local-model mechanism"),
+        (K.MEDIAN, "age", M.INVERSE_SENSITIVITY, "exponential mechanism on ranks"),
+        (K.MODE, "region", M.REPORT_NOISY_MAX, "is the exponential mechanism"),
+        (K.SYNTHETIC_SAMPLE, "age", M.SMOOTHED_HISTOGRAM, "not released"),
+    ],
+)
+def test_queries_mechanisms_not_offered_say_what_to_use(kind: K, col: str, mech: M, says: str) -> None:
+    with pytest.raises(QueryError, match=says):
+        q(kind, col, mech, **({"bins": 4} if kind is K.SYNTHETIC_SAMPLE else {}))
 
 
 @pytest.mark.parametrize(
@@ -199,7 +218,7 @@ def test_queries_valid_mechanisms_map_matches_brief() -> None:
     ],
 )
 def test_queries_invalid_mechanism_rejected(kind: K, col: str, mech: M) -> None:
-    with pytest.raises(QueryError, match=f"does not apply to a {kind.value} query; pick one of"):
+    with pytest.raises(QueryError, match=f"is not valid for a {kind.value} query; use one of"):
         Query("x", kind, col, mech, bins=4 if kind is K.SYNTHETIC_SAMPLE else None)
 
 
@@ -227,7 +246,7 @@ def test_queries_wrong_column_kind(kind: K, col: str, mech: M, pattern: str) -> 
 def test_queries_option_checks() -> None:
     with pytest.raises(QueryError, match="needs 'alphas'"):
         q(K.QUANTILE, "age", M.EXPONENTIAL)
-    with pytest.raises(QueryError, match=r"alpha must be a number in \(0, 1\)"):
+    with pytest.raises(QueryError, match=r"option 'alphas' \(Levels\) must be < 1"):
         q(K.QUANTILE, "age", M.EXPONENTIAL, alphas=(0.5, 1.0))
     with pytest.raises(QueryError, match="not both"):
         q(K.MEDIAN, "age", M.EXPONENTIAL, candidates=10, step=1.0)
@@ -235,9 +254,9 @@ def test_queries_option_checks() -> None:
         q(K.COUNT, None, M.LAPLACE, weight=1, target=2)
     with pytest.raises(QueryError, match="weight must be > 0"):
         q(K.COUNT, None, M.LAPLACE, weight=-1)
-    with pytest.raises(QueryError, match="applies to count queries only"):
+    with pytest.raises(QueryError, match=r"a sum query has no option\(s\) \['predicate'\]"):
         q(K.SUM, "age", M.LAPLACE, predicate=Predicate("age", PredicateOp.GT, 3))
-    with pytest.raises(QueryError, match="needs a declared number of 'bins'"):
+    with pytest.raises(QueryError, match="a synthetic_sample query needs 'bins'"):
         q(K.SYNTHETIC_SAMPLE, "age", M.PERTURBED_HISTOGRAM)
     with pytest.raises(QueryError, match="strictly increasing"):
         q(K.HISTOGRAM, "age", M.LAPLACE, bin_edges=(0, 0, 100))
@@ -292,7 +311,7 @@ def test_queries_candidate_grid() -> None:
 
 def test_queries_equal_width_edges_and_labels() -> None:
     s = schema(lo=0, hi=10)
-    qq = q(K.SYNTHETIC_SAMPLE, "age", M.SMOOTHED_HISTOGRAM, bins=2)
+    qq = q(K.SYNTHETIC_SAMPLE, "age", M.PERTURBED_HISTOGRAM, bins=2)
     np.testing.assert_allclose(qq.edges(s), [0, 5, 10])  # type: ignore[arg-type]
     assert qq.labels(s) == ("[0, 5)", "[5, 10]")
     assert q(K.HISTOGRAM, "smoker", M.LAPLACE).labels(s) == ("false", "true")
@@ -311,10 +330,10 @@ def test_queries_json_round_trip() -> None:
          "bin_edges": [18, 40, 65, 90]},
         {"id": "s", "kind": "synthetic_sample", "column": "age",
          "mechanism": "perturbed_histogram", "bins": 12},
-        {"id": "p", "kind": "proportion", "column": "smoker", "mechanism": "randomized_response"},
-        {"id": "md", "kind": "median", "column": "age", "mechanism": "inverse_sensitivity",
+        {"id": "p", "kind": "proportion", "column": "smoker", "mechanism": "discrete_laplace"},
+        {"id": "md", "kind": "median", "column": "age", "mechanism": "exponential",
          "candidates": 73},
-        {"id": "mo", "kind": "mode", "column": "sex", "mechanism": "report_noisy_max"},
+        {"id": "mo", "kind": "mode", "column": "sex", "mechanism": "inverse_sensitivity"},
     ]
     qs = queries_from_list(items, schema())
     again = queries_from_list(json.loads(json.dumps([x.to_dict() for x in qs])), schema())
@@ -329,7 +348,7 @@ def test_queries_from_list_errors() -> None:
             {"id": "a", "kind": "count", "mechanism": "laplace"},
             {"id": "a", "kind": "count", "mechanism": "laplace"},
         ])
-    with pytest.raises(QueryError, match="unknown key"):
+    with pytest.raises(QueryError, match=r"has no option\(s\) \['eps'\]"):
         Query.from_dict({"id": "a", "kind": "count", "mechanism": "laplace", "eps": 1})
     with pytest.raises(QueryError, match="missing 'mechanism'"):
         Query.from_dict({"id": "a", "kind": "count"})

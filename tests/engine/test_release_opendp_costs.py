@@ -42,12 +42,11 @@ WORKLOAD = [
     {"id": "h_g", "kind": "histogram", "column": "education", "mechanism": "gaussian"},
     {"id": "h_dg", "kind": "histogram", "column": "age", "mechanism": "discrete_gaussian", "bins": 8},
     {"id": "med", "kind": "median", "column": "age", "mechanism": "exponential"},
-    {"id": "qt", "kind": "quantile", "column": "income", "mechanism": "inverse_sensitivity",
+    {"id": "qt", "kind": "quantile", "column": "income", "mechanism": "exponential",
      "alphas": [0.1, 0.9], "candidates": 501},
     {"id": "mode_e", "kind": "mode", "column": "education", "mechanism": "exponential"},
-    {"id": "mode_r", "kind": "mode", "column": "region", "mechanism": "report_noisy_max"},
+    {"id": "mode_r", "kind": "mode", "column": "region", "mechanism": "exponential"},
     {"id": "mode_i", "kind": "mode", "column": "region", "mechanism": "inverse_sensitivity"},
-    {"id": "p_rr", "kind": "proportion", "column": "smoker", "mechanism": "randomized_response"},
     {"id": "p_lap", "kind": "proportion", "column": "smoker", "mechanism": "laplace"},
     {"id": "p_dl", "kind": "proportion", "column": "smoker", "mechanism": "discrete_laplace"},
     {"id": "syn", "kind": "synthetic_sample", "column": "age", "mechanism": "perturbed_histogram", "bins": 12},
@@ -135,10 +134,12 @@ def test_release_selection_measure_follows_rule(rule: CompositionRule) -> None:
             assert d.pure and isinstance(d.recorded.event, PureEvent)
 
 
-def test_release_quantile_d_in_is_c_times_denominator() -> None:
-    """α = 0.1 = 1/10: integer scores −|10·#{x ≤ t} − n|, L∞ sensitivity c·b = 10."""
-    prep = _prepared(CompositionRule.BASIC, [q for q in WORKLOAD if q["id"] == "qt"], Relation.ADD_REMOVE)
+@pytest.mark.parametrize(("relation", "d_in"), [(Relation.ADD_REMOVE, 9), (Relation.SUBSTITUTE, 10)])
+def test_release_quantile_d_in_is_the_score_sensitivity(relation: Relation, d_in: int) -> None:
+    """α = 0.1 = 1/10: integer scores −|10·#{x ≤ t} − n|; L∞ sensitivity c·max(a, b − a) =
+    max(1, 9) = 9 under add/remove, c·b = 10 under substitution (planner/statistics/quantile.py)."""
+    prep = _prepared(CompositionRule.BASIC, [q for q in WORKLOAD if q["id"] == "qt"], relation)
     by_key = {d.key: d for d in prep.draws}
     comp = by_key["qt:quantile@0.1"].components[0]
-    assert comp.d_in == 10
-    assert math.isclose(comp.scale, 2 * 10 / pure_epsilon(by_key["qt:quantile@0.1"].planner.event), rel_tol=1e-12)
+    assert comp.d_in == d_in
+    assert math.isclose(comp.scale, 2 * d_in / pure_epsilon(by_key["qt:quantile@0.1"].planner.event), rel_tol=1e-12)

@@ -95,9 +95,9 @@ def workload(schema: Schema) -> list[Query]:
         Query("hist_x", QueryKind.HISTOGRAM, "x", M.LAPLACE, bins=3),
         Query("hist_flag", QueryKind.HISTOGRAM, "flag", M.DISCRETE_LAPLACE),
         Query("median", QueryKind.MEDIAN, "x", M.EXPONENTIAL, candidates=7),
-        Query("quantiles", QueryKind.QUANTILE, "x", M.INVERSE_SENSITIVITY, alphas=(0.1, 0.9)),
+        Query("quantiles", QueryKind.QUANTILE, "x", M.EXPONENTIAL, alphas=(0.1, 0.25, 0.9)),
         Query("mode", QueryKind.MODE, "cat", M.EXPONENTIAL),
-        Query("proportion", QueryKind.PROPORTION, "flag", M.RANDOMIZED_RESPONSE),
+        Query("proportion", QueryKind.PROPORTION, "flag", M.LAPLACE),
         Query("synthetic", QueryKind.SYNTHETIC_SAMPLE, "x", M.PERTURBED_HISTOGRAM, bins=4),
     ]
     if schema.relation is Relation.SUBSTITUTE:

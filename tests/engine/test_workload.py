@@ -43,11 +43,16 @@ def test_default_error_scales_come_from_the_declaration(census: Schema) -> None:
 
 def test_laplace_count_prediction_matches_hand_calculation(census: Schema) -> None:
     # One Laplace count at ε = 0.5: b = Δ/ε = 2, RMSE = √2·b, 95% bound b·ln 20 (MATH.md §3).
-    qs = queries_from_list([{"id": "n", "kind": "count", "mechanism": "laplace"}], census)
+    qs = queries_from_list([{"id": "n", "kind": "count", "mechanism": "laplace", "nonnegative_integer": False}],
+                           census)
     p = plan(qs, census, 0.5, 0.0, "basic").predictions[0]
     assert p.noise["laplace_scale"] == pytest.approx(2.0)
     assert p.rmse == pytest.approx(2.0 * 2**0.5)
     assert p.error_bound_95 == pytest.approx(2.0 * 2.995732273553991)  # ln 20
+    # released as a whole number ≥ 0 (the default): the bound is the least integer t with
+    # P(|N| ≥ t + ½) ≤ 5%, ⌈2 ln 20 − ½⌉ = ⌈5.49⌉ = 6 (by hand)
+    qs = queries_from_list([{"id": "n", "kind": "count", "mechanism": "laplace"}], census)
+    assert plan(qs, census, 0.5, 0.0, "basic").predictions[0].error_bound_95 == 6.0
 
 
 def test_plan_reports_the_optimised_currency(census: Schema) -> None:

@@ -1,0 +1,62 @@
+"""The statistics registry: one module per kind of query, each holding its whole story.
+
+======================  ===========================================================
+kind                    module
+======================  ===========================================================
+count                   :mod:`.count`
+sum                     :mod:`.sum`
+mean                    :mod:`.mean`
+histogram               :mod:`.histogram`
+quantile, median        :mod:`.quantile`
+mode                    :mod:`.mode`
+proportion              :mod:`.proportion`
+synthetic_sample        :mod:`.synthetic`
+grouped_*, key_counts   :mod:`.grouped`
+======================  ===========================================================
+
+A new statistic is one module with a :class:`~planner.statistics.base.Statistic`
+subclass, one :class:`~planner.queries.QueryKind` member and one line in
+:data:`STATISTICS`; planning, release, simulation, the backends and the app's forms read
+it from here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Final
+
+from planner.errors import QueryError
+from planner.mechanisms.base import MechanismName
+from planner.queries import QueryKind
+from planner.statistics.base import Statistic
+from planner.statistics.count import Count
+from planner.statistics.histogram import Histogram
+from planner.statistics.mean import Mean
+from planner.statistics.mode import Mode
+from planner.statistics.proportion import Proportion
+from planner.statistics.quantile import Median, Quantile
+from planner.statistics.sum import Sum
+from planner.statistics.synthetic import SyntheticSample
+
+#: Every registered statistic, by kind.
+STATISTICS: Final[Mapping[QueryKind, Statistic]] = MappingProxyType({
+    s.kind: s for s in (Count(), Sum(), Mean(), Histogram(), Quantile(), Median(), Mode(), Proportion(),
+                        SyntheticSample())
+})
+
+
+def statistic(kind: QueryKind | str) -> Statistic:
+    """The statistic of ``kind``; :class:`QueryError` listing the kinds otherwise."""
+    try:
+        return STATISTICS[QueryKind(kind)]
+    except (ValueError, KeyError) as exc:
+        raise QueryError(f"unknown kind of query {kind!r}; expected one of {[k.value for k in STATISTICS]}.") from exc
+
+
+def valid_mechanisms() -> dict[QueryKind, frozenset[MechanismName]]:
+    """The mechanisms each kind offers."""
+    return {k: frozenset(s.mechanism_names) for k, s in STATISTICS.items()}
+
+
+__all__ = ["STATISTICS", "Statistic", "statistic", "valid_mechanisms"]

@@ -1,0 +1,269 @@
+"""Quantiles and the median: the exponential mechanism on ranks over a declared grid.
+
+The candidates t₁ < … < t_k are declared (a number of candidates over [L, U], or a step);
+each level α = a/b (lowest terms) is released by report-noisy-max on the integer rank
+scores u_t = −|b·#{x ≤ t} − a·n| (:func:`quantile_scores`), one selection per level.
+
+Sensitivity of the scores (c = rows per privacy unit). Claim: ‖u(x) − u(x')‖∞ ≤ c·b
+under substitution and ≤ c·max(a, b − a) under add/remove. Proof. Let C_t = #{x ≤ t} and
+v_t = b·C_t − a·n, so u_t = −|v_t| and |Δu_t| ≤ |Δv_t|. Adding one row changes n by 1 and
+C_t by 1 if the row is ≤ t, else 0: v_t moves by b − a or by −a; removing one row gives
+a − b or +a. Adding a unit's k ≤ c rows moves v_t by a sum of k terms each in
+[−a, b − a]: |Δv_t| ≤ c·max(a, b − a), and removing likewise. Substituting one unit
+removes k₁ ≤ c rows and adds k₂ ≤ c: the positive terms total at most k₁·a + k₂·(b − a)
+≤ c·b and the negative ones at least −c·b. ∎ In rank units (÷ b) the add/remove
+sensitivity is c·max(α, 1 − α): c/2 for the median, half the c·b/b = c of substitution —
+the same as OpenDP's ``make_private_quantile``.
+
+The scores are not monotone (adding a row moves some up and others down), so the
+selection pays the factor 2 of report-noisy-max: the noise scale on the integer scores
+is 2·d/ε with d the sensitivity above; under RDP and zCDP the noise is Gumbel (the
+exponential mechanism exactly, ε²/8-zCDP), under basic and advanced composition it is
+exponential (permute-and-flip, never worse). On a grid the inverse sensitivity mechanism
+for a quantile is this same exponential mechanism on ranks (Asi & Duchi 2020), so it is
+not offered separately.
+
+Prediction (rank error as a fraction of n, data-independent): under the uniform-spacing
+model of :func:`planner.mechanisms.exponential.quantile_rank_rmse` at the effective
+ε/Δ_rank (exact for evenly spread data with Gumbel noise; permute-and-flip does at least
+as well); the 95% bound is the union bound (2Δ_rank/ε)·ln(k/β) on the excess rank error.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from fractions import Fraction
+from typing import TYPE_CHECKING, Any, ClassVar, Final
+
+import numpy as np
+import numpy.typing as npt
+
+from planner.allocation import Family, Item, ItemAllocation
+from planner.backends.base import QuantileAggregate
+from planner.budget import CompositionRule
+from planner.errors import QueryError, ReleaseError
+from planner.mechanisms import exponential as em
+from planner.mechanisms.base import MechanismName, Sensitivity
+from planner.queries import DEFAULT_CANDIDATES, MAX_GRID, Query, QueryKind, QueryPart
+from planner.schema import ColumnKind, Relation, Schema
+from planner.statistics.base import (
+    BETA,
+    FloatArray,
+    ItemRelease,
+    MechanismSpec,
+    OptionSpec,
+    OptionType,
+    Part,
+    Prediction,
+    Statistic,
+    column_of,
+    need_public_n,
+    one_draw,
+    prediction,
+    wrong_aggregate,
+)
+
+if TYPE_CHECKING:
+    from planner.backends.base import Aggregate, Backend
+    from planner.ledger import JSON
+
+M = MechanismName
+_I64_MAX: Final = 2**63 - 1
+
+EM_SPEC: Final = MechanismSpec(
+    M.EXPONENTIAL, "Exponential mechanism",
+    "Selects a candidate with probability falling exponentially in its rank error (report-noisy-max).")
+NOT_ISM: Final = ("on a grid of candidates the inverse sensitivity mechanism for a quantile is the exponential "
+                  "mechanism on ranks (Asi & Duchi 2020): use 'exponential' (the Accuracy page's owner-only view "
+                  "simulates the continuous inverse sensitivity mechanism on your data).")
+CANDIDATES = OptionSpec("candidates", OptionType.INT, "Number of candidates",
+                        f"Equally spaced candidate answers over the declared bounds (default {DEFAULT_CANDIDATES}).",
+                        minimum=2, maximum=MAX_GRID)
+STEP = OptionSpec("step", OptionType.FLOAT, "Candidate spacing",
+                  "Alternative to a number of candidates: L, L + step, …, U.", minimum=0.0, open_bounds=True)
+
+
+def alpha_fraction(alpha: float) -> Fraction:
+    """α as a/b in lowest terms from its shortest decimal form (0.1 → 1/10)."""
+    fr = Fraction(repr(float(alpha)))
+    if fr.denominator > 10**6:
+        fr = fr.limit_denominator(10**6)
+    return fr
+
+
+def candidate_grid(q: Query, schema: Schema) -> FloatArray:
+    """The declared candidate grid over [L, U] (increasing).
+
+    ``candidates`` k gives ``linspace(L, U, k)``; ``step`` s gives L, L + s, … and U
+    (U appended if the last step falls short); neither gives ``DEFAULT_CANDIDATES``.
+    """
+    if q.kind not in (QueryKind.QUANTILE, QueryKind.MEDIAN, QueryKind.GROUPED_QUANTILE) or q.column is None:
+        raise QueryError(f"{q.where}: only quantile and median queries have candidates.")
+    lo, hi = column_of(q, schema).bounds
+    step = q.option("step")
+    if step is not None:
+        k = math.floor((hi - lo) / step + 1e-9)
+        if k + 2 > MAX_GRID:
+            raise QueryError(
+                f"{q.where}: step {step:g} gives more than {MAX_GRID} candidates over [{lo:g}, {hi:g}]; use a larger step."
+            )
+        grid = lo + step * np.arange(k + 1, dtype=np.float64)
+        if grid[-1] < hi:
+            grid = np.append(grid[grid < hi], hi)
+        return np.asarray(grid, dtype=np.float64)
+    n = q.option("candidates") or DEFAULT_CANDIDATES
+    return np.linspace(lo, hi, int(n), dtype=np.float64)
+
+
+def score_sensitivity(alpha: float, schema: Schema) -> int:
+    """L∞ sensitivity of the integer scores at level α = a/b (module docstring):
+    c·max(a, b − a) under add/remove, c·b under substitution."""
+    fr = alpha_fraction(alpha)
+    a, b = fr.numerator, fr.denominator
+    return schema.c * (b if schema.relation is Relation.SUBSTITUTE else max(a, b - a))
+
+
+def rank_sensitivity(alpha: float, schema: Schema) -> float:
+    """The score sensitivity in rank units (÷ b)."""
+    return score_sensitivity(alpha, schema) / alpha_fraction(alpha).denominator
+
+
+def quantile_scores(agg: QuantileAggregate, a: int, b: int) -> npt.NDArray[np.int64]:
+    """Integer rank scores u_t = −|b·#{x ≤ t} − a·n| for α = a/b (gcd(a, b) = 1).
+
+    Examples
+    --------
+    >>> agg = QuantileAggregate((0.0, 1.0, 2.0), (1, 2, 1))  # #{x ≤ t} = 1, 3, 4; n = 4
+    >>> quantile_scores(agg, 1, 2).tolist()  # −|2·C − 4|
+    [-2, -2, -4]
+    """
+    cle = agg.counts_le.astype(np.int64)
+    n = int(agg.n)
+    if b * max(n, 1) > _I64_MAX // 4:
+        raise ReleaseError("the quantile's rank scores do not fit in 64-bit integers; use a simpler alpha (e.g. 0.9).")
+    return np.asarray(-np.abs(b * cle - a * n), dtype=np.int64)
+
+
+def selection_noise(family: Family, rule: CompositionRule) -> str:
+    """Gumbel (the exponential mechanism, ε²/8-zCDP) under RDP and zCDP for an
+    exponential-mechanism item; exponential noise (permute-and-flip, pure ε) otherwise."""
+    if family is Family.EXPONENTIAL and rule in (CompositionRule.RDP, CompositionRule.ZCDP):
+        return "gumbel"
+    return "exponential"
+
+
+def _level(part: Part) -> float:
+    return float(part.label.split("@")[1]) if "@" in part.label else 0.5
+
+
+class Quantile(Statistic):
+    kind: ClassVar[QueryKind] = QueryKind.QUANTILE
+    label: ClassVar[str] = "Quantiles"
+    summary: ClassVar[str] = "Values below which given fractions of a numeric column lie (e.g. the 10th and 90th percentiles)."
+    mechanisms = (EM_SPEC,)
+    not_offered: ClassVar[Mapping[MechanismName, str]] = {M.INVERSE_SENSITIVITY: NOT_ISM}
+    column_kinds: ClassVar[frozenset[ColumnKind | None]] = frozenset({ColumnKind.NUMERIC})
+    column_hint: ClassVar[str] = "a numeric column"
+    options: ClassVar[tuple[OptionSpec, ...]] = (
+        OptionSpec("alphas", OptionType.FLOATS, "Levels", "Fractions in (0, 1), e.g. [0.1, 0.5, 0.9].",
+                   required=True, minimum=0.0, maximum=1.0, open_bounds=True, max_items=100),
+        CANDIDATES, STEP,
+    )
+
+    def levels(self, q: Query) -> tuple[float, ...]:
+        return tuple(q.alphas or (0.5,))
+
+    def check_options(self, opts: dict[str, Any], where: str) -> None:
+        a = opts.get("alphas")
+        if a is not None and len(set(a)) != len(a):
+            raise QueryError(f"{where}: alphas must not repeat.")
+        if opts.get("candidates") is not None and opts.get("step") is not None:
+            raise QueryError(f"{where}: give 'candidates' or 'step', not both.")
+
+    def check_schema(self, q: Query, schema: Schema) -> None:
+        candidate_grid(q, schema)
+
+    def notes(self, q: Query, schema: Schema) -> tuple[str, ...]:
+        return ("On a grid of candidates the inverse sensitivity mechanism for a quantile is the exponential "
+                "mechanism on ranks (Asi & Duchi 2020): one mechanism, shown once.",)
+
+    def parts(self, q: Query, schema: Schema) -> tuple[QueryPart, ...]:
+        return tuple(QueryPart(f"quantile@{a:g}", Sensitivity(rank_sensitivity(a, schema), rank_sensitivity(a, schema)),
+                               utility=True) for a in self.levels(q))
+
+    def unit(self, q: Query, schema: Schema) -> str:
+        return "rank, fraction of n"
+
+    def items(self, q: Query, schema: Schema, weight: float, scale: float) -> list[Part]:
+        n = need_public_n(q, schema)
+        out = []
+        parts = self.parts(q, schema)
+        for p in parts:
+            pid = q.id if len(parts) == 1 else f"{q.id}:{p.name}"
+            # Laplace limit of the rank error: 2√2·Δ/ε ranks (em.quantile_rank_rmse)
+            coef = 8.0 * p.sensitivity.l1**2 / n**2
+            out.append(Part(q, Item(pid, Family.EXPONENTIAL, coef, weight=weight, error_scale=scale), p.name))
+        return out
+
+    def predict(self, part: Part, share: ItemAllocation, schema: Schema, rule: CompositionRule) -> Prediction:
+        q = part.query
+        n = need_public_n(q, schema)
+        alpha = _level(part)
+        k = len(candidate_grid(q, schema))
+        d_rank = rank_sensitivity(alpha, schema)
+        eff = share.theta / d_rank
+        score_scale = 2.0 * score_sensitivity(alpha, schema) / share.theta
+        noise_kind = selection_noise(part.item.family, rule)
+        rmse = float(em.quantile_rank_rmse(eff, k, n, alpha)[()]) / n
+        bound = float(em.quantile_rank_error_bound(eff, k, BETA)[()]) / n
+        return prediction(part, share, noise={"epsilon": share.theta, "candidates": float(k),
+                                              f"{noise_kind}_scale": score_scale},
+                          scales={"scores": score_scale}, rmse=rmse, bound=bound, unit=self.unit(q, schema),
+                          bound_kind="model" if noise_kind == "gumbel" else "at most")
+
+    def aggregate(self, q: Query, backend: Backend) -> Aggregate:
+        return backend.candidate_counts(q.column or "", candidate_grid(q, backend.schema).tolist())
+
+    def release(self, part: Part, share: ItemAllocation, pred: Prediction, schema: Schema,
+                rule: CompositionRule) -> ItemRelease:
+        from planner.noise import Measure, noisy_max  # OpenDP is imported on the first release only
+
+        q = part.query
+        alpha = _level(part)
+        fr = alpha_fraction(alpha)
+        d_in = score_sensitivity(alpha, schema)
+        gumbel = selection_noise(part.item.family, rule) == "gumbel"
+        comp = noisy_max("scores", d_in, 2.0 * d_in / share.theta, Measure.ZCDP if gumbel else Measure.MAX_DIVERGENCE)
+        grid = candidate_grid(q, schema)
+
+        def answer(agg: Aggregate) -> dict[str, JSON]:
+            if not isinstance(agg, QuantileAggregate):
+                raise wrong_aggregate(q, agg)
+            idx = int(comp.invoke(quantile_scores(agg, fr.numerator, fr.denominator)))
+            return {"alpha": alpha, "value": float(grid[idx])}
+
+        return ItemRelease(part, share, pred, (one_draw(part, share, [comp]),), answer, comp.constructor)
+
+    def simulate(self, pred: Prediction, q: Query, schema: Schema, agg: Aggregate, runs: int,
+                 rng: np.random.Generator) -> FloatArray:
+        if not isinstance(agg, QuantileAggregate):
+            raise wrong_aggregate(q, agg)
+        alpha = float(pred.part.split("@")[1]) if "@" in pred.part else 0.5
+        fr = alpha_fraction(alpha)
+        scores = quantile_scores(agg, fr.numerator, fr.denominator).astype(np.float64)
+        noise = "gumbel" if "gumbel_scale" in pred.noise else "exponential"
+        idx = em.report_noisy_max(scores, pred.scales["scores"], runs, rng, noise)
+        le = agg.counts_le
+        n = max(agg.n, 1)
+        return np.asarray((le[idx] - le[int(np.argmax(scores))]) / n, dtype=np.float64)
+
+
+class Median(Quantile):
+    kind: ClassVar[QueryKind] = QueryKind.MEDIAN
+    label: ClassVar[str] = "Median"
+    summary: ClassVar[str] = "The middle value of a numeric column."
+    options: ClassVar[tuple[OptionSpec, ...]] = (CANDIDATES, STEP)
+
+    def levels(self, q: Query) -> tuple[float, ...]:
+        return (0.5,)
