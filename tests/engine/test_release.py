@@ -20,7 +20,6 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from planner import release as rel
 from planner.accounting import CompositionRule
 from planner.backends.base import CountAggregate
 from planner.backends.pandas_backend import PandasBackend
