@@ -356,3 +356,16 @@ def test_queries_from_list_errors() -> None:
         Query.from_dict({"id": "a", "kind": "variance", "mechanism": "laplace"})
     with pytest.raises(QueryError, match="must be a list"):
         queries_from_list("abc")  # type: ignore[arg-type]
+
+
+def test_queries_pickle_and_replace_round_trip() -> None:
+    # Streamlit's caches pickle plans (and so queries); Query is immutable otherwise
+    import pickle
+
+    qq = q(K.QUANTILE, "age", M.EXPONENTIAL, alphas=(0.1, 0.9), candidates=11)
+    again = pickle.loads(pickle.dumps(qq))
+    assert again == qq and hash(again) == hash(qq) and again.alphas == (0.1, 0.9)
+    with pytest.raises(AttributeError, match="immutable"):
+        qq.weight = 2.0  # type: ignore[misc]
+    moved = qq.replace(weight=2.0, options={"candidates": None, "step": 0.5})
+    assert moved.weight == 2.0 and moved.candidates is None and moved.step == 0.5 and qq.weight is None
