@@ -214,7 +214,7 @@ RUNS = {K.QUANTILE: 1500, K.MEDIAN: 1500, K.MODE: 1500, K.SYNTHETIC_SAMPLE: 600}
 @pytest.mark.parametrize("rule", [CompositionRule.BASIC, CompositionRule.ZCDP], ids=lambda r: r.value)
 @pytest.mark.parametrize("case", cases((1, 10)), ids=_ids)
 def test_release_path_error_matches_the_prediction(case: Case, rule: CompositionRule) -> None:
-    kind, mech, relation, c, _ = case
+    kind, mech = case[0], case[1]
     made = _plan(case, rule)
     if made is None:
         pytest.skip("not valid under this relation (mean over a public n needs substitution)")
