@@ -117,7 +117,7 @@ def plan_hash(plan: Plan, schema: Schema) -> str:
     >>> from planner.schema import Column, ColumnKind, MissingRule, Schema
     >>> from planner.workload import plan as make_plan
     >>> s = Schema((Column("age", ColumnKind.NUMERIC, MissingRule(), 0, 100),))
-    >>> q = Query("n", QueryKind.COUNT, None, MechanismName.LAPLACE)
+    >>> q = Query("n", "count", None, "laplace")
     >>> p = make_plan([q], s, 1.0, 0.0, "basic")
     >>> plan_hash(p, s) == plan_hash(make_plan([q], s, 1.0, 0.0, "basic"), s)
     True

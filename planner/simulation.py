@@ -146,12 +146,14 @@ def simulate_query(
 
     Examples
     --------
+    >>> from planner.backends.base import CountAggregate
     >>> from planner.queries import queries_from_list
     >>> from planner.schema import Schema
     >>> s = Schema.from_json('{"version": 1, "public_n": 100, "columns": '
     ...                    '[{"name": "x", "kind": "numeric", "lower": 0, "upper": 1, '
     ...                    '"missing": {"action": "drop"}}]}')
-    >>> q = queries_from_list([{"id": "n", "kind": "count", "mechanism": "laplace"}], s)[0]
+    >>> q = queries_from_list([{"id": "n", "kind": "count", "mechanism": "laplace",
+    ...                         "nonnegative_integer": False}], s)[0]
     >>> r = simulate_query(q, s, CountAggregate(100), [1.0], 0.0, 20000, np.random.default_rng(0))
     >>> r[0].predicted_rmse  # √2·Δ/ε, by hand
     1.4142135623730951

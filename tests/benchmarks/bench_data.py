@@ -37,7 +37,7 @@ WORKLOAD = [
     {"id": "age_hist", "kind": "histogram", "column": "age", "mechanism": "laplace", "bins": 8},
     {"id": "income_q", "kind": "quantile", "column": "income", "mechanism": "exponential",
      "alphas": [0.1, 0.5, 0.9], "step": 500},
-    {"id": "age_median", "kind": "median", "column": "age", "mechanism": "inverse_sensitivity",
+    {"id": "age_median", "kind": "median", "column": "age", "mechanism": "exponential",
      "step": 1},
     {"id": "education_mode", "kind": "mode", "column": "education", "mechanism": "exponential"},
     {"id": "smokers", "kind": "proportion", "column": "smoker", "mechanism": "laplace"},

@@ -25,7 +25,7 @@ FAMS = [
     Family.LAPLACE,
     Family.DISCRETE_GAUSSIAN,
     Family.EXPONENTIAL,
-    Family.RANDOMIZED_RESPONSE,
+    Family.MEAN_LAPLACE,
     Family.DISCRETE_LAPLACE,
 ]
 
@@ -35,8 +35,9 @@ def workload(n: int, seed: int = 0) -> list[Item]:
     items = []
     for i in range(n):
         fam = FAMS[i % len(FAMS)]
-        coef = float(rng.uniform(1, 100)) if fam is not Family.RANDOMIZED_RESPONSE else 50_000.0
-        items.append(Item(f"q{i}", fam, coef, weight=float(rng.uniform(0.5, 5))))
+        coef = float(rng.uniform(1, 100))
+        part_b = float(rng.uniform(1, 10)) if fam is Family.MEAN_LAPLACE else 0.0
+        items.append(Item(f"q{i}", fam, coef, weight=float(rng.uniform(0.5, 5)), part_b=part_b))
     return items
 
 
