@@ -73,6 +73,16 @@ class Family(StrEnum):
     DISCRETE_GAUSSIAN = "discrete_gaussian"  # θ = ρ; MSE ≤ c/ρ (Canonne et al. 2020)
 
 
+class Method(StrEnum):
+    """How an allocation was found (shown to people in words by the app)."""
+
+    CLOSED_FORM = "closed form"  # the exact optimum of a single-family workload
+    DUAL = "dual"  # the Lagrangian dual, solved numerically
+    EQUAL_SPLIT = "equal split"  # the equal split was better than the optimiser's answer
+    PINNED = "pinned"  # every share was fixed by the owner
+    TARGETS = "targets"  # target mode: the least shares meeting every target
+
+
 _INV_SQ_FAMILIES = frozenset({Family.LAPLACE, Family.EXPONENTIAL, Family.PURE, Family.MEAN_LAPLACE})
 _GAUSS_FAMILIES = frozenset({Family.GAUSSIAN, Family.DISCRETE_GAUSSIAN})
 
@@ -396,7 +406,7 @@ class Allocation:
     delta: float
     used_epsilon: float
     objective: float
-    method: str
+    method: Method
     items: tuple[ItemAllocation, ...]
     warnings: tuple[str, ...] = ()
 
@@ -410,7 +420,7 @@ def _finish(
     rule: CompositionRule,
     epsilon: float,
     delta: float,
-    method: str,
+    method: Method,
     warnings: tuple[str, ...],
 ) -> Allocation:
     rho_i = wl.rho_i(theta)
@@ -1019,23 +1029,23 @@ def _allocate_once(
             raise PlanError(
                 f"the pinned shares cost ε = {used:.6g}, more than the total {epsilon:g}; lower a pinned share."
             )
-        return _finish(wl, pinned_theta, rule, epsilon, delta, "pinned", warnings)
+        return _finish(wl, pinned_theta, rule, epsilon, delta, Method.PINNED, warnings)
 
     shape = _surrogate(wl, rule)
     start = np.where(free, shape, pinned_theta)
     start = _scale_to_budget(cost.value, start, free, epsilon)
-    method = "closed form"
+    method = Method.CLOSED_FORM
     theta = start
     # One free item: its error falls as θ grows, so the best is all the budget that is left.
     if int(free.sum()) > 1 and (not _closed_form_applies(wl, rule) or not free.all()):
-        method = "dual"
+        method = Method.DUAL
         cand = _dual_allocation(wl, rule, epsilon, delta, free, start)
         if np.all(np.isfinite(cand)) and np.all(cand > 0):
             theta = cand
     theta = fit(theta)
     equal = fit(np.where(free, 1.0, pinned_theta))
     if wl.objective(equal) < wl.objective(theta):
-        theta, method = equal, "equal split"
+        theta, method = equal, Method.EQUAL_SPLIT
     return _finish(wl, theta, rule, epsilon, delta, method, warnings)
 
 
@@ -1159,7 +1169,7 @@ def plan_targets(
         theta[k] = hi  # the upper end: the target is met
     _validate(items, 1.0, delta, rule)
     wl = _Workload.build(items, rule, delta, 0.5)
-    alloc = _finish(wl, theta, rule, 1.0, delta, "targets", ())
+    alloc = _finish(wl, theta, rule, 1.0, delta, Method.TARGETS, ())
     used = alloc.used_epsilon
     # The share of each query: the drop in total ε if that query were removed.
     shares: dict[str, float] = {}

@@ -44,7 +44,7 @@ from planner.ledger import JSON, Ledger
 from planner.noise import Draw
 from planner.queries import Query
 from planner.schema import Schema
-from planner.statistics.base import ItemRelease
+from planner.statistics.base import AnswerRow, ItemRelease
 from planner.workload import Plan
 
 __all__ = [
@@ -168,6 +168,7 @@ class QueryAnswer:
     predictions: tuple[dict[str, Any], ...]
     schema_hash: str
     notes: tuple[str, ...] = ()
+    rows: tuple[AnswerRow, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -234,32 +235,30 @@ class ReleaseResult:
             "warnings": list(self.warnings),
         }
 
+    def rows(self) -> list[dict[str, Any]]:
+        """One row per released number (every bin of a histogram, every quantile level),
+        typed by each query's statistic, with its cost and predicted accuracy."""
+        out: list[dict[str, Any]] = []
+        for a in self.answers:
+            preds = {p["part"]: p for p in a.predictions}
+            for r in a.rows:
+                p = preds.get(r.part) or (a.predictions[0] if len(a.predictions) == 1 else {})
+                out.append({"query": a.query_id, "kind": a.kind, "mechanism": a.mechanism, "part": r.part,
+                            "label": r.label, "value": r.value, "noisy": r.noisy, "epsilon": a.epsilon,
+                            "delta": a.delta, "rmse": p.get("rmse"), "error_bound_95": p.get("error_bound_95"),
+                            "bound": p.get("bound"), "unit": p.get("unit", "")})
+        return out
+
     def to_csv(self) -> str:
         """One row per released number (every bin of a histogram), with cost and accuracy."""
         buf = io.StringIO()
         w = csv.writer(buf, lineterminator="\n")
-        w.writerow(["query", "kind", "mechanism", "part", "label", "value", "epsilon", "delta",
-                    "rmse", "error_bound_95", "unit", "plan_hash", "schema_hash"])
-        for a in self.answers:
-            preds = {p["part"]: p for p in a.predictions}
-            for part, label, value in _rows_of(a.answer):
-                p = preds.get(part) or (a.predictions[0] if len(a.predictions) == 1 else {})
-                w.writerow([a.query_id, a.kind, a.mechanism, part, label, value, a.epsilon, a.delta,
-                            p.get("rmse", ""), p.get("error_bound_95", ""), p.get("unit", ""),
-                            self.plan_hash, self.schema_hash])
+        cols = ["query", "kind", "mechanism", "part", "label", "value", "noisy", "epsilon", "delta",
+                "rmse", "error_bound_95", "unit"]
+        w.writerow([*cols, "plan_hash", "schema_hash"])
+        for r in self.rows():
+            w.writerow([*("" if r[c] is None else r[c] for c in cols), self.plan_hash, self.schema_hash])
         return buf.getvalue()
-
-
-def _rows_of(answer: JSON) -> list[tuple[str, str, JSON]]:
-    if not isinstance(answer, dict):
-        return [("", "", answer)]
-    if "parts" in answer and isinstance(answer["parts"], dict):
-        return [(part, "", sub.get("value") if isinstance(sub, dict) else sub) for part, sub in answer["parts"].items()]
-    if "labels" in answer and isinstance(answer.get("labels"), list) and isinstance(answer.get("counts"), list):
-        labels, counts = answer["labels"], answer["counts"]
-        assert isinstance(labels, list) and isinstance(counts, list)
-        return [("", str(lab), cnt) for lab, cnt in zip(labels, counts, strict=True)]
-    return [("", "", answer.get("value"))]
 
 
 def _result(
@@ -289,6 +288,7 @@ def _result(
                 opendp=tuple(d.describe() for d in draws),
                 predictions=tuple(it.prediction.to_dict() for it in its),
                 notes=q.statistic.notes(q, schema),
+                rows=q.statistic.answer_rows(q, answers.get(q.id)),
                 schema_hash=prepared.schema_hash,
             )
         )

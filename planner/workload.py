@@ -21,6 +21,7 @@ from planner.allocation import (
     Allocation,
     Item,
     ItemAllocation,
+    Method,
     Target,
     allocate,
     applicable_rules,
@@ -201,7 +202,7 @@ def plan_for_targets(
     preds = _predictions(parts, res.items, schema, res.rule)
     alloc = Allocation(
         res.rule, res.total_epsilon, delta, res.total_epsilon,
-        float(sum(it.weighted_mse for it in res.items)), "targets", res.items,
+        float(sum(it.weighted_mse for it in res.items)), Method.TARGETS, res.items,
         plan_warnings(res.total_epsilon, delta, schema.public_n),
     )
     return TargetResult(res.total_epsilon, delta, res.rule, res.binding, res.cost_shares, preds,

@@ -220,6 +220,17 @@ class Prediction:
 Answer = Callable[["Aggregate"], dict[str, "JSON"]]
 
 
+@dataclass(frozen=True, slots=True)
+class AnswerRow:
+    """One released number (or label) of an answer: its part (a quantile level), its label
+    (a bin), the released value, and the raw noisy value when the value was post-processed."""
+
+    part: str
+    label: str
+    value: float | str | None
+    noisy: float | None = None
+
+
 @dataclass(frozen=True)
 class ItemRelease:
     """Everything one allocation item's release needs, built without data: its OpenDP
@@ -350,6 +361,16 @@ class Statistic(ABC):
     def notes(self, q: Query, schema: Schema) -> tuple[str, ...]:
         """Plain-words notes for the pages about this query's mechanisms (override)."""
         return ()
+
+    def answer_rows(self, q: Query, answer: JSON) -> tuple[AnswerRow, ...]:
+        """The released numbers of a stored answer, one row each (override for answers
+        with bins or parts)."""
+        if not isinstance(answer, dict):
+            return ()
+        v = answer.get("value")
+        noisy = answer.get("noisy")
+        return (AnswerRow("", "", v if isinstance(v, (int, float, str)) else None,
+                          float(noisy) if isinstance(noisy, (int, float)) else None),)
 
     # ------------------------------------------------------------------ sensitivity and plan
     @abstractmethod

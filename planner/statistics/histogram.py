@@ -27,6 +27,7 @@ from planner.queries import MAX_GRID, Query, QueryKind, QueryPart, bin_labels
 from planner.schema import ColumnKind, Relation, Schema
 from planner.statistics import _additive as add
 from planner.statistics.base import (
+    AnswerRow,
     FloatArray,
     ItemRelease,
     OptionSpec,
@@ -117,6 +118,19 @@ def check_bins_schema(q: Query, schema: Schema) -> None:
         )
 
 
+def bin_rows(answer: JSON) -> tuple[AnswerRow, ...]:
+    """One row per released bin: label, released count, raw noisy count."""
+    if not isinstance(answer, dict):
+        return ()
+    labs, counts, noisy = answer.get("labels"), answer.get("counts"), answer.get("noisy_counts")
+    if not isinstance(labs, list) or not isinstance(counts, list):
+        return ()
+    raw: list[Any] = noisy if isinstance(noisy, list) else [None] * len(counts)
+    return tuple(AnswerRow("", str(lab), float(c) if isinstance(c, (int, float)) else None,
+                           float(r) if isinstance(r, (int, float)) else None)
+                 for lab, c, r in zip(labs, counts, raw, strict=True))
+
+
 class Histogram(Statistic):
     kind: ClassVar[QueryKind] = QueryKind.HISTOGRAM
     label: ClassVar[str] = "Histogram"
@@ -177,6 +191,9 @@ class Histogram(Statistic):
             return {"labels": list(labs), "counts": list(counts), "noisy_counts": list(noisy)}
 
         return ItemRelease(part, share, pred, (one_draw(part, share, [comp]),), answer, comp.constructor)
+
+    def answer_rows(self, q: Query, answer: JSON) -> tuple[AnswerRow, ...]:
+        return bin_rows(answer)
 
     def simulate(self, pred: Prediction, q: Query, schema: Schema, agg: Aggregate, runs: int,
                  rng: np.random.Generator) -> FloatArray:

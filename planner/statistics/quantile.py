@@ -49,6 +49,7 @@ from planner.queries import DEFAULT_CANDIDATES, MAX_GRID, Query, QueryKind, Quer
 from planner.schema import ColumnKind, Relation, Schema
 from planner.statistics.base import (
     BETA,
+    AnswerRow,
     FloatArray,
     ItemRelease,
     MechanismSpec,
@@ -244,6 +245,17 @@ class Quantile(Statistic):
             return {"alpha": alpha, "value": float(grid[idx])}
 
         return ItemRelease(part, share, pred, (one_draw(part, share, [comp]),), answer, comp.constructor)
+
+    def answer_rows(self, q: Query, answer: JSON) -> tuple[AnswerRow, ...]:
+        if not isinstance(answer, dict):
+            return ()
+        parts = answer.get("parts")
+        subs = parts.items() if isinstance(parts, dict) else [(f"quantile@{self.levels(q)[0]:g}", answer)]
+        out = []
+        for part, sub in subs:
+            v = sub.get("value") if isinstance(sub, dict) else None
+            out.append(AnswerRow(part, "", float(v) if isinstance(v, (int, float)) else None))
+        return tuple(out)
 
     def simulate(self, pred: Prediction, q: Query, schema: Schema, agg: Aggregate, runs: int,
                  rng: np.random.Generator) -> FloatArray:

@@ -23,6 +23,7 @@ from planner.queries import MAX_GRID, Query, QueryKind, QueryPart
 from planner.schema import ColumnKind, Schema
 from planner.statistics import _additive as add
 from planner.statistics.base import (
+    AnswerRow,
     FloatArray,
     ItemRelease,
     MechanismSpec,
@@ -34,7 +35,7 @@ from planner.statistics.base import (
     one_draw,
     wrong_aggregate,
 )
-from planner.statistics.histogram import bins_sensitivity, edges, labels
+from planner.statistics.histogram import bin_rows, bins_sensitivity, edges, labels
 
 if TYPE_CHECKING:
     from planner.backends.base import Aggregate, Backend
@@ -110,6 +111,9 @@ class SyntheticSample(Statistic):
             return {"labels": list(labs), "counts": list(noisy), **sample_from(noisy, e)}
 
         return ItemRelease(part, share, pred, (one_draw(part, share, [comp]),), answer, comp.constructor)
+
+    def answer_rows(self, q: Query, answer: JSON) -> tuple[AnswerRow, ...]:
+        return bin_rows(answer)
 
     def simulate(self, pred: Prediction, q: Query, schema: Schema, agg: Aggregate, runs: int,
                  rng: np.random.Generator) -> FloatArray:

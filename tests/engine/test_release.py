@@ -299,3 +299,24 @@ def test_cmd_release_target_mode_releases_the_target_plan(tmp_path: Path) -> Non
 
     least = plan_for_targets(queries_from_list(queries, schema), schema, 0.0, "basic").total_epsilon
     assert out["budget"]["epsilon_spent"] == pytest.approx(least, rel=1e-9) and least != pytest.approx(1.0)
+
+
+def test_release_rows_are_typed_by_each_statistic(schema: Schema, backend: PandasBackend, ledger: Ledger) -> None:
+    # every released number gets one row: histogram bins with their raw noisy counts, one row
+    # per quantile level, whole-number counts next to the noisy value they came from
+    qs = [
+        {"id": "n", "kind": "count", "mechanism": "laplace"},
+        {"id": "region", "kind": "histogram", "column": "region", "mechanism": "discrete_laplace"},
+        {"id": "ageq", "kind": "quantile", "column": "age", "mechanism": "exponential", "alphas": [0.25, 0.75]},
+    ]
+    p = _plan(schema, 1.0, 0.0, "basic", qs)
+    res = release(p, schema, backend, ledger, FP, "census", total_epsilon=2.0, total_delta=0.0, rule="basic")
+    rows = res.rows()
+    n_rows = [r for r in rows if r["query"] == "n"]
+    assert len(n_rows) == 1 and n_rows[0]["value"] == max(round(n_rows[0]["noisy"]), 0)
+    region = [r for r in rows if r["query"] == "region"]
+    assert [r["label"] for r in region] == list(schema.column("region").labels)
+    assert [r["part"] for r in rows if r["query"] == "ageq"] == ["quantile@0.25", "quantile@0.75"]
+    assert len(res.to_csv().strip().splitlines()) == len(rows) + 1
+    notes = {a.query_id: a.notes for a in res.answers}
+    assert any("whole number" in x for x in notes["n"])  # the post-processing is stated in the report
