@@ -60,7 +60,6 @@ class QueryKind(StrEnum):
     GROUPED_SUM = "grouped_sum"
     GROUPED_MEAN = "grouped_mean"
     GROUPED_QUANTILE = "grouped_quantile"
-    KEY_COUNTS = "key_counts"
 
 
 class MeanMode(StrEnum):

@@ -180,8 +180,22 @@ class ColumnStats:
         }
 
 
+@dataclass(frozen=True, slots=True)
+class GroupedAggregate:
+    """One aggregate per declared group (every combination of the grouping columns'
+    declared values, in declared order, empty groups included)."""
+
+    labels: tuple[str, ...]
+    groups: tuple[CountAggregate | SumAggregate | MeanAggregate | QuantileAggregate, ...]
+
+    def __post_init__(self) -> None:
+        if len(self.labels) != len(self.groups):
+            raise QueryError("a grouped aggregate needs one aggregate per group label.")
+
+
 Aggregate = (
     CountAggregate | SumAggregate | MeanAggregate | BinCounts | QuantileAggregate | BooleanCounts
+    | GroupedAggregate
 )
 
 
@@ -229,6 +243,18 @@ class Backend(ABC):
     @abstractmethod
     def column_stats(self, column: str) -> ColumnStats:
         """Usable / clipped / invalid / missing counts of one declared column."""
+
+    def where(self, conditions: Sequence[Predicate]) -> Backend:
+        """A view of the same (contribution-bounded) rows restricted to those matching every
+        condition: the aggregates of one group of a grouped statistic. Rows dropped by a
+        condition column's missing-value rule belong to no group.
+
+        Backends override this; one that cannot restrict says so with a clear error.
+        """
+        raise QueryError(
+            f"the {type(self).__name__} cannot compute grouped statistics yet; use the pandas or "
+            "DuckDB backend for this plan."
+        )
 
     # ------------------------------------------------------------------ derived
     def category_counts(self, column: str) -> BinCounts:

@@ -669,3 +669,16 @@ class PandasBackend(Backend):
     def column_stats(self, column: str) -> ColumnStats:
         self._col(column)
         return self.conformed(column).stats
+
+    def where(self, conditions: Sequence[Predicate]) -> PandasBackend:
+        """The rows (already contribution-bounded) matching every condition, as a backend."""
+        mask = np.ones(self.rows, dtype=bool)
+        for p in conditions:
+            p.validate(self.schema, "group")
+            mask &= self._predicate_mask(p)
+        view = object.__new__(PandasBackend)
+        view.schema = self.schema
+        view._truncated = 0
+        view._df = self._df.loc[mask].reset_index(drop=True)
+        view._cache = {}
+        return view

@@ -11,7 +11,7 @@ quantile, median        :mod:`.quantile`
 mode                    :mod:`.mode`
 proportion              :mod:`.proportion`
 synthetic_sample        :mod:`.synthetic`
-grouped_*, key_counts   :mod:`.grouped`
+grouped_*               :mod:`.grouped`
 ======================  ===========================================================
 
 A new statistic is one module with a :class:`~planner.statistics.base.Statistic`
@@ -31,6 +31,7 @@ from planner.mechanisms.base import MechanismName
 from planner.queries import QueryKind
 from planner.statistics.base import Statistic
 from planner.statistics.count import Count
+from planner.statistics.grouped import GroupedCount, GroupedMean, GroupedQuantile, GroupedSum
 from planner.statistics.histogram import Histogram
 from planner.statistics.mean import Mean
 from planner.statistics.mode import Mode
@@ -42,7 +43,7 @@ from planner.statistics.synthetic import SyntheticSample
 #: Every registered statistic, by kind.
 STATISTICS: Final[Mapping[QueryKind, Statistic]] = MappingProxyType({
     s.kind: s for s in (Count(), Sum(), Mean(), Histogram(), Quantile(), Median(), Mode(), Proportion(),
-                        SyntheticSample())
+                        SyntheticSample(), GroupedCount(), GroupedSum(), GroupedMean(), GroupedQuantile())
 })
 
 

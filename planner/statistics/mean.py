@@ -22,6 +22,7 @@ composes the two Gaussians by adding ρ (Bun & Steinke 2016, Lemma 2.3). ∎
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
@@ -58,7 +59,7 @@ from planner.statistics.sum import mid_magnitude, sum_sensitivity
 if TYPE_CHECKING:
     from planner.backends.base import Aggregate, Backend
     from planner.ledger import JSON
-    from planner.noise import Draw
+    from planner.noise import Component, Draw
 
 M = MechanismName
 _Z95 = 1.959963984540054
@@ -99,6 +100,75 @@ def _bound_magnitude(q: Query, schema: Schema) -> float:
 
 def _public_n(q: Query) -> bool:
     return q.mode is MeanMode.PUBLIC_N
+
+
+@dataclass(frozen=True, slots=True)
+class RatioModel:
+    """The sum-over-count mean's mathematics for given sensitivities (one mean, or the
+    vectors of a grouped mean): the allocation item, the noise scales at a share, the
+    prediction and the OpenDP components. ``m`` = max(|L|, |U|), ``n`` the public (or
+    assumed) number of rows the mean is over.
+    """
+
+    mech: MechanismName
+    sum_sens: Sensitivity
+    count_sens: Sensitivity
+    m: float
+    n: float
+
+    def item(self, pid: str, weight: float, scale: float) -> Item:
+        if self.mech is M.LAPLACE:
+            a, b = self.sum_sens.l1, self.m * self.count_sens.l1
+            coef = 2.0 * (a ** (2 / 3) + b ** (2 / 3)) ** 3 / self.n**2
+            return Item(pid, Family.MEAN_LAPLACE, coef, sensitivity=a, weight=weight, error_scale=scale, part_b=b)
+        a2, b2 = self.sum_sens.l2, self.m * self.count_sens.l2
+        return Item(pid, Family.DISCRETE_GAUSSIAN, (a2 + b2) ** 2 / (2.0 * self.n**2), weight=weight, error_scale=scale)
+
+    def scales(self, share: ItemAllocation) -> tuple[float, float, float, float]:
+        """(sum scale, count scale, ρ_sum, ρ_count) at ``share``: b = Δ₁/ε for Laplace;
+        σ = Δ₂/√(2ρ) for Gaussian with ρ split ∝ a₂ : b₂ (module docstring); ρ's 0 for Laplace."""
+        if self.mech is M.LAPLACE:
+            eps_c = share_epsilon(share, 1) if len(share.spends) > 1 else math.inf
+            return self.sum_sens.l1 / share_epsilon(share, 0), self.count_sens.l1 / eps_c, 0.0, 0.0
+        a2, b2 = self.sum_sens.l2, self.m * self.count_sens.l2
+        rho_s, rho_c = share.theta * a2 / (a2 + b2), share.theta * b2 / (a2 + b2)
+        return (self.sum_sens.l2 / math.sqrt(2 * rho_s), self.count_sens.l2 / math.sqrt(2 * rho_c), rho_s, rho_c)
+
+    def predict(self, part: Part, share: ItemAllocation, unit: str) -> Prediction:
+        s_scale, c_scale, rho_s, rho_c = self.scales(share)
+        m, n = self.m, self.n
+        if self.mech is M.LAPLACE:
+            noise = {"sum_laplace_scale": s_scale, "count_laplace_scale": c_scale}
+            rmse = math.sqrt(2 * s_scale**2 + 2 * (m * c_scale) ** 2) / n
+            bound = laplace_difference_bound(s_scale, m * c_scale, BETA) / n
+        else:
+            noise = {"sum_sigma": s_scale, "count_sigma": c_scale, "rho_sum": rho_s, "rho_count": rho_c}
+            rmse = math.sqrt(s_scale**2 + (m * c_scale) ** 2) / n
+            bound = _Z95 * rmse
+        return prediction(part, share, noise=noise, scales={"sum": s_scale, "count": c_scale}, rmse=rmse,
+                          bound=bound, unit=unit, bound_kind="at most")
+
+    def components(self, part: Part, share: ItemAllocation, *, vector: bool) -> tuple[Component, Component, tuple[Draw, ...]]:
+        """The sum and count measurements and the draws the ledger records (two Laplace
+        spends, or one Gaussian spend of the total ρ)."""
+        from planner.noise import gaussian, laplace  # OpenDP is imported on the first release only
+
+        s_scale, c_scale, _, _ = self.scales(share)
+        if self.mech is M.LAPLACE:
+            if len(share.spends) != 2:
+                raise QueryError(f"query {part.query.id!r}: a mean as sum / count needs two Laplace spends.")
+            comp_s = laplace("sum", self.sum_sens.l1, s_scale, integer=False, vector=vector)
+            comp_c = laplace("count", self.count_sens.l1, c_scale, integer=False, vector=vector)
+            return comp_s, comp_c, (one_draw(part, share, [comp_s], 0, f"{share.id}:sum"),
+                                    one_draw(part, share, [comp_c], 1, f"{share.id}:count"))
+        comp_s = gaussian("sum", self.sum_sens.l2, s_scale, integer=False, vector=vector)
+        comp_c = gaussian("count", self.count_sens.l2, c_scale, integer=False, vector=vector)
+        return comp_s, comp_c, (one_draw(part, share, [comp_s, comp_c]),)
+
+
+def ratio(noisy_sum: float, noisy_count: float, lo: float, hi: float) -> float:
+    """The released mean: clip(S̃ / max(C̃, 1), L, U) (post-processing)."""
+    return min(max(noisy_sum / max(noisy_count, 1.0), lo), hi)
 
 
 class Mean(Statistic):
@@ -142,57 +212,22 @@ class Mean(Statistic):
     def error_scale(self, q: Query, schema: Schema) -> float | None:
         return None if schema.public_n is None else mid_magnitude(q, schema)
 
-    def _split_l2(self, q: Query, schema: Schema) -> tuple[float, float]:
+    def model(self, q: Query, schema: Schema) -> RatioModel:
         s_part, c_part = self.parts(q, schema)
-        return s_part.sensitivity.l2, _bound_magnitude(q, schema) * c_part.sensitivity.l2
+        return RatioModel(q.mechanism, s_part.sensitivity, c_part.sensitivity, _bound_magnitude(q, schema),
+                          float(need_public_n(q, schema)))
 
     def items(self, q: Query, schema: Schema, weight: float, scale: float) -> list[Part]:
         if _public_n(q):
             return [Part(q, add.item(q.id, q.mechanism, self.parts(q, schema)[0].sensitivity, weight, scale), "mean")]
-        n = need_public_n(q, schema)
-        s_part, c_part = self.parts(q, schema)
-        if q.mechanism is M.LAPLACE:
-            a = s_part.sensitivity.l1
-            b = _bound_magnitude(q, schema) * c_part.sensitivity.l1
-            coef = 2.0 * (a ** (2 / 3) + b ** (2 / 3)) ** 3 / n**2
-            it = Item(q.id, Family.MEAN_LAPLACE, coef, sensitivity=a, weight=weight, error_scale=scale, part_b=b)
-        else:
-            a2, b2 = self._split_l2(q, schema)
-            it = Item(q.id, Family.DISCRETE_GAUSSIAN, (a2 + b2) ** 2 / (2.0 * n**2), weight=weight, error_scale=scale)
-        return [Part(q, it, q.id)]
-
-    def _scales(self, q: Query, schema: Schema, share: ItemAllocation) -> tuple[float, float, float, float]:
-        """(sum scale, count scale, ρ_sum, ρ_count) of the sum-over-count release at ``share``
-        (b = Δ₁/ε for Laplace; σ = Δ₂/√(2ρ) for Gaussian, ρ split ∝ a₂ : b₂; the ρ's are 0
-        for Laplace)."""
-        s_part, c_part = self.parts(q, schema)
-        if q.mechanism is M.LAPLACE:
-            eps_c = share_epsilon(share, 1) if len(share.spends) > 1 else math.inf
-            return s_part.sensitivity.l1 / share_epsilon(share, 0), c_part.sensitivity.l1 / eps_c, 0.0, 0.0
-        a2, b2 = self._split_l2(q, schema)
-        rho_s, rho_c = share.theta * a2 / (a2 + b2), share.theta * b2 / (a2 + b2)
-        return (s_part.sensitivity.l2 / math.sqrt(2 * rho_s), c_part.sensitivity.l2 / math.sqrt(2 * rho_c),
-                rho_s, rho_c)
+        return [Part(q, self.model(q, schema).item(q.id, weight, scale), q.id)]
 
     def predict(self, part: Part, share: ItemAllocation, schema: Schema, rule: CompositionRule) -> Prediction:
         q = part.query
         unit = self.unit(q, schema)
         if _public_n(q):
             return add.predict(part, share, q.mechanism, self.parts(q, schema)[0].sensitivity, unit, component="mean")
-        n = need_public_n(q, schema)
-        m = _bound_magnitude(q, schema)
-        s_scale, c_scale, rho_s, rho_c = self._scales(q, schema, share)
-        scales = {"sum": s_scale, "count": c_scale}
-        if q.mechanism is M.LAPLACE:
-            noise = {"sum_laplace_scale": s_scale, "count_laplace_scale": c_scale}
-            rmse = math.sqrt(2 * s_scale**2 + 2 * (m * c_scale) ** 2) / n
-            bound = laplace_difference_bound(s_scale, m * c_scale, BETA) / n
-        else:
-            noise = {"sum_sigma": s_scale, "count_sigma": c_scale, "rho_sum": rho_s, "rho_count": rho_c}
-            rmse = math.sqrt(s_scale**2 + (m * c_scale) ** 2) / n
-            bound = _Z95 * rmse
-        return prediction(part, share, noise=noise, scales=scales, rmse=rmse, bound=bound, unit=unit,
-                          bound_kind="at most")
+        return self.model(q, schema).predict(part, share, unit)
 
     def aggregate(self, q: Query, backend: Backend) -> Aggregate:
         s = backend.clipped_sum(q.column or "")
@@ -201,8 +236,6 @@ class Mean(Statistic):
 
     def release(self, part: Part, share: ItemAllocation, pred: Prediction, schema: Schema,
                 rule: CompositionRule) -> ItemRelease:
-        from planner.noise import gaussian, laplace  # OpenDP is imported on the first release only
-
         q = part.query
         lo, hi = column_of(q, schema).bounds
         if _public_n(q):
@@ -218,26 +251,14 @@ class Mean(Statistic):
                 return {"value": v, "clipped_to_bounds": min(max(v, lo), hi)}
 
             return ItemRelease(part, share, pred, (one_draw(part, share, [comp]),), answer_pub, comp.constructor)
-        s_part, c_part = self.parts(q, schema)
-        s_scale, c_scale, _, _ = self._scales(q, schema, share)
-        if q.mechanism is M.LAPLACE:
-            if len(share.spends) != 2:
-                raise QueryError(f"query {q.id!r}: a mean as sum / count needs two Laplace spends.")
-            comp_s = laplace("sum", s_part.sensitivity.l1, s_scale, integer=False, vector=False)
-            comp_c = laplace("count", c_part.sensitivity.l1, c_scale, integer=False, vector=False)
-            draws: tuple[Draw, ...] = (one_draw(part, share, [comp_s], 0, f"{share.id}:sum"),
-                     one_draw(part, share, [comp_c], 1, f"{share.id}:count"))
-        else:
-            comp_s = gaussian("sum", s_part.sensitivity.l2, s_scale, integer=False, vector=False)
-            comp_c = gaussian("count", c_part.sensitivity.l2, c_scale, integer=False, vector=False)
-            draws = (one_draw(part, share, [comp_s, comp_c]),)
+        comp_s, comp_c, draws = self.model(q, schema).components(part, share, vector=False)
 
         def answer(agg: Aggregate) -> dict[str, JSON]:
             if not isinstance(agg, MeanAggregate):
                 raise wrong_aggregate(q, agg)
             s = float(comp_s.invoke(agg.sum.value))
             n = float(comp_c.invoke(agg.count.value))
-            return {"value": min(max(s / max(n, 1.0), lo), hi), "noisy_sum": s, "noisy_count": n}
+            return {"value": ratio(s, n, lo, hi), "noisy_sum": s, "noisy_count": n}
 
         return ItemRelease(part, share, pred, draws, answer, f"{comp_s.constructor} / {comp_c.constructor}")
 

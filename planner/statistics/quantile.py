@@ -68,6 +68,7 @@ from planner.statistics.base import (
 if TYPE_CHECKING:
     from planner.backends.base import Aggregate, Backend
     from planner.ledger import JSON
+    from planner.noise import Component
 
 M = MechanismName
 _I64_MAX: Final = 2**63 - 1
@@ -158,6 +159,31 @@ def _level(part: Part) -> float:
     return float(part.label.split("@")[1]) if "@" in part.label else 0.5
 
 
+def level_prediction(part: Part, share: ItemAllocation, rule: CompositionRule, *, d_int: int, b: int, k: int,
+                     n: float, unit: str) -> Prediction:
+    """The prediction of one quantile level: integer-score sensitivity ``d_int`` at
+    denominator ``b`` (rank sensitivity d_int/b), ``k`` candidates, ``n`` rows (module
+    docstring); the scores' noise scale is 2·d_int/ε."""
+    eff = share.theta / (d_int / b)
+    score_scale = 2.0 * d_int / share.theta
+    noise_kind = selection_noise(part.item.family, rule)
+    rmse = float(em.quantile_rank_rmse(eff, k, max(round(n), 1), _level(part))[()]) / n
+    bound = float(em.quantile_rank_error_bound(eff, k, BETA)[()]) / n
+    return prediction(part, share, noise={"epsilon": share.theta, "candidates": float(k),
+                                          f"{noise_kind}_scale": score_scale},
+                      scales={"scores": score_scale}, rmse=rmse, bound=bound, unit=unit,
+                      bound_kind="model" if noise_kind == "gumbel" else "at most")
+
+
+def level_component(d_int: int, share: ItemAllocation, family: Family, rule: CompositionRule) -> Component:
+    """The report-noisy-max measurement of one level: scale 2·d_int/ε, Gumbel noise under
+    RDP/zCDP, exponential noise otherwise."""
+    from planner.noise import Measure, noisy_max  # OpenDP is imported on the first release only
+
+    gumbel = selection_noise(family, rule) == "gumbel"
+    return noisy_max("scores", d_int, 2.0 * d_int / share.theta, Measure.ZCDP if gumbel else Measure.MAX_DIVERGENCE)
+
+
 class Quantile(Statistic):
     kind: ClassVar[QueryKind] = QueryKind.QUANTILE
     label: ClassVar[str] = "Quantiles"
@@ -209,33 +235,20 @@ class Quantile(Statistic):
 
     def predict(self, part: Part, share: ItemAllocation, schema: Schema, rule: CompositionRule) -> Prediction:
         q = part.query
-        n = need_public_n(q, schema)
         alpha = _level(part)
-        k = len(candidate_grid(q, schema))
-        d_rank = rank_sensitivity(alpha, schema)
-        eff = share.theta / d_rank
-        score_scale = 2.0 * score_sensitivity(alpha, schema) / share.theta
-        noise_kind = selection_noise(part.item.family, rule)
-        rmse = float(em.quantile_rank_rmse(eff, k, n, alpha)[()]) / n
-        bound = float(em.quantile_rank_error_bound(eff, k, BETA)[()]) / n
-        return prediction(part, share, noise={"epsilon": share.theta, "candidates": float(k),
-                                              f"{noise_kind}_scale": score_scale},
-                          scales={"scores": score_scale}, rmse=rmse, bound=bound, unit=self.unit(q, schema),
-                          bound_kind="model" if noise_kind == "gumbel" else "at most")
+        return level_prediction(part, share, rule, d_int=score_sensitivity(alpha, schema),
+                                b=alpha_fraction(alpha).denominator, k=len(candidate_grid(q, schema)),
+                                n=float(need_public_n(q, schema)), unit=self.unit(q, schema))
 
     def aggregate(self, q: Query, backend: Backend) -> Aggregate:
         return backend.candidate_counts(q.column or "", candidate_grid(q, backend.schema).tolist())
 
     def release(self, part: Part, share: ItemAllocation, pred: Prediction, schema: Schema,
                 rule: CompositionRule) -> ItemRelease:
-        from planner.noise import Measure, noisy_max  # OpenDP is imported on the first release only
-
         q = part.query
         alpha = _level(part)
         fr = alpha_fraction(alpha)
-        d_in = score_sensitivity(alpha, schema)
-        gumbel = selection_noise(part.item.family, rule) == "gumbel"
-        comp = noisy_max("scores", d_in, 2.0 * d_in / share.theta, Measure.ZCDP if gumbel else Measure.MAX_DIVERGENCE)
+        comp = level_component(score_sensitivity(alpha, schema), share, part.item.family, rule)
         grid = candidate_grid(q, schema)
 
         def answer(agg: Aggregate) -> dict[str, JSON]:

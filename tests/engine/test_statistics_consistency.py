@@ -33,6 +33,7 @@ from planner.backends.base import (
     BinCounts,
     BooleanCounts,
     CountAggregate,
+    GroupedAggregate,
     MeanAggregate,
     QuantileAggregate,
     SumAggregate,
@@ -79,6 +80,12 @@ def query(kind: QueryKind, mech: M, relation: str) -> Query | None:
         opts = {"candidates": 201}
     elif kind is K.SYNTHETIC_SAMPLE:
         opts = {"bins": 5}
+    elif kind is K.GROUPED_COUNT:
+        column, opts = None, {"by": ["cat", "flag"]}
+    elif kind in (K.GROUPED_SUM, K.GROUPED_MEAN):
+        opts = {"by": ["cat"]}
+    elif kind is K.GROUPED_QUANTILE:
+        opts = {"by": ["flag"], "alphas": [0.5, 0.9], "candidates": 101}
     return Query(f"q_{kind.value}", kind, column, mech, options=opts)
 
 
@@ -174,6 +181,25 @@ def aggregate(kind: QueryKind, s: Schema) -> Aggregate:
         return BooleanCounts(5, N - 5) if s.relation.value == "add_remove" else BooleanCounts(N // 2, N // 2)
     if kind is K.SYNTHETIC_SAMPLE:
         return BinCounts(("[0, 20)", "[20, 40)", "[40, 60)", "[60, 80)", "[80, 100]"), (200, 200, 200, 200, 200))
+    if kind in (K.GROUPED_COUNT, K.GROUPED_SUM, K.GROUPED_MEAN, K.GROUPED_QUANTILE):
+        from planner.statistics.grouped import group_labels
+
+        q = query(kind, M.EXPONENTIAL if kind is K.GROUPED_QUANTILE else M.LAPLACE, "add_remove")
+        assert q is not None
+        labels = group_labels(q, s)
+        base = {K.GROUPED_COUNT: K.COUNT, K.GROUPED_SUM: K.SUM, K.GROUPED_MEAN: K.MEAN,
+                K.GROUPED_QUANTILE: K.MEDIAN}[kind]
+        one = aggregate(base, s)
+        if isinstance(one, MeanAggregate):  # each group holds the per-group rows the prediction assumes
+            per = int(N / len(labels))
+            one = MeanAggregate(SumAggregate(60.0 * per, per), CountAggregate(per), None)
+        if isinstance(one, QuantileAggregate):
+            g = candidate_grid(q, s)
+            per = int(N / len(labels))
+            counts = np.full(g.size, per // g.size)
+            counts[: per - counts.sum()] += 1
+            one = QuantileAggregate(tuple(float(t) for t in g), tuple(int(v) for v in counts))
+        return GroupedAggregate(labels, tuple(one for _ in labels))
     grid = candidate_grid(query(kind, M.EXPONENTIAL, "add_remove") or Query("x", kind, "x", M.EXPONENTIAL), s)
     counts = np.full(grid.size, N // grid.size)
     counts[: N - counts.sum()] += 1
@@ -199,6 +225,13 @@ def errors(kind: QueryKind, agg: Aggregate, answer: dict[str, Any], part: str) -
     if kind is K.PROPORTION:
         assert isinstance(agg, BooleanCounts)
         return np.array([answer["value"] - agg.n_true / agg.n])
+    if isinstance(agg, GroupedAggregate):
+        base = {K.GROUPED_COUNT: K.COUNT, K.GROUPED_SUM: K.SUM, K.GROUPED_MEAN: K.MEAN, K.GROUPED_QUANTILE: K.QUANTILE}[kind]
+        key = "counts" if kind is K.GROUPED_COUNT else "values"
+        out = []
+        for g, v in zip(agg.groups, answer[key], strict=True):
+            out.append(errors(base, g, {"value": v}, part))
+        return np.concatenate(out)
     assert isinstance(agg, QuantileAggregate)
     alpha = float(part.split("@")[1])
     le = agg.counts_le
@@ -207,7 +240,8 @@ def errors(kind: QueryKind, agg: Aggregate, answer: dict[str, Any], part: str) -
     return np.array([(le[idx] - le[best]) / agg.n])
 
 
-RUNS = {K.QUANTILE: 1500, K.MEDIAN: 1500, K.MODE: 1500, K.SYNTHETIC_SAMPLE: 600}
+RUNS = {K.QUANTILE: 1500, K.MEDIAN: 1500, K.MODE: 1500, K.SYNTHETIC_SAMPLE: 600, K.GROUPED_QUANTILE: 800,
+        K.GROUPED_MEAN: 1500, K.GROUPED_SUM: 1500, K.GROUPED_COUNT: 1500}
 
 
 @pytest.mark.slow
