@@ -343,10 +343,24 @@ class _Workload:
         return math.inf if self.gauss.any() else float(theta.sum())
 
     def zcdp_epsilon(self, theta: FloatArray, delta: float) -> float:
-        """The zCDP accountant's ε of the items at θ (pure items by ρ or by ε)."""
-        pure = ~self.gauss
-        rho = self.rho_i(theta)
-        return zcdp_epsilon(theta[pure], rho[pure], float(rho[self.gauss].sum()), delta)
+        """The zCDP accountant's ε of the items' events at θ: each pure event (a mean's sum
+        and count separately) by its ρ or its ε (:func:`~planner.accountants.zcdp.zcdp_epsilon`
+        on the kernels' per-event ε and ρ, exactly what the accountant computes)."""
+        th = np.asarray(theta, dtype=np.float64)
+        pe: list[FloatArray] = []
+        pr: list[FloatArray] = []
+        other = 0.0
+        for em, cols in self.groups:
+            x = self._params(em, cols, th)
+            rho = rho_array(em.kind, x)
+            if em.kind is GaussianEvent:
+                other += float(rho.sum())
+            else:
+                pe.append(epsilon_array(em.kind, x))
+                pr.append(rho)
+        eps = np.concatenate(pe) if pe else np.zeros(0)
+        rhos = np.concatenate(pr) if pr else np.zeros(0)
+        return zcdp_epsilon(eps, rhos, other, delta)
 
 
 class _Cost:
