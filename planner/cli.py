@@ -98,14 +98,91 @@ def _cmd_ledger(args: argparse.Namespace) -> Any:
     return cmd_ledger(args.ledger, args.dataset)
 
 
+#: Exit statuses: 0 success, 1 ``planner ledger verify`` found a problem, 2 a clear error
+#: (bad input, refused operation), 3 an internal error (a bug; no details are printed,
+#: since they could carry private values; set PLANNER_DEBUG=1 to see the traceback).
+EXIT_OK, EXIT_PROBLEM, EXIT_ERROR, EXIT_INTERNAL, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+
+
+def _emit(stream: Any, text: str) -> bool:
+    """Write ``text`` and a newline; ``False`` if the reader went away (EPIPE)."""
+    try:
+        stream.write(text + "\n")
+        stream.flush()
+    except BrokenPipeError:
+        _silence(stream)
+        return False
+    except (OSError, ValueError):  # closed or unwritable stream: nothing more to say
+        return False
+    return True
+
+
+def _silence(stream: Any) -> None:
+    """After EPIPE, point the stream at /dev/null so the interpreter's final flush is
+    quiet (the recipe of the Python documentation, 'Note on SIGPIPE')."""
+    import os
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, stream.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):
+        pass
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command; print its JSON result on stdout or ``{"error": ...}`` on stderr.
+
+    A reader that closes stdout early (``planner release … | head -c0``) does not turn a
+    completed command into a traceback: the work (a release recorded in the ledger) is
+    done, the output is dropped and the exit status stays 0.
+    """
+    import os
+
     parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # --help, --version, usage errors (argparse prints them)
+        return exc.code if isinstance(exc.code, int) else EXIT_ERROR
+    except BrokenPipeError:
+        _silence(sys.stdout)
+        return EXIT_OK
     handler: Handler = args.handler
     try:
         result = handler(args)
     except PlannerError as exc:
-        print(json.dumps({"error": str(exc)}), file=sys.stderr)
-        return 2
-    print(json.dumps(result, indent=2, default=str))
-    return 0
+        _emit(sys.stderr, json.dumps({"error": str(exc)}))
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        _emit(sys.stderr, json.dumps({"error": "interrupted"}))
+        return EXIT_INTERRUPTED
+    except RecursionError:
+        _emit(sys.stderr, json.dumps({"error": "the input nests too deeply to be processed."}))
+        return EXIT_ERROR
+    except MemoryError:
+        _emit(sys.stderr, json.dumps({"error": "out of memory: the input is too large."}))
+        return EXIT_ERROR
+    except Exception as exc:
+        if os.environ.get("PLANNER_DEBUG", "").strip() not in ("", "0"):
+            raise
+        _emit(sys.stderr, json.dumps({
+            "error": f"internal error ({type(exc).__name__}); this is a bug. Its details are not "
+                     "shown because they could contain private values; rerun with PLANNER_DEBUG=1 "
+                     "on a trusted terminal to see them."
+        }))
+        return EXIT_INTERNAL
+    status = EXIT_OK
+    if isinstance(result, CommandResult):
+        status, result = result.status, result.payload
+    _emit(sys.stdout, json.dumps(result, indent=2, default=str))
+    return status
+
+
+class CommandResult:
+    """A handler's JSON payload with a non-zero exit status (e.g. verify found a problem)."""
+
+    __slots__ = ("payload", "status")
+
+    def __init__(self, payload: Any, status: int) -> None:
+        self.payload = payload
+        self.status = status
