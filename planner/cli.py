@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from planner import __version__
-from planner.errors import PlannerError
+from planner.errors import AccountError, PlannerError
 
 Handler = Callable[[argparse.Namespace], Any]
 
@@ -54,10 +54,31 @@ def _register(sub: Any) -> None:
     _backend_args(p)
     p.set_defaults(handler=_cmd_release)
 
-    p = sub.add_parser("ledger", help="show datasets, budgets and releases recorded in the ledger")
+    p = sub.add_parser("ledger", help="show datasets, budgets and releases recorded in the ledger; "
+                       "`planner ledger verify` checks its integrity (exit status 1 on a problem)")
+    p.add_argument("action", nargs="?", choices=("show", "verify"), default="show",
+                   help="show (default) or verify")
     p.add_argument("--ledger", default=None, help="SQLAlchemy URL of the ledger (default: $PLANNER_LEDGER_URL)")
-    p.add_argument("--dataset", default=None, help="a dataset fingerprint")
+    p.add_argument("--dataset", default=None, help="a dataset key (ds-…) or content fingerprint")
     p.set_defaults(handler=_cmd_ledger)
+
+    p = sub.add_parser("account", help="local accounts of the organisation (owners only; the first "
+                       "account, an owner, may be created on a ledger without accounts)")
+    p.add_argument("action", choices=("create", "list", "disable", "passwd"))
+    p.add_argument("--ledger", default=None, help="SQLAlchemy URL of the ledger (default: $PLANNER_LEDGER_URL)")
+    p.add_argument("--user", default=None, help="the account's name")
+    p.add_argument("--role", choices=("owner", "analyst", "viewer"), default=None)
+    p.set_defaults(handler=_cmd_account)
+
+    p = sub.add_parser("grant", help="grant an analyst a budget (or share with a viewer) on a dataset")
+    p.add_argument("--ledger", default=None, help="SQLAlchemy URL of the ledger (default: $PLANNER_LEDGER_URL)")
+    p.add_argument("--dataset", required=True, help="the dataset key (ds-…)")
+    p.add_argument("--to", required=True, dest="subject", help="a username or an e-mail address (OIDC)")
+    p.add_argument("--role", choices=("analyst", "viewer"), required=True)
+    p.add_argument("--epsilon", default=None, help="the ε an analyst may spend (a number)")
+    p.add_argument("--delta", default=None, help="the δ an analyst may spend (default: the dataset's)")
+    p.add_argument("--revoke", action="store_true", help="revoke the subject's grant instead")
+    p.set_defaults(handler=_cmd_grant)
 
 
 def _backend_args(p: argparse.ArgumentParser) -> None:
@@ -93,9 +114,75 @@ def _cmd_release(args: argparse.Namespace) -> Any:
 
 
 def _cmd_ledger(args: argparse.Namespace) -> Any:
+    if args.action == "verify":
+        from planner.ledger import verify_ledger
+
+        report = verify_ledger(args.ledger)
+        return CommandResult(report.to_dict(), EXIT_OK if report.ok else EXIT_PROBLEM)
     from planner.release import cmd_ledger
 
     return cmd_ledger(args.ledger, args.dataset)
+
+
+def _new_password() -> str:
+    """The new password: ``$PLANNER_NEW_PASSWORD`` or a prompt (never an argument, which
+    other users could read in the process list)."""
+    import os
+
+    value = os.environ.get("PLANNER_NEW_PASSWORD")
+    if value is not None:
+        return value
+    if not sys.stdin.isatty():
+        raise AccountError("set PLANNER_NEW_PASSWORD, or run on a terminal to be asked for the password.")
+    import getpass
+
+    first = getpass.getpass("new password: ")
+    if getpass.getpass("again: ") != first:
+        raise AccountError("the two passwords differ.")
+    return first
+
+
+def _cmd_account(args: argparse.Namespace) -> Any:
+    from planner.ledger import Ledger
+
+    led = Ledger(args.ledger)
+    try:
+        if args.action == "list":
+            return {"accounts": [a.to_dict() for a in led.accounts()]}
+        if not args.user:
+            raise AccountError(f"`planner account {args.action}` needs --user NAME.")
+        if args.action == "create":
+            if not args.role:
+                raise AccountError("`planner account create` needs --role owner|analyst|viewer.")
+            return led.create_account(args.user, _new_password(), args.role).to_dict()
+        if args.action == "disable":
+            return led.disable_account(args.user).to_dict()
+        led.set_password(args.user, _new_password())
+        return {"user": args.user, "password": "changed"}
+    finally:
+        led.close()
+
+
+def _number(text: str | None, name: str) -> float | None:
+    from planner.strict_json import loads_strict, strict_number
+
+    if text is None:
+        return None
+    return strict_number(loads_strict(text, f"--{name}"), f"--{name}")
+
+
+def _cmd_grant(args: argparse.Namespace) -> Any:
+    from planner.ledger import Ledger
+
+    led = Ledger(args.ledger)
+    try:
+        if args.revoke:
+            led.revoke(args.dataset, args.subject)
+            return {"dataset": args.dataset, "subject": args.subject, "revoked": True}
+        return led.grant(args.dataset, args.subject, args.role, epsilon=_number(args.epsilon, "epsilon"),
+                         delta=_number(args.delta, "delta")).to_dict()
+    finally:
+        led.close()
 
 
 #: Exit statuses: 0 success, 1 ``planner ledger verify`` found a problem, 2 a clear error

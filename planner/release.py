@@ -83,9 +83,7 @@ References
 
 from __future__ import annotations
 
-import csv
 import hashlib
-import io
 import json
 import math
 from collections.abc import Callable, Mapping, Sequence
@@ -827,19 +825,24 @@ class ReleaseResult:
         }
 
     def to_csv(self) -> str:
-        """One row per released number (every bin of a histogram), with cost and accuracy."""
-        buf = io.StringIO()
-        w = csv.writer(buf, lineterminator="\n")
-        w.writerow(["query", "kind", "mechanism", "part", "label", "value", "epsilon", "delta",
-                    "rmse", "error_bound_95", "unit", "plan_hash", "schema_hash"])
+        """One row per released number (every bin of a histogram), with cost and accuracy.
+
+        Spreadsheet-safe (:func:`planner.exports.csv_text`): a text cell starting with
+        ``=``, ``+``, ``-``, ``@``, a tab or a carriage return (a category label, a query id)
+        is prefixed with ``'``; numbers stay numbers.
+        """
+        from planner.exports import csv_text
+
+        rows = []
         for a in self.answers:
             preds = {p["part"]: p for p in a.predictions}
             for part, label, value in _rows_of(a.answer):
                 p = preds.get(part) or (a.predictions[0] if len(a.predictions) == 1 else {})
-                w.writerow([a.query_id, a.kind, a.mechanism, part, label, value, a.epsilon, a.delta,
-                            p.get("rmse", ""), p.get("error_bound_95", ""), p.get("unit", ""),
-                            self.plan_hash, self.schema_hash])
-        return buf.getvalue()
+                rows.append([a.query_id, a.kind, a.mechanism, part, label, value, a.epsilon, a.delta,
+                             p.get("rmse", ""), p.get("error_bound_95", ""), p.get("unit", ""),
+                             self.plan_hash, self.schema_hash])
+        return csv_text(["query", "kind", "mechanism", "part", "label", "value", "epsilon", "delta",
+                         "rmse", "error_bound_95", "unit", "plan_hash", "schema_hash"], rows)
 
 
 def _rows_of(answer: JSON) -> list[tuple[str, str, JSON]]:
