@@ -1075,6 +1075,9 @@ def _install_sqlite_listeners(engine: Engine) -> None:
             cur.execute("PRAGMA journal_mode = WAL")
             cur.execute("PRAGMA synchronous = FULL")
             cur.execute("PRAGMA foreign_keys = ON")
+            # Overwrite deleted and replaced content with zeros (a migrated bare file hash
+            # must not linger in free pages).
+            cur.execute("PRAGMA secure_delete = ON")
         finally:
             cur.close()
 
@@ -1568,9 +1571,43 @@ class Ledger:
                     f"the one this machine saw (marker {mpath}). Run `planner ledger verify` and "
                     "restore the ledger from a backup."
                 )
+        if not problems:
+            problems.extend(self._chain_problems(head))
         if not problems and self._marker is not None:
             self._marker.advance(head.ledger_id, head.seq, head.mac)
         return problems
+
+    def _chain_problems(self, head: HeadRow) -> list[str]:
+        """The open-time check: the whole journal chain, and each table's row count
+        against the journal's (a row deleted or added outside the planner). Values edited
+        in place are found by :meth:`verify`, which compares every column."""
+        from sqlalchemy import func
+
+        key = self._key()
+        prev = GENESIS_MAC
+        ids: dict[str, set[Any]] = {t: set() for t in _TRACKED}
+        with self._session(write=False) as s:
+            for n, e in enumerate(s.exec(select(JournalRow).order_by(col(JournalRow.seq))), start=1):
+                if e.seq != n or e.prev != prev or entry_mac(key, e.seq, e.kind, prev, e.body) != e.mac:
+                    return [f"the journal of the ledger at {self.url} is broken at entry {n}: "
+                            "entries were changed, forged or deleted outside the planner. Nothing "
+                            "was changed now; run `planner ledger verify` and restore the ledger "
+                            "from a backup."]
+                prev = e.mac
+                try:
+                    rows = json.loads(e.body)["rows"]
+                    for table, items in rows.items():
+                        ids.setdefault(table, set()).update(r["id"] for r in items)
+                except (ValueError, KeyError, TypeError, AttributeError):
+                    return [f"journal entry {n} of the ledger at {self.url} is unreadable."]
+            counts = {t: s.exec(select(func.count()).select_from(_MODELS[t])).one() for t in _TRACKED}
+        wrong = [t for t in _TRACKED if counts[t] != len(ids[t])]
+        if wrong:
+            return [f"the ledger at {self.url} has rows that the journal does not account for "
+                    f"(tables {', '.join(wrong)}): rows were deleted or added outside the planner, "
+                    "which could forget spends. Nothing was changed now; run `planner ledger "
+                    "verify` for details and restore the ledger from a backup."]
+        return []
 
     def _migrate_v1(self, names: set[str]) -> None:
         """Bring a format-1 ledger (no accounts, no journal, bare file hashes as keys) to
@@ -1626,6 +1663,10 @@ class Ledger:
                         s.add(r)
                     rows.append(r)
             self._commit(s, head, "migrate.v1", None, rows)
+        if self._is_sqlite:
+            with self._engine.connect() as conn:
+                # the WAL still holds the pages as they were before the migration
+                conn.exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)")
 
     # ------------------------------------------------------------------ actors
 

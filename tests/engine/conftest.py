@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-import pg_cluster  # noqa: E402
+import pg_cluster
 
 BACKENDS = ["sqlite", "postgresql"]
 

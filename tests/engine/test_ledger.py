@@ -365,13 +365,13 @@ def test_ledger_release_takes_write_lock_with_begin_immediate(ledger: Ledger) ->
     # transaction 1 (check + spend) and transaction 2 (answers) both write
     mode = ""
     writes_by_mode: dict[str, int] = {}
-    for st in statements:
-        if st.startswith("BEGIN"):
-            mode = st
-        elif st.lstrip().upper().startswith(("INSERT", "UPDATE", "DELETE")):
+    for stmt in statements:
+        if stmt.startswith("BEGIN"):
+            mode = stmt
+        elif stmt.lstrip().upper().startswith(("INSERT", "UPDATE", "DELETE")):
             writes_by_mode[mode] = writes_by_mode.get(mode, 0) + 1
     assert set(writes_by_mode) == {"BEGIN IMMEDIATE"}
-    assert sum(1 for st in statements if st == "BEGIN IMMEDIATE") >= 2
+    assert sum(1 for stmt in statements if stmt == "BEGIN IMMEDIATE") >= 2
 
 
 def test_ledger_status_reads_do_not_take_write_lock(ledger: Ledger) -> None:
