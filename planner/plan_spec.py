@@ -137,9 +137,9 @@ def parse_plan_spec(data: Any, base_dir: Path | None = None) -> PlanSpec:
         raise PlanError("budget.epsilon is missing: a weighted plan splits this ε across its queries.")
     epsilon = strict_epsilon(budget.get("epsilon", 1.0), "budget.epsilon", error=PlanError)
     delta = strict_delta(budget.get("delta", 0.0), "budget.delta", error=PlanError)
-    composition = budget.get("composition", "basic")
+    composition = _text(budget.get("composition", "basic"), "budget.composition")
     try:
-        rule = CompositionRule(_text(composition, "budget.composition"))
+        rule = CompositionRule(composition)
     except ValueError as exc:
         raise PlanError(
             f"budget.composition must be one of basic, advanced, rdp, zcdp; got {composition[:40]!r}."
