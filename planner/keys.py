@@ -43,6 +43,7 @@ __all__ = [
     "MIN_SECRET_CHARS",
     "keyed",
     "keyed_fingerprint",
+    "random_hex",
     "secret_check",
     "secret_source",
     "server_secret",
@@ -108,10 +109,10 @@ def _create_secret_file(path: Path) -> None:
             f"cannot create {path.parent} for the server secret: {exc.strerror}. Set "
             f"{ENV_SECRET} or {ENV_SECRET_FILE}, or point PLANNER_HOME at a writable folder."
         ) from exc
-    tmp = path.with_name(f".{_FILE_NAME}.{os.getpid()}.{secrets.token_hex(4)}")
+    tmp = path.with_name(f".{_FILE_NAME}.{os.getpid()}.{random_hex(4)}")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     try:
-        os.write(fd, (secrets.token_hex(32) + "\n").encode())
+        os.write(fd, (random_hex(32) + "\n").encode())
         os.fsync(fd)
     finally:
         os.close(fd)
@@ -121,6 +122,13 @@ def _create_secret_file(path: Path) -> None:
         pass
     finally:
         tmp.unlink(missing_ok=True)
+
+
+def random_hex(nbytes: int) -> str:
+    """``nbytes`` bytes from the operating system's CSPRNG, as hex: key material and
+    identifiers (the server secret, dataset keys, temporary names), never noise. The one
+    place outside :mod:`planner.release` that takes randomness (its test says so)."""
+    return secrets.token_hex(nbytes)
 
 
 def server_secret() -> bytes:

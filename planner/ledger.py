@@ -63,7 +63,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import secrets
 import socket
 import threading
 import time
@@ -121,7 +120,13 @@ from planner.errors import (
     PlannerError,
 )
 from planner.events import PrivacyEvent, event_from_dict
-from planner.keys import keyed_fingerprint, secret_check, secret_source, server_secret
+from planner.keys import (
+    keyed_fingerprint,
+    random_hex,
+    secret_check,
+    secret_source,
+    server_secret,
+)
 from planner.ledger_integrity import (
     GENESIS_MAC,
     Marker,
@@ -2768,7 +2773,7 @@ class Ledger:
 
 
 def _new_dataset_key() -> str:
-    return "ds-" + secrets.token_hex(10)
+    return "ds-" + random_hex(10)
 
 
 def _rows(rows: Any) -> int | None:
@@ -2807,7 +2812,7 @@ _DUMMY: dict[str, str] = {}
 def _DUMMY_HASH() -> str:
     """An Argon2 hash to verify against for unknown users (same work as a real check)."""
     if "h" not in _DUMMY:
-        _DUMMY["h"] = hash_password(secrets.token_hex(16))
+        _DUMMY["h"] = hash_password(random_hex(16))
     return _DUMMY["h"]
 
 

@@ -32,7 +32,6 @@ import hmac
 import json
 import math
 import os
-import secrets
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -40,6 +39,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from planner.errors import LedgerIntegrityError
+from planner.keys import random_hex
 
 __all__ = [
     "GENESIS_MAC",
@@ -282,7 +282,7 @@ class Marker:
                 "mac": mac,
                 "updated_at": datetime.now(UTC).isoformat(),
             }, indent=2)
-            tmp = self.path.with_name(f".{self.path.name}.{secrets.token_hex(4)}")
+            tmp = self.path.with_name(f".{self.path.name}.{random_hex(4)}")
             try:
                 wfd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
                 try:
