@@ -64,6 +64,7 @@ def test_accounts_passwords_are_argon2id_and_checked() -> None:
         hash_password("short")
 
 
+@pytest.mark.hostile(3)
 def test_accounts_authenticate_refuses_without_telling_which(org: dict[str, Any]) -> None:
     led = org["led"]
     msgs = set()
@@ -74,6 +75,7 @@ def test_accounts_authenticate_refuses_without_telling_which(org: dict[str, Any]
     assert msgs == {"unknown user or wrong password."}
 
 
+@pytest.mark.hostile(2)
 def test_accounts_local_owner_is_refused_once_accounts_exist(org: dict[str, Any]) -> None:
     led, ds = org["led"], org["ds"]
     with pytest.raises(PermissionDenied, match="has accounts"):
@@ -111,6 +113,7 @@ def test_accounts_analyst_releases_only_within_the_grant(org: dict[str, Any]) ->
         "user:ana", "user:ana", "user:olga"]
 
 
+@pytest.mark.hostile(6)
 def test_accounts_viewer_reads_but_cannot_spend_or_manage(org: dict[str, Any]) -> None:
     led, ds, vic = org["led"], org["ds"], org["vic"]
     assert led.status(ds.fingerprint, actor=vic).epsilon_total == 2.0
@@ -128,6 +131,7 @@ def test_accounts_viewer_reads_but_cannot_spend_or_manage(org: dict[str, Any]) -
             call()
 
 
+@pytest.mark.hostile(6)
 def test_accounts_outsider_can_neither_list_nor_see_nor_spend(org: dict[str, Any]) -> None:
     led, ds, eve = org["led"], org["ds"], org["eve"]
     assert led.datasets(actor=eve) == []  # not even the name
@@ -158,6 +162,7 @@ def test_accounts_revoked_and_disabled_lose_access(org: dict[str, Any]) -> None:
         led.disable_account("olga", actor=owner)
 
 
+@pytest.mark.hostile
 def test_accounts_role_is_read_from_the_store_not_trusted_from_the_principal(org: dict[str, Any]) -> None:
     led, ds = org["led"], org["ds"]
     forged = Principal("user:eve", Role.OWNER, "eve", "password")  # eve is an analyst
@@ -199,6 +204,7 @@ def test_accounts_single_user_ledger_acts_for_the_local_owner(tmp_path: Path) ->
 ROLES = {"owners": ["dpo@example.org"], "analysts": ["Ana@Example.org"], "viewers": ["*@example.org"]}
 
 
+@pytest.mark.hostile(5)
 def test_accounts_oidc_claims_map_to_principals() -> None:
     p = principal_from_oidc({"email": "DPO@example.org", "email_verified": True, "name": "D"}, ROLES)
     assert (p.subject, p.role, p.via) == ("oidc:dpo@example.org", Role.OWNER, "oidc")

@@ -26,6 +26,8 @@ import pytest
 
 from planner.ledger import Ledger, ReleaseStatus
 
+pytestmark = pytest.mark.fault  # each case injects one fault (run summary)
+
 WORKER = Path(__file__).resolve().parent / "ledger_workers" / "crash_worker.py"
 REPO = Path(__file__).resolve().parents[2]
 FP = "sha256:crash"

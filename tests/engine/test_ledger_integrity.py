@@ -24,6 +24,8 @@ from planner.errors import LedgerError, LedgerIntegrityError
 from planner.events import PureEvent
 from planner.ledger import Ledger, ReleaseStatus, verify_ledger
 
+pytestmark = pytest.mark.fault  # each case injects one fault (run summary)
+
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 DIGEST = "synthetic-digest-0001"
 
@@ -60,6 +62,7 @@ def _verify_cli(url: str, capsys: pytest.CaptureFixture[str]) -> tuple[int, dict
     return code, json.loads(out)
 
 
+@pytest.mark.fault(0)  # not a fault: a control
 def test_integrity_a_healthy_ledger_verifies(ledger_url: str, capsys: pytest.CaptureFixture[str]) -> None:
     _populated(ledger_url)
     code, rep = _verify_cli(ledger_url, capsys)
@@ -300,6 +303,7 @@ def test_integrity_missing_head_is_refused(ledger_url: str) -> None:
 # ------------------------------------------------------------------ migration, secrets
 
 
+@pytest.mark.fault(0)  # not a fault: a control
 def test_integrity_format_1_ledger_is_migrated_and_verifies(tmp_path: Path) -> None:
     """A ledger written by the previous version (its code kept in tests/fixtures/ledger_v1)
     is migrated on open: nothing forgotten, the bare file hash no longer stored."""
@@ -325,6 +329,7 @@ def test_integrity_format_1_ledger_is_migrated_and_verifies(tmp_path: Path) -> N
     assert led.budget_changes(bare)[0].reason == "board decision"
 
 
+@pytest.mark.fault(2)
 def test_integrity_secret_file_is_created_private(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from planner import keys
 
@@ -343,6 +348,7 @@ def test_integrity_secret_file_is_created_private(tmp_path: Path, monkeypatch: p
         keys.server_secret()
 
 
+@pytest.mark.fault(0)  # not a fault: a control
 def test_integrity_exports_carry_no_bare_hash(ledger_url: str) -> None:
     import hashlib
 

@@ -23,6 +23,8 @@ import pytest
 from planner.errors import LedgerError
 from planner.ledger import Ledger, ReleaseStatus
 
+pytestmark = pytest.mark.fault  # each case injects one fault (run summary)
+
 WORKER = Path(__file__).resolve().parent / "ledger_workers" / "lease_worker.py"
 REPO = Path(__file__).resolve().parents[2]
 FP = "digest-lease"
@@ -64,15 +66,20 @@ def _watch_while_sampling(url: str, proc: subprocess.Popen[str], started: Path) 
         assert time.monotonic() < deadline
         time.sleep(0.05)
     seen: list[str] = []
-    t_end = time.monotonic() + SAMPLE_SECONDS - 1.0
+    t0 = time.monotonic()
+    t_end = t0 + SAMPLE_SECONDS - 1.0
+    last = t0
     while time.monotonic() < t_end:  # about three lease periods
         other = Ledger(url)  # every open runs repair()
         seen.append(str(other.releases(FP)[0].status))
         other.close()
+        last = time.monotonic()
         time.sleep(0.25)
+    assert last - t0 >= 2 * LEASE  # observed across at least two lease periods
     return seen
 
 
+@pytest.mark.fault(0)  # a control: nothing fails, the lease must hold
 @pytest.mark.parametrize("namespace", ["own_pid_namespace", "plain_process"])
 def test_lease_a_release_in_another_pid_namespace_stays_alive(url: str, tmp_path: Path,
                                                               namespace: str) -> None:
@@ -87,7 +94,8 @@ def test_lease_a_release_in_another_pid_namespace_stays_alive(url: str, tmp_path
     seen = _watch_while_sampling(url, proc, started)
     out, err = proc.communicate(timeout=120)
     assert proc.returncode == 0, err
-    assert len(seen) >= 8 and set(seen) == {"pending"}  # never declared dead while renewed
+    # never declared dead while renewed (at least 3 looks; a loaded machine manages fewer)
+    assert len(seen) >= 3 and set(seen) == {"pending"}
     assert json.loads(out.strip().splitlines()[-1]) == {"outcome": "done", "answers": {"q": 7}}
     led = Ledger(url)
     (rec,) = led.releases(FP)
