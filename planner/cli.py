@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from planner import __version__
-from planner.errors import PlannerError
+from planner.errors import AccountError, PlannerError
 
 Handler = Callable[[argparse.Namespace], Any]
 
@@ -54,10 +54,31 @@ def _register(sub: Any) -> None:
     _backend_args(p)
     p.set_defaults(handler=_cmd_release)
 
-    p = sub.add_parser("ledger", help="show datasets, budgets and releases recorded in the ledger")
+    p = sub.add_parser("ledger", help="show datasets, budgets and releases recorded in the ledger; "
+                       "`planner ledger verify` checks its integrity (exit status 1 on a problem)")
+    p.add_argument("action", nargs="?", choices=("show", "verify"), default="show",
+                   help="show (default) or verify")
     p.add_argument("--ledger", default=None, help="SQLAlchemy URL of the ledger (default: $PLANNER_LEDGER_URL)")
-    p.add_argument("--dataset", default=None, help="a dataset fingerprint")
+    p.add_argument("--dataset", default=None, help="a dataset key (ds-…) or content fingerprint")
     p.set_defaults(handler=_cmd_ledger)
+
+    p = sub.add_parser("account", help="local accounts of the organisation (owners only; the first "
+                       "account, an owner, may be created on a ledger without accounts)")
+    p.add_argument("action", choices=("create", "list", "disable", "passwd"))
+    p.add_argument("--ledger", default=None, help="SQLAlchemy URL of the ledger (default: $PLANNER_LEDGER_URL)")
+    p.add_argument("--user", default=None, help="the account's name")
+    p.add_argument("--role", choices=("owner", "analyst", "viewer"), default=None)
+    p.set_defaults(handler=_cmd_account)
+
+    p = sub.add_parser("grant", help="grant an analyst a budget (or share with a viewer) on a dataset")
+    p.add_argument("--ledger", default=None, help="SQLAlchemy URL of the ledger (default: $PLANNER_LEDGER_URL)")
+    p.add_argument("--dataset", required=True, help="the dataset key (ds-…)")
+    p.add_argument("--to", required=True, dest="subject", help="a username or an e-mail address (OIDC)")
+    p.add_argument("--role", choices=("analyst", "viewer"), required=True)
+    p.add_argument("--epsilon", default=None, help="the ε an analyst may spend (a number)")
+    p.add_argument("--delta", default=None, help="the δ an analyst may spend (default: the dataset's)")
+    p.add_argument("--revoke", action="store_true", help="revoke the subject's grant instead")
+    p.set_defaults(handler=_cmd_grant)
 
 
 def _backend_args(p: argparse.ArgumentParser) -> None:
@@ -93,19 +114,162 @@ def _cmd_release(args: argparse.Namespace) -> Any:
 
 
 def _cmd_ledger(args: argparse.Namespace) -> Any:
+    if args.action == "verify":
+        from planner.ledger import verify_ledger
+
+        report = verify_ledger(args.ledger)
+        return CommandResult(report.to_dict(), EXIT_OK if report.ok else EXIT_PROBLEM)
     from planner.release import cmd_ledger
 
     return cmd_ledger(args.ledger, args.dataset)
 
 
+def _new_password() -> str:
+    """The new password: ``$PLANNER_NEW_PASSWORD`` or a prompt (never an argument, which
+    other users could read in the process list)."""
+    import os
+
+    value = os.environ.get("PLANNER_NEW_PASSWORD")
+    if value is not None:
+        return value
+    if not sys.stdin.isatty():
+        raise AccountError("set PLANNER_NEW_PASSWORD, or run on a terminal to be asked for the password.")
+    import getpass
+
+    first = getpass.getpass("new password: ")
+    if getpass.getpass("again: ") != first:
+        raise AccountError("the two passwords differ.")
+    return first
+
+
+def _cmd_account(args: argparse.Namespace) -> Any:
+    from planner.ledger import Ledger
+
+    led = Ledger(args.ledger)
+    try:
+        if args.action == "list":
+            return {"accounts": [a.to_dict() for a in led.accounts()]}
+        if not args.user:
+            raise AccountError(f"`planner account {args.action}` needs --user NAME.")
+        if args.action == "create":
+            if not args.role:
+                raise AccountError("`planner account create` needs --role owner|analyst|viewer.")
+            return led.create_account(args.user, _new_password(), args.role).to_dict()
+        if args.action == "disable":
+            return led.disable_account(args.user).to_dict()
+        led.set_password(args.user, _new_password())
+        return {"user": args.user, "password": "changed"}
+    finally:
+        led.close()
+
+
+def _number(text: str | None, name: str) -> float | None:
+    from planner.strict_json import loads_strict, strict_number
+
+    if text is None:
+        return None
+    return strict_number(loads_strict(text, f"--{name}"), f"--{name}")
+
+
+def _cmd_grant(args: argparse.Namespace) -> Any:
+    from planner.ledger import Ledger
+
+    led = Ledger(args.ledger)
+    try:
+        if args.revoke:
+            led.revoke(args.dataset, args.subject)
+            return {"dataset": args.dataset, "subject": args.subject, "revoked": True}
+        return led.grant(args.dataset, args.subject, args.role, epsilon=_number(args.epsilon, "epsilon"),
+                         delta=_number(args.delta, "delta")).to_dict()
+    finally:
+        led.close()
+
+
+#: Exit statuses: 0 success, 1 ``planner ledger verify`` found a problem, 2 a clear error
+#: (bad input, refused operation), 3 an internal error (a bug; no details are printed,
+#: since they could carry private values; set PLANNER_DEBUG=1 to see the traceback).
+EXIT_OK, EXIT_PROBLEM, EXIT_ERROR, EXIT_INTERNAL, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+
+
+def _emit(stream: Any, text: str) -> bool:
+    """Write ``text`` and a newline; ``False`` if the reader went away (EPIPE)."""
+    try:
+        stream.write(text + "\n")
+        stream.flush()
+    except BrokenPipeError:
+        _silence(stream)
+        return False
+    except (OSError, ValueError):  # closed or unwritable stream: nothing more to say
+        return False
+    return True
+
+
+def _silence(stream: Any) -> None:
+    """After EPIPE, point the stream at /dev/null so the interpreter's final flush is
+    quiet (the recipe of the Python documentation, 'Note on SIGPIPE')."""
+    import os
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, stream.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):
+        pass
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command; print its JSON result on stdout or ``{"error": ...}`` on stderr.
+
+    A reader that closes stdout early (``planner release … | head -c0``) does not turn a
+    completed command into a traceback: the work (a release recorded in the ledger) is
+    done, the output is dropped and the exit status stays 0.
+    """
+    import os
+
     parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # --help, --version, usage errors (argparse prints them)
+        return exc.code if isinstance(exc.code, int) else EXIT_ERROR
+    except BrokenPipeError:
+        _silence(sys.stdout)
+        return EXIT_OK
     handler: Handler = args.handler
     try:
         result = handler(args)
     except PlannerError as exc:
-        print(json.dumps({"error": str(exc)}), file=sys.stderr)
-        return 2
-    print(json.dumps(result, indent=2, default=str))
-    return 0
+        _emit(sys.stderr, json.dumps({"error": str(exc)}))
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        _emit(sys.stderr, json.dumps({"error": "interrupted"}))
+        return EXIT_INTERRUPTED
+    except RecursionError:
+        _emit(sys.stderr, json.dumps({"error": "the input nests too deeply to be processed."}))
+        return EXIT_ERROR
+    except MemoryError:
+        _emit(sys.stderr, json.dumps({"error": "out of memory: the input is too large."}))
+        return EXIT_ERROR
+    except Exception as exc:
+        if os.environ.get("PLANNER_DEBUG", "").strip() not in ("", "0"):
+            raise
+        _emit(sys.stderr, json.dumps({
+            "error": f"internal error ({type(exc).__name__}); this is a bug. Its details are not "
+                     "shown because they could contain private values; rerun with PLANNER_DEBUG=1 "
+                     "on a trusted terminal to see them."
+        }))
+        return EXIT_INTERNAL
+    status = EXIT_OK
+    if isinstance(result, CommandResult):
+        status, result = result.status, result.payload
+    _emit(sys.stdout, json.dumps(result, indent=2, default=str))
+    return status
+
+
+class CommandResult:
+    """A handler's JSON payload with a non-zero exit status (e.g. verify found a problem)."""
+
+    __slots__ = ("payload", "status")
+
+    def __init__(self, payload: Any, status: int) -> None:
+        self.payload = payload
+        self.status = status

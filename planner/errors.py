@@ -43,3 +43,23 @@ class ReleaseError(PlannerError):
 
 class LedgerError(PlannerError):
     """A ledger inconsistency or an unusable ledger location."""
+
+
+class LedgerIntegrityError(LedgerError):
+    """The ledger is empty, truncated, corrupt or tampered with where one existed.
+
+    Raised instead of silently starting over: every spend recorded before must stay
+    counted (PRODUCT.md §5). The message names what was found and how to restore.
+    """
+
+
+class PermissionDenied(PlannerError):
+    """The acting principal's role or grants do not allow this ledger operation."""
+
+
+class AccountError(PlannerError):
+    """An account operation that cannot be done as asked (unknown user, weak password, ...)."""
+
+
+class InputLimitError(PlannerError):
+    """An input outside the limits the engine accepts (size, depth, magnitude, file type)."""

@@ -28,11 +28,10 @@ MECHS.json::
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from planner.accounting import (
     CompositionRule,
@@ -41,7 +40,6 @@ from planner.accounting import (
     pure_epsilon,
     standalone_epsilon,
 )
-from planner.budget import check_delta, check_epsilon
 from planner.errors import PlanError, PlannerError
 from planner.events import (
     ApproxEvent,
@@ -55,9 +53,27 @@ from planner.events import (
 )
 from planner.queries import Query, queries_from_list
 from planner.schema import Schema
+from planner.strict_json import (
+    read_json_file,
+    strict_delta,
+    strict_epsilon,
+    strict_int,
+    strict_number,
+    value_class,
+)
 from planner.workload import compare, plan, plan_for_targets
 
 _EXTRA_KEYS = ("scale", "pinned")
+#: The fields of PLAN.json (anything else is a typo worth reporting).
+PLAN_KEYS: Final = frozenset({"schema", "budget", "mode", "lifetime", "queries", "dataset_name"})
+BUDGET_KEYS: Final = frozenset({"epsilon", "delta", "composition"})
+LIFETIME_KEYS: Final = frozenset({"epsilon", "delta"})
+#: At most this many queries in one plan (each becomes a mechanism invocation).
+MAX_QUERIES: Final = 1000
+#: At most this many characters in a dataset name.
+MAX_NAME_CHARS: Final = 200
+#: At most this many invocations in one MECHS.json (the sum of every ``count``).
+MAX_INVOCATIONS: Final = 1_000_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,14 +93,24 @@ class PlanSpec:
 
 
 def _read_json(path: str | Path, what: str) -> Any:
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as exc:
-        raise PlanError(f"cannot read the {what} file {str(path)!r}: {exc.strerror}. Check the path.") from exc
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise PlanError(f"the {what} file {str(path)!r} is not valid JSON (line {exc.lineno}): {exc.msg}.") from exc
+    """Read a spec file strictly (regular file, size, UTF-8, depth, finite numbers):
+    :func:`planner.strict_json.read_json_file`."""
+    return read_json_file(path, what, error=PlanError)
+
+
+def _unknown_keys(obj: dict[str, Any], allowed: frozenset[str], where: str) -> None:
+    unknown = sorted(set(obj) - allowed)
+    if unknown:
+        shown = ", ".join(repr(k[:40]) for k in unknown[:5])
+        raise PlanError(f"{where} has unknown field(s) {shown}; the fields are {sorted(allowed)}.")
+
+
+def _text(value: Any, name: str, *, max_chars: int = MAX_NAME_CHARS) -> str:
+    if not isinstance(value, str):
+        raise PlanError(f"{name} must be a string; got {value_class(value)}.")
+    if len(value) > max_chars:
+        raise PlanError(f"{name} has {len(value)} characters; at most {max_chars} are accepted.")
+    return value
 
 
 def parse_plan_spec(data: Any, base_dir: Path | None = None) -> PlanSpec:
@@ -94,31 +120,41 @@ def parse_plan_spec(data: Any, base_dir: Path | None = None) -> PlanSpec:
     for key in ("schema", "budget", "queries"):
         if key not in data:
             raise PlanError(f"the plan spec is missing {key!r}; see `planner plan --help` and the README.")
+    _unknown_keys(data, PLAN_KEYS, "the plan spec")
     raw_schema = data["schema"]
     if isinstance(raw_schema, str):
-        path = Path(raw_schema)
+        path = Path(_text(raw_schema, "'schema' (a path)", max_chars=4096))
         if base_dir is not None and not path.is_absolute():
             path = base_dir / path
-        schema = Schema.load(path)
-    else:
+        # Same limits as the plan itself (regular file, size, depth, finite numbers).
+        schema = Schema.from_dict(_read_json(path, "schema"))
+    elif isinstance(raw_schema, dict):
         schema = Schema.from_dict(raw_schema)
+    else:
+        raise PlanError(f"'schema' must be an object or the path of a schema file; got {value_class(raw_schema)}.")
     budget = data["budget"]
     if not isinstance(budget, dict):
         raise PlanError("'budget' must be an object such as {\"epsilon\": 1, \"delta\": 1e-6, \"composition\": \"rdp\"}.")
-    epsilon = check_epsilon(budget.get("epsilon", math.nan))
-    delta = check_delta(budget.get("delta", 0.0))
-    try:
-        rule = CompositionRule(budget.get("composition", "basic"))
-    except ValueError as exc:
-        raise PlanError(
-            f"budget.composition must be one of basic, advanced, rdp, zcdp; got {budget.get('composition')!r}."
-        ) from exc
+    _unknown_keys(budget, BUDGET_KEYS, "'budget'")
     mode = data.get("mode", "weighted")
     if mode not in ("weighted", "target"):
-        raise PlanError(f"'mode' must be 'weighted' or 'target'; got {mode!r}.")
+        raise PlanError(f"'mode' must be 'weighted' or 'target'; got {value_class(mode) if not isinstance(mode, str) else repr(mode[:40])}.")
+    if "epsilon" not in budget and mode == "weighted":
+        raise PlanError("budget.epsilon is missing: a weighted plan splits this ε across its queries.")
+    epsilon = strict_epsilon(budget.get("epsilon", 1.0), "budget.epsilon", error=PlanError)
+    delta = strict_delta(budget.get("delta", 0.0), "budget.delta", error=PlanError)
+    composition = _text(budget.get("composition", "basic"), "budget.composition")
+    try:
+        rule = CompositionRule(composition)
+    except ValueError as exc:
+        raise PlanError(
+            f"budget.composition must be one of basic, advanced, rdp, zcdp; got {composition[:40]!r}."
+        ) from exc
     raw_queries = data["queries"]
     if not isinstance(raw_queries, list) or not raw_queries:
         raise PlanError("'queries' must be a non-empty list.")
+    if len(raw_queries) > MAX_QUERIES:
+        raise PlanError(f"'queries' has {len(raw_queries)} entries; at most {MAX_QUERIES} are accepted in one plan.")
     scales: dict[str, float] = {}
     pinned: dict[str, float] = {}
     cleaned = []
@@ -126,16 +162,22 @@ def parse_plan_spec(data: Any, base_dir: Path | None = None) -> PlanSpec:
         if not isinstance(q, dict):
             raise PlanError(f"queries[{i}] must be an object.")
         q = dict(q)
-        qid = str(q.get("id", f"#{i}"))
+        raw_id = q.get("id", f"#{i}")
+        qid = _text(raw_id, f"queries[{i}].id") if "id" in q else raw_id
+        for key in ("weight", "target"):
+            if q.get(key) is not None:
+                strict_number(q[key], f"query {qid!r}: {key!r}", error=PlanError, minimum=0.0,
+                              exclusive_minimum=True)
         for key, store in (("scale", scales), ("pinned", pinned)):
             if key in q:
-                value = q.pop(key)
-                if isinstance(value, bool) or not isinstance(value, (int, float)) or not (math.isfinite(value) and value > 0):
-                    raise PlanError(f"query {qid!r}: {key!r} must be a positive number; got {value!r}.")
-                store[qid] = float(value)
+                store[qid] = strict_number(q.pop(key), f"query {qid!r}: {key!r}", error=PlanError,
+                                           minimum=0.0, exclusive_minimum=True,
+                                           remedy="It must be a positive number.")
         cleaned.append(q)
     queries = queries_from_list(cleaned, schema)
     name = data.get("dataset_name")
+    if name is not None:
+        name = _text(name, "'dataset_name'")
     lifetime = None
     if "lifetime" in data:
         life = data["lifetime"]
@@ -144,7 +186,11 @@ def parse_plan_spec(data: Any, base_dir: Path | None = None) -> PlanSpec:
                 "'lifetime' must be an object such as {\"epsilon\": 3, \"delta\": 1e-5}: the "
                 "dataset's whole budget, spent release after release."
             )
-        lifetime = (check_epsilon(life["epsilon"], "lifetime.epsilon"), check_delta(life.get("delta", 0.0), "lifetime.delta"))
+        _unknown_keys(life, LIFETIME_KEYS, "'lifetime'")
+        lifetime = (
+            strict_epsilon(life["epsilon"], "lifetime.epsilon", error=PlanError),
+            strict_delta(life.get("delta", 0.0), "lifetime.delta", error=PlanError),
+        )
     return PlanSpec(schema, epsilon, delta, rule, mode, queries, scales, pinned, str(name) if name else None, lifetime)
 
 
@@ -181,45 +227,67 @@ def plan_command(path: str | Path) -> dict[str, Any]:
     return out
 
 
+_MECH_KEYS: Final = {
+    "laplace": ({"epsilon", "scale", "sensitivity"}),
+    "gaussian": ({"sigma", "sensitivity"}),
+    "discrete_gaussian": ({"sigma", "sensitivity"}),
+    "pure": ({"epsilon"}),
+    "discrete_laplace": ({"epsilon"}),
+    "exponential": ({"epsilon"}),
+    "randomized_response": ({"epsilon", "keep_probability"}),
+    "zcdp": ({"rho"}),
+    "approx": ({"epsilon", "delta"}),
+}
+
+
 def _mechanism_events(entry: Any, i: int) -> tuple[PrivacyEvent, int]:
     if not isinstance(entry, dict) or "mechanism" not in entry:
         raise PlanError(f"mechanisms[{i}] must be an object with a 'mechanism' name.")
     kind = entry["mechanism"]
-    count = entry.get("count", 1)
-    if isinstance(count, bool) or not isinstance(count, int) or count < 1:
-        raise PlanError(f"mechanisms[{i}].count must be a whole number ≥ 1; got {count!r}.")
-    try:
-        if kind == "laplace":
-            if "scale" in entry:
-                return LaplaceEvent(float(entry["scale"]) / float(entry.get("sensitivity", 1.0))), count
-            return LaplaceEvent(1.0 / check_epsilon(entry["epsilon"])), count
-        if kind == "gaussian":
-            return GaussianEvent(float(entry["sigma"]) / float(entry.get("sensitivity", 1.0))), count
-        if kind == "discrete_gaussian":
-            return GaussianEvent(float(entry["sigma"]) / float(entry.get("sensitivity", 1.0)), discrete=True), count
-        if kind in ("pure", "discrete_laplace"):
-            return PureEvent(float(entry["epsilon"])), count
-        if kind == "exponential":
-            return ExponentialEvent(float(entry["epsilon"])), count
-        if kind == "randomized_response":
-            if "keep_probability" in entry:
-                return RandomizedResponseEvent(float(entry["keep_probability"])), count
-            e = check_epsilon(entry["epsilon"])
-            return RandomizedResponseEvent(math.exp(e) / (1 + math.exp(e))), count
-        if kind == "zcdp":
-            return ZCDPEvent(float(entry["rho"])), count
-        if kind == "approx":
-            return ApproxEvent(float(entry["epsilon"]), float(entry["delta"])), count
-    except KeyError as exc:
-        raise PlanError(f"mechanisms[{i}] ({kind}) is missing {exc.args[0]!r}.") from exc
-    except (TypeError, ValueError) as exc:
-        if isinstance(exc, PlannerError):
-            raise
-        raise PlanError(f"mechanisms[{i}] ({kind}) has a non-numeric parameter.") from exc
-    raise PlanError(
-        f"mechanisms[{i}]: unknown mechanism {kind!r}; use laplace, gaussian, discrete_gaussian, "
-        "discrete_laplace, pure, exponential, randomized_response, zcdp or approx."
-    )
+    if not isinstance(kind, str) or kind not in _MECH_KEYS:
+        shown = repr(kind[:40]) if isinstance(kind, str) else value_class(kind)
+        raise PlanError(
+            f"mechanisms[{i}]: unknown mechanism {shown}; use laplace, gaussian, discrete_gaussian, "
+            "discrete_laplace, pure, exponential, randomized_response, zcdp or approx."
+        )
+    _unknown_keys(entry, frozenset(_MECH_KEYS[kind] | {"mechanism", "count"}), f"mechanisms[{i}] ({kind})")
+    count = strict_int(entry.get("count", 1), f"mechanisms[{i}].count", minimum=1,
+                       maximum=MAX_INVOCATIONS, error=PlanError)
+    where = f"mechanisms[{i}] ({kind})"
+
+    def need(key: str) -> Any:
+        if key not in entry:
+            raise PlanError(f"{where} is missing {key!r}.")
+        return entry[key]
+
+    def positive(key: str, default: float | None = None) -> float:
+        value = need(key) if default is None or key in entry else default
+        return strict_number(value, f"{where}.{key}", error=PlanError, minimum=0.0, exclusive_minimum=True)
+
+    def eps(key: str = "epsilon") -> float:
+        return strict_epsilon(need(key), f"{where}.{key}", error=PlanError)
+
+    if kind == "laplace":
+        if "scale" in entry:
+            return LaplaceEvent(positive("scale") / positive("sensitivity", 1.0)), count
+        return LaplaceEvent(1.0 / eps()), count
+    if kind in ("gaussian", "discrete_gaussian"):
+        return GaussianEvent(positive("sigma") / positive("sensitivity", 1.0),
+                             discrete=kind == "discrete_gaussian"), count
+    if kind in ("pure", "discrete_laplace"):
+        return PureEvent(eps()), count
+    if kind == "exponential":
+        return ExponentialEvent(eps()), count
+    if kind == "randomized_response":
+        if "keep_probability" in entry:
+            p = strict_number(entry["keep_probability"], f"{where}.keep_probability", error=PlanError,
+                              minimum=0.5, maximum=1.0, exclusive_maximum=True)
+            return RandomizedResponseEvent(p), count
+        e = eps()
+        return RandomizedResponseEvent(1.0 / (1.0 + math.exp(-e))), count
+    if kind == "zcdp":
+        return ZCDPEvent(positive("rho")), count
+    return ApproxEvent(eps(), strict_delta(need("delta"), f"{where}.delta", error=PlanError)), count
 
 
 def compose_command(path: str | Path) -> dict[str, Any]:
@@ -233,10 +301,16 @@ def compose_command(path: str | Path) -> dict[str, Any]:
     data = _read_json(path, "mechanisms")
     if not isinstance(data, dict) or not isinstance(data.get("mechanisms"), list) or not data["mechanisms"]:
         raise PlanError('the spec must be {"delta": ..., "mechanisms": [ ... ]} with at least one mechanism.')
-    delta = check_delta(data.get("delta", 0.0))
+    _unknown_keys(data, frozenset({"delta", "mechanisms"}), "the mechanisms spec")
+    delta = strict_delta(data.get("delta", 0.0), "delta", error=PlanError)
     events: list[PrivacyEvent] = []
     for i, entry in enumerate(data["mechanisms"]):
         ev, count = _mechanism_events(entry, i)
+        if len(events) + count > MAX_INVOCATIONS:
+            raise PlanError(
+                f"the mechanisms add up to more than {MAX_INVOCATIONS} invocations; compose at most "
+                "that many at once."
+            )
         events.extend([ev] * count)
     approx = [e for e in events if not math.isfinite(pure_epsilon(e))]
     results: dict[str, Any] = {}

@@ -27,9 +27,7 @@ report.
 
 from __future__ import annotations
 
-import csv
 import hashlib
-import io
 import json
 import math
 from collections.abc import Mapping
@@ -250,15 +248,20 @@ class ReleaseResult:
         return out
 
     def to_csv(self) -> str:
-        """One row per released number (every bin of a histogram), with cost and accuracy."""
-        buf = io.StringIO()
-        w = csv.writer(buf, lineterminator="\n")
+        """One row per released number (every bin of a histogram, every quantile level), with
+        cost and accuracy.
+
+        Spreadsheet-safe (:func:`planner.exports.csv_text`): a text cell starting with
+        ``=``, ``+``, ``-``, ``@``, a tab or a carriage return (a category label, a query id)
+        is prefixed with ``'``; numbers stay numbers.
+        """
+        from planner.exports import csv_text
+
         cols = ["query", "kind", "mechanism", "part", "label", "value", "noisy", "epsilon", "delta",
                 "rmse", "error_bound_95", "unit"]
-        w.writerow([*cols, "plan_hash", "schema_hash"])
-        for r in self.rows():
-            w.writerow([*("" if r[c] is None else r[c] for c in cols), self.plan_hash, self.schema_hash])
-        return buf.getvalue()
+        rows = [[*("" if r[c] is None else r[c] for c in cols), self.plan_hash, self.schema_hash]
+                for r in self.rows()]
+        return csv_text([*cols, "plan_hash", "schema_hash"], rows)
 
 
 def _result(
@@ -380,7 +383,9 @@ def release(
         lambda: prepared.sample(backend),
     )
     answers = record.answers or {}
-    return _result(prepared, schema, answers, ledger, fingerprint, dataset_name, record.status.value,
+    # the dataset's public key (ds-…), never the data's bare hash (an export must not let
+    # anyone test a guess about the data)
+    return _result(prepared, schema, answers, ledger, registered.fingerprint, dataset_name, record.status.value,
                    record.release_id, plan.allocation.warnings)
 
 

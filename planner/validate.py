@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from planner.keys import keyed_fingerprint
 from planner.loader import check_against_schema, load_table, read_source
 from planner.schema import Schema, dataset_fingerprint
 
@@ -28,7 +29,10 @@ def validate_command(
     Returns
     -------
     dict
-        ``data`` (file name), ``fingerprint`` (sha256 of the file), ``schema_hash``,
+        ``data`` (file name), ``fingerprint`` (the file's *keyed* fingerprint,
+        HMAC-SHA256 with the server secret, :func:`planner.keys.keyed_fingerprint`: it
+        matches the ledger's version fingerprints and cannot be used to test a guess about
+        the data, unlike a bare hash), ``schema_hash``,
         ``relation``, ``privacy_unit``, ``rows``, ``columns``, ``undeclared_columns``,
         ``rows_after_bounding``, ``rows_truncated`` and ``column_report`` (per declared
         column: kind, rows, usable, clipped, invalid, missing, replaced, dropped).
@@ -51,7 +55,7 @@ def validate_command(
         return {
             "data": label,
             "backend": kind,
-            "fingerprint": dataset_fingerprint(data),
+            "fingerprint": keyed_fingerprint(dataset_fingerprint(data)),
             "schema_hash": schema.schema_hash(),
             "relation": schema.relation.value,
             "privacy_unit": schema.unit.to_dict(),
@@ -73,7 +77,7 @@ def validate_command(
     return {
         "data": label,
         "backend": kind,
-        "fingerprint": source_fingerprint(source),
+        "fingerprint": keyed_fingerprint(source_fingerprint(source)),
         "schema_hash": schema.schema_hash(),
         "relation": schema.relation.value,
         "privacy_unit": schema.unit.to_dict(),

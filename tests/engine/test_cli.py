@@ -98,3 +98,24 @@ def test_cli_reads_a_file_outside_the_data_directory(tmp_path: Path, capsys: pyt
         )
         assert code == 0, err
         assert out["rows"] == 50_000 and out["backend"] == backend  # data/README.md: 50,000 rows
+
+
+def test_cli_validate_publishes_a_keyed_fingerprint_not_a_bare_hash(capsys: pytest.CaptureFixture[str]) -> None:
+    import hashlib
+
+    bare = hashlib.sha256((ROOT / "data/census.csv").read_bytes()).hexdigest()
+    for backend in ("pandas", "duckdb"):
+        code, out, _ = _run(["validate", "--data", str(ROOT / "data/census.csv"), "--schema",
+                             str(ROOT / "data/census.schema.json"), "--backend", backend], capsys)
+        assert code == 0
+        assert out["fingerprint"].startswith("hmac-sha256:") and bare not in json.dumps(out)
+
+
+def test_cli_ledger_verify_exit_status(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    url = f"sqlite:///{tmp_path}/ledger.db"
+    code, out, _ = _run(["ledger", "verify", "--ledger", url], capsys)
+    assert code == 1 and not out["ok"]  # no ledger there: a problem, not a new ledger
+    assert not (tmp_path / "ledger.db").exists()  # verify never creates one
+    code, _, _ = _run(["ledger", "--ledger", url], capsys)  # opening creates it
+    code, out, _ = _run(["ledger", "verify", "--ledger", url], capsys)
+    assert code == 0 and out["ok"] and out["problems"] == []

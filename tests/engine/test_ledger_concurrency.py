@@ -1,4 +1,5 @@
-"""Concurrent releases never overspend (threads and processes, file SQLite in WAL mode).
+"""Concurrent releases never overspend (threads and processes; SQLite in WAL mode and a
+live PostgreSQL server, each test parametrised over both by ``ledger_url``).
 
 20 releases of ε = 0.2 each (distinct plan hashes) race for a total budget of ε = 1.0,
 which fits exactly 5 under basic composition (5 × 0.2 = 1.0, a hand sum): exactly 5 must
@@ -33,8 +34,8 @@ FP = "sha256:race"
 
 
 @pytest.fixture
-def url(tmp_path: Path) -> str:
-    url = f"sqlite:///{tmp_path / 'ledger.db'}"
+def url(ledger_url: str) -> str:
+    url = ledger_url
     led = Ledger(url)
     led.register_dataset(FP, "race", epsilon=TOTAL, delta=0.0, rule="basic")
     led.close()

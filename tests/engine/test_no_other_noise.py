@@ -29,6 +29,9 @@ ROOT = Path(__file__).resolve().parents[2]
 PLANNER = ROOT / "planner"
 RELEASE = PLANNER / "noise.py"
 STATISTICS = PLANNER / "statistics"
+#: Key material and identifiers (server secret, dataset keys), never noise: the one other
+#: module that takes randomness from the operating system's CSPRNG.
+KEYS = PLANNER / "keys.py"
 
 #: OpenDP measurement constructors (and their ``then_`` forms): anything that draws noise.
 MEASUREMENT_NAMES = (
@@ -70,7 +73,8 @@ def _dotted(node: ast.AST) -> str:
     return ""
 
 
-@pytest.mark.parametrize("path", [p for p in _modules() if p != RELEASE], ids=lambda p: str(p.relative_to(ROOT)))
+@pytest.mark.parametrize("path", [p for p in _modules() if p not in (RELEASE, KEYS)],
+                         ids=lambda p: str(p.relative_to(ROOT)))
 def test_no_other_module_uses_opendp_or_draws_noise(path: Path) -> None:
     tree = _tree(path)
     where = path.relative_to(ROOT)
@@ -192,3 +196,14 @@ def test_statistic_release_never_touches_numpy_noise(path: Path) -> None:
                 assert node.attr not in _PLANNING_ONLY, f"{path.name}:{node.lineno}: release uses .{node.attr}"
     if path.name not in ("__init__.py", "base.py", "_additive.py"):
         assert releases, f"{path.name} declares no release"
+
+
+def test_keys_module_takes_randomness_only_for_key_material() -> None:
+    """planner/keys.py is exempt above only for secrets.token_hex (key material); it must
+    not import OpenDP or numpy's generators."""
+    tree = _tree(KEYS)
+    imported = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+    imported |= {(n.module or "").split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
+    assert "opendp" not in imported and "numpy" not in imported and "random" not in imported
+    calls = {_call_name(n) for n in ast.walk(tree) if isinstance(n, ast.Call)}
+    assert calls & set(RNG_CALLS) == set()  # only secrets.token_hex

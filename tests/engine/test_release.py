@@ -320,3 +320,17 @@ def test_release_rows_are_typed_by_each_statistic(schema: Schema, backend: Panda
     assert len(res.to_csv().strip().splitlines()) == len(rows) + 1
     notes = {a.query_id: a.notes for a in res.answers}
     assert any("whole number" in x for x in notes["n"])  # the post-processing is stated in the report
+
+
+def test_release_report_carries_the_dataset_key_not_a_bare_hash(tmp_path: Path) -> None:
+    # issue 16: a bare sha256 of the file lets anyone who knows all but one value test guesses
+    import hashlib
+
+    spec = {"schema": str(SCHEMA), "budget": {"epsilon": 1.0, "delta": 0.0, "composition": "basic"},
+            "queries": QUERIES[:1], "lifetime": {"epsilon": 2.0, "delta": 0.0}}
+    path = tmp_path / "PLAN.json"
+    path.write_text(json.dumps(spec))
+    out = cmd_release(str(path), str(DATA), f"sqlite:///{tmp_path / 'l.db'}")
+    bare = hashlib.sha256(DATA.read_bytes()).hexdigest()
+    assert bare not in json.dumps(out)
+    assert out["dataset"]["fingerprint"].startswith("ds-")
