@@ -1,0 +1,147 @@
+"""The dataset's lifetime budget: set once, on its own; raised only by a recorded decision.
+
+Every release spends part of the lifetime budget (``planner.ledger``). It is set by an
+explicit action of the owner (:func:`set_form`), never by a release; it can never be
+lowered, and raising it (:func:`raise_form`) is recorded in the ledger with its reason.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import streamlit as st
+
+from planner.errors import PlannerError
+from planner.ledger import BudgetStatus, ReleasePreview
+
+from . import cached, fmt
+from . import state as S
+
+STATEMENT = (
+    "The **lifetime budget** is the total privacy loss this dataset may ever suffer, over all its "
+    "releases. Every release spends part of it and nothing is ever refunded. Once set it cannot be "
+    "lowered; it can only be **raised by a deliberate decision that is recorded in the ledger** with its "
+    "reason (Ledger page). Every release of this dataset is accounted under the composition rule chosen here."
+)
+
+_ERROR = "keep.lifetime.error"
+
+
+def _set(page: str, fingerprint: str, name: str) -> None:
+    """on_click: register the lifetime budget typed in the form."""
+    ss = st.session_state
+    ss[_ERROR] = None
+    eps, delta, rule = (ss.get(f"{page}:lifetime_eps"), ss.get(f"{page}:lifetime_delta"),
+                        ss.get(f"{page}:lifetime_rule"))
+    if eps is None:
+        ss[_ERROR] = {"page": page, "text": "Type the lifetime ε: the total this dataset may ever spend."}
+        return
+    try:
+        cached.ledger().register_dataset(fingerprint, name, eps, 0.0 if delta is None else delta, rule)
+    except PlannerError as exc:
+        ss[_ERROR] = {"page": page, "text": str(exc)}
+        return
+    ss[S.RULE] = rule
+    S.notice(page, f"Lifetime budget set: ε = {eps:g}, δ = {delta:g}, {rule} rule.")
+
+
+def set_form(data: cached.Active, page: str) -> None:
+    """The form that sets a dataset's lifetime budget (shown while none is set)."""
+    ss = st.session_state
+    st.markdown(STATEMENT)
+    rule_key = f"{page}:lifetime_rule"
+    if ss.get(rule_key) not in S.RULES:
+        ss[rule_key] = ss[S.RULE] if ss[S.RULE] in S.RULES else "rdp"
+    if f"{page}:lifetime_delta" not in ss:
+        ss[f"{page}:lifetime_delta"] = float(ss[S.DELTA]) if isinstance(ss[S.DELTA], (int, float)) else 1e-6
+    with st.form(f"{page}_lifetime_form", border=True):
+        c1, c2, c3 = st.columns(3)
+        c1.number_input("Lifetime ε (all releases together)", value=None, step=0.5, format="%g",
+                        key=f"{page}:lifetime_eps", placeholder="e.g. 2",
+                        help="Several releases fit in it; each one spends part of it.")
+        c2.number_input("Lifetime δ", step=1e-7, format="%g", key=f"{page}:lifetime_delta",
+                        help="The small chance the guarantee fails, for all releases together; keep it far below "
+                             "1 ÷ the number of people.")
+        c3.selectbox("Composition rule", S.RULES, key=rule_key,
+                     format_func=lambda r: f"{r}: {_RULE_SHORT[r]}",
+                     help="How the ledger adds up the cost of this dataset's releases. It is fixed with the budget.")
+        st.form_submit_button("Set the lifetime budget", type="primary", key=f"{page}:lifetime_set",
+                              on_click=_set, args=(page, data.fingerprint, data.name))
+    err = ss.get(_ERROR)
+    if err and err.get("page") == page:
+        st.error(err["text"])
+
+
+_RULE_SHORT = {"basic": "add up every ε", "advanced": "Kairouz–Oh–Viswanath",
+               "rdp": "Rényi DP", "zcdp": "zero-concentrated DP"}
+
+
+def metrics(status: BudgetStatus) -> None:
+    """Lifetime ε, spent so far, remaining (one row of metrics)."""
+    c1, c2, c3, c4 = st.columns(4)
+    c1.metric("Lifetime ε", f"{status.epsilon_total:g}", help=f"δ = {status.delta_total:g} for all releases together")
+    c2.metric("Spent so far", fmt.eps(status.epsilon_spent), help=f"composed under the {status.rule.value} rule")
+    c3.metric("Remaining", fmt.eps(max(status.epsilon_remaining, 0.0)))
+    c4.metric("Releases", status.releases)
+
+
+def preview_metrics(pv: ReleasePreview) -> None:
+    """Spent so far / this release / remaining afterwards, from the ledger's own check."""
+    c1, c2, c3, c4 = st.columns(4)
+    c1.metric("Lifetime ε", f"{pv.epsilon_total:g}", help=f"δ = {pv.delta_total:g}, {pv.rule.value} rule")
+    c2.metric("Spent so far", fmt.eps(pv.epsilon_spent))
+    c3.metric("This release", fmt.eps(pv.epsilon_release) if pv.fits else f"{pv.epsilon_release:.4g}",
+              help=f"How much the spent total grows, composed under the {pv.rule.value} rule with what was spent "
+                   "before (under basic composition, exactly this release's ε).")
+    if pv.fits:
+        c4.metric("Remaining afterwards", fmt.eps(max(pv.epsilon_remaining_after, 0.0)))
+    else:
+        c4.metric("Remaining now", fmt.eps(max(pv.epsilon_remaining, 0.0)), help="This release does not fit in it.")
+
+
+def _raise(fingerprint: str) -> None:
+    ss = st.session_state
+    ss[_ERROR] = None
+    try:
+        cached.ledger().raise_budget(fingerprint, ss["ledger:raise_eps"], ss["ledger:raise_delta"],
+                                     reason=ss.get("ledger:raise_reason") or "")
+    except PlannerError as exc:
+        ss[_ERROR] = {"page": "ledger", "text": str(exc)}
+        return
+    ss["ledger:raise_reason"] = ""
+    S.notice("ledger", f"Lifetime budget raised to ε = {ss['ledger:raise_eps']:g}, δ = {ss['ledger:raise_delta']:g}; "
+                       "the decision and its reason are recorded below.")
+
+
+def raise_form(status: BudgetStatus) -> None:
+    """Raise the lifetime budget: a deliberate action, recorded with its reason."""
+    ss = st.session_state
+    if ss.get("ledger:raise_for") != status.fingerprint:  # seed from the current budget, once per dataset
+        ss["ledger:raise_for"] = status.fingerprint
+        ss["ledger:raise_eps"] = float(status.epsilon_total)
+        ss["ledger:raise_delta"] = float(status.delta_total)
+    with st.form("ledger_raise_form"):
+        st.markdown("Raising the lifetime budget weakens the promise made to the people in this dataset. Do it only "
+                    "as a decision you can justify; it is recorded with the reason and shown in the ledger export.")
+        c1, c2 = st.columns(2)
+        c1.number_input("New lifetime ε", step=0.5, format="%g", key="ledger:raise_eps")
+        c2.number_input("New lifetime δ", step=1e-7, format="%g", key="ledger:raise_delta")
+        st.text_input("Reason (who decided, and why)", key="ledger:raise_reason",
+                      placeholder="e.g. ethics board decision 2026-11, second publication approved")
+        st.form_submit_button("Raise the lifetime budget", key="ledger:raise", on_click=_raise,
+                              args=(status.fingerprint,))
+    err = ss.get(_ERROR)
+    if err and err.get("page") == "ledger":
+        st.error(err["text"])
+
+
+def rule_label(rule: str) -> str:
+    return f"{rule} ({_RULE_SHORT.get(rule, rule)})"
+
+
+def describe(status: BudgetStatus | None) -> dict[str, Any]:
+    """A short summary for the sidebar."""
+    if status is None:
+        return {"set": False}
+    return {"set": True, "total": status.epsilon_total, "spent": status.epsilon_spent,
+            "remaining": max(status.epsilon_remaining, 0.0), "rule": status.rule.value}
