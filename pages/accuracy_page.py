@@ -67,9 +67,8 @@ else:
     at = curves[curves["epsilon"] == eps]
     cols = st.columns(max(len(at), 1))
     for col, (_, r) in zip(cols, at.iterrows(), strict=False):
-        col.metric(f"{r['mechanism']}: typical error at ε = {eps:.3g}", f"{r['RMSE']:.4g}",
-                   help=f"RMSE, in {unit}")
-        col.caption(f"±{r['95% bound']:.4g} {unit}, 19 times in 20")
+        col.metric(str(r["mechanism"]), f"{r['RMSE']:.4g}", help=f"typical error (RMSE) at ε = {eps:.3g}, in {unit}")
+        col.caption(f"typical error at ε = {eps:.3g}; within ±{r['95% bound']:.4g} {unit} 19 times in 20")
     if lower is not None:
         lb = lower[lower["epsilon"] == eps]["RMSE lower bound (unbiased)"]
         st.metric("Least typical error any unbiased ε-DP mechanism can reach", f"{float(lb.iloc[0]):.4g}",

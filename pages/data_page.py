@@ -258,12 +258,14 @@ if data.source in ("upload", "server"):
             ss[kk] = entry["kind"] if entry["kind"] in kind_values else "numeric"
             ss[bk] = entry.get("bounds", "")
             ss[ck] = entry.get("categories", "")
-            c2.selectbox("kind", kind_values, key=kk, label_visibility="collapsed",
+            c2.selectbox(f"{name}: kind", kind_values, key=kk, label_visibility="collapsed",
                          on_change=_set_col, args=(name, "kind", kk))
-            c3.text_input("lower, upper", key=bk, placeholder="numeric: L, U", label_visibility="collapsed",
+            c3.text_input(f"{name}: public bounds L, U", key=bk, placeholder="numeric: L, U",
+                          label_visibility="collapsed",
                           on_change=_set_col, args=(name, "bounds", bk),
                           disabled=entry["kind"] != "numeric")
-            c4.text_input("categories", key=ck, placeholder="categorical: a, b, c", label_visibility="collapsed",
+            c4.text_input(f"{name}: public categories", key=ck, placeholder="categorical: a, b, c",
+                          label_visibility="collapsed",
                           on_change=_set_col, args=(name, "categories", ck),
                           disabled=entry["kind"] != "categorical")
 

@@ -1,4 +1,4 @@
-"""Learn: the cost of asking many questions — composition (seed 002)."""
+"""Learn: the cost of asking many questions — composition."""
 
 import sys
 from pathlib import Path
@@ -29,7 +29,7 @@ st.markdown(
     "Every published answer leaks a little, and the leaks add up. The simplest rule (basic "
     "composition) adds the ε of every question; smarter accounting (advanced composition, "
     "Rényi DP) proves a smaller total for many small questions, at the price of a tiny chance "
-    "δ that the guarantee fails (seed 002)."
+    "δ that the guarantee fails (Gatica-Perez, Sajadmanesh and Shahin Shamsabadi, *An introduction to trustworthy machine learning*, AIDA course, 2022)."
 )
 
 c1, c2, c3 = st.columns(3)
@@ -51,7 +51,8 @@ if curves.drv_crossover is None:
     cross = f"With ε = {eps0:g} per question (e^ε ≥ 2) the textbook advanced formula never beats the basic rule."
 else:
     cross = (
-        f"The textbook advanced formula of seed 002 beats the basic rule from k = {curves.drv_crossover} "
+        f"The textbook advanced formula (Dwork, Rothblum and Vadhan, 2010) beats the basic rule from k = "
+        f"{curves.drv_crossover} "
         f"questions on (dashed line); the engine's tighter advanced bound from k = "
         f"{curves.advanced_crossover if curves.advanced_crossover is not None else '—'}."
     )

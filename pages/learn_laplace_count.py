@@ -1,4 +1,4 @@
-"""Learn: the Laplace count — seed 004, figure 3."""
+"""Learn: the Laplace count — Borealis AI's tutorial #12, figure 3."""
 
 import sys
 from pathlib import Path
@@ -26,7 +26,7 @@ def _demo(counts: tuple[int, ...], epsilons: tuple[float, ...], seed: int) -> de
 st.title("The Laplace count")
 st.markdown(
     "Adding or removing one person changes a count by at most 1, so random “Laplace” noise "
-    "of typical size 1/ε people hides whether any one person is in it (seed 004, figure 3). "
+    "of typical size 1/ε people hides whether any one person is in it (Borealis AI, *Tutorial #12: Differential privacy I: Introduction*, 2021, figure 3). "
     "The same noise is small next to a count of 1000 and large next to a count of 100."
 )
 
@@ -87,7 +87,7 @@ st.dataframe(
     },
 )
 st.caption(
-    "The seed does not print its three ε; its caption (count 1000: almost always within 10 %; "
+    "The tutorial does not print its three ε; its caption (count 1000: almost always within 10 %; "
     "count 100: regularly outside for all three) holds for ε between about 0.05 and 0.25, "
     "hence the default 0.05, 0.1, 0.2. Simulated answers: nothing here is a release."
 )

@@ -66,7 +66,7 @@ if history:
 st.subheader("Releases")
 for rec in reversed(led.releases(fp)):
     with st.expander(f"Release #{rec.release_id} · {rec.created_at:%Y-%m-%d %H:%M:%S} · "
-                     f"{len({s.query_id for s in rec.spends})} queries · {rec.status.value}",
+                     f"{len({s.query_id.split(':')[0] for s in rec.spends})} queries · {rec.status.value}",
                      expanded=rec.release_id == ss.get(S.LAST_RELEASE_ID)):
         st.caption(f"Each answer's own cost; the spent total composes all of them under the {status.rule.value} rule.")
         spends = pd.DataFrame([{k: v for k, v in s.to_dict().items() if k != "event"}

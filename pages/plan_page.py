@@ -86,10 +86,9 @@ if view.target is not None:
     m3.metric("Queries", len({p.query_id for p in plan.predictions}))
     st.caption("This is the plan the Release page releases: each query gets exactly the share that meets its target.")
 else:
-    m1, m2, m3 = st.columns(3)
+    m1, m2, _ = st.columns(3)
     m1.metric(f"ε this release spends ({s.rule})", f"{a.used_epsilon:.4g}", help=f"of the ε = {a.epsilon:g} you set")
-    m2.metric("δ", f"{a.delta:g}")
-    m3.metric("Queries", len({p.query_id for p in plan.predictions}))
+    m2.metric("Queries", len({p.query_id for p in plan.predictions}))
     how = {"closed form": "exact optimum (closed form)", "dual": "optimum found numerically",
            "equal split": "equal split (the best split here)", "pinned": "every share fixed by hand"}.get(a.method, a.method)
     st.caption(f"The split gives each query the share of ε that makes the weighted errors smallest overall "
@@ -99,8 +98,10 @@ else:
 pv = planning.preview(data, view, schema)
 if pv is not None:
     if pv.fits:
+        composed = (f" (less than its own ε = {a.used_epsilon:.4g}: the {pv.rule.value} rule composes it with the "
+                    "earlier releases)" if pv.epsilon_release < a.used_epsilon * (1 - 1e-9) else "")
         st.success(f"Fits the lifetime budget: this release spends ε = {fmt.eps(pv.epsilon_release)} of the "
-                   f"{fmt.eps(max(pv.epsilon_remaining, 0.0))} that remain; "
+                   f"{fmt.eps(max(pv.epsilon_remaining, 0.0))} that remain{composed}; "
                    f"{fmt.eps(max(pv.epsilon_remaining_after, 0.0))} will remain afterwards.",
                    icon=":material/check_circle:")
     else:
@@ -185,13 +186,16 @@ if view.target is None:
             st.caption("Lower is better. Rules that buy the same accuracy draw their lines on top of one another.")
 else:
     rows = []
+    least: dict[str, float | PlannerError] = {}
     for rule in S.RULES:
         try:
+            least[rule] = cached.targets(view.wl_json, sj, s.delta, rule).total_epsilon
             rows.append({"rule": lifetime.rule_label(rule) + (" ← in force" if rule == s.rule else ""),
-                         "least ε meeting every target": cached.targets(view.wl_json, sj, s.delta, rule).total_epsilon,
-                         "note": ""})
+                         "least ε meeting every target": least[rule], "note": ""})
         except PlannerError as exc:
+            least[rule] = exc
             rows.append({"rule": lifetime.rule_label(rule), "least ε meeting every target": None,
                          "note": f"does not apply: {exc}"})
+    st.markdown(advice.compare_target_rules(least, s.rule))
     st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch",
                  column_config={"least ε meeting every target": st.column_config.NumberColumn(format="%.4g")})

@@ -38,11 +38,10 @@ led = cached.ledger()
 plan_hash = rel.plan_hash(plan, schema)
 
 # ------------------------------------------------------------------------- the plan in force
-mode_txt = ("the least ε meeting every target" if view.target is not None
-            else f"ε = {s.epsilon:g} split by weight")
-st.markdown(f"**The plan in force** (set on the Queries and Planner pages): {mode_txt} — "
-            f"**ε {a.used_epsilon:.4g}**, δ = {a.delta:g}, **{a.rule.value}** rule, "
-            f"{len({p.query_id for p in plan.predictions})} queries on **{data.name}**.")
+mode_txt = (f"the least ε meeting every target, **ε = {a.used_epsilon:.4g}**" if view.target is not None
+            else f"**ε = {a.used_epsilon:.4g}** split by weight")
+st.markdown(f"**The plan in force** (set on the Queries and Planner pages): {mode_txt}, δ = {a.delta:g}, "
+            f"**{a.rule.value}** rule, {len({p.query_id for p in plan.predictions})} queries on **{data.name}**.")
 rows_by_id = {r.get("id"): r for r in S.clean_rows(ss[S.WORKLOAD])}
 st.dataframe(pd.DataFrame([{
     "query": p.query_id, "kind": p.kind, "mechanism": p.mechanism,

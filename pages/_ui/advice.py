@@ -112,6 +112,24 @@ def compare_rules(plans: dict[str, Plan | PlannerError], rule_in_force: str, del
     return RuleComparison(tuple(rows), best, head, why)
 
 
+def compare_target_rules(least: dict[str, float | PlannerError], rule_in_force: str) -> str:
+    """Target mode: which rule meets every target with the least ε, and how much more the others need."""
+    ok = {r: e for r, e in least.items() if isinstance(e, float)}
+    if not ok:
+        return "No composition rule applies to this workload."
+    best_eps = min(ok.values())
+    best = [r for r, e in ok.items() if e <= best_eps * TIE]
+    worse = [(r, e / best_eps) for r, e in ok.items() if e > best_eps * TIE]
+    text = (f"To meet every target, **{_join(best)}** need{'s' if len(best) == 1 else ''} the least ε "
+            f"(**{best_eps:.4g}**)")
+    if worse:
+        text += "; " + "; ".join(f"**{r}** needs **{f:.2f}×** as much" for r, f in worse)
+    text += "."
+    if rule_in_force not in best and rule_in_force in ok:
+        text += f" The rule in force, {rule_in_force}, is not the cheapest here."
+    return text
+
+
 def noise_warnings(preds: tuple[Prediction, ...], scales: dict[str, float] | None) -> list[str]:
     """Answers whose 95% error is at least half their public size: they will be mostly noise.
 

@@ -306,7 +306,7 @@ def lower_bound_curve(query_json: str, schema_json: str, epsilons: tuple[float, 
 
 @st.cache_data(max_entries=16)
 def mode_exactness(fingerprint: str, schema_json: str, column: str, epsilons: tuple[float, ...], _df: pd.DataFrame) -> pd.DataFrame:
-    """DATA-DEPENDENT: P[ISM = true mode] vs the unbiased upper bound at ¼ε (seed 000)."""
+    """DATA-DEPENDENT: P[ISM = true mode] vs the unbiased upper bound at ¼ε (Garivier 2021)."""
     b = frame_backend(fingerprint, schema_json, _df)
     counts = b.category_counts(column).as_array()
     d = ism.mode_distance(counts).distance

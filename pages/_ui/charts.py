@@ -107,6 +107,10 @@ def answer_groups(table: pd.DataFrame) -> list[tuple[str, str, pd.DataFrame]]:
     rest["value"] = pd.to_numeric(rest["value"], errors="coerce")
     rest = rest[rest["value"].notna() & rest["error_bound_95"].notna()]
     rest["unit"] = rest["unit"].replace(_SAME_UNIT)
+    # a total and an average of the same column share a unit but not a magnitude
+    kind = rest["kind"].astype(str) if "kind" in rest.columns else pd.Series("", index=rest.index)
+    rest["unit"] = rest["unit"].where(~kind.eq("sum"), rest["unit"] + ", totals")
+    rest["unit"] = rest["unit"].where(~kind.eq("mean"), rest["unit"] + ", averages")
     for unit, grp in rest.groupby("unit", sort=False):
         out.append(("value", str(unit), grp))
     return out

@@ -25,48 +25,78 @@ STATEMENT = (
 )
 
 _ERROR = "keep.lifetime.error"
+#: The lifetime form's values: ``None`` follows the Planner's current value until the owner
+#: types another one (durable, so a visit to another page keeps what was typed).
+DRAFT = "keep.lifetime.draft"
+
+
+def _draft() -> dict[str, Any]:
+    ss = st.session_state
+    if DRAFT not in ss:
+        ss[DRAFT] = {"epsilon": None, "delta": None, "rule": None}
+    return dict(ss[DRAFT])
+
+
+def _values() -> tuple[float | None, float, str]:
+    """(ε, δ, rule) the form shows: what the owner typed, else the Planner's δ and rule."""
+    ss = st.session_state
+    d = _draft()
+    delta = d["delta"] if d["delta"] is not None else ss[S.DELTA]
+    rule = d["rule"] if d["rule"] is not None else ss[S.RULE]
+    return d["epsilon"], float(delta) if isinstance(delta, (int, float)) else 1e-6, rule if rule in S.RULES else "rdp"
+
+
+def _typed(field: str, wk: str) -> None:
+    ss = st.session_state
+    ss[DRAFT] = dict(_draft(), **{field: ss[wk]})
 
 
 def _set(page: str, fingerprint: str, name: str) -> None:
-    """on_click: register the lifetime budget typed in the form."""
+    """on_click: register the lifetime budget shown in the form."""
     ss = st.session_state
     ss[_ERROR] = None
-    eps, delta, rule = (ss.get(f"{page}:lifetime_eps"), ss.get(f"{page}:lifetime_delta"),
-                        ss.get(f"{page}:lifetime_rule"))
+    for field, suffix in (("epsilon", "eps"), ("delta", "delta"), ("rule", "rule")):
+        wk = f"{page}:lifetime_{suffix}"
+        if wk in ss and ss[wk] != _values()[("epsilon", "delta", "rule").index(field)]:
+            _typed(field, wk)  # a field edited in the same interaction as the click
+    eps, delta, rule = _values()
     if eps is None:
         ss[_ERROR] = {"page": page, "text": "Type the lifetime ε: the total this dataset may ever spend."}
         return
     try:
-        cached.ledger().register_dataset(fingerprint, name, eps, 0.0 if delta is None else delta, rule)
+        cached.ledger().register_dataset(fingerprint, name, eps, delta, rule)
     except PlannerError as exc:
         ss[_ERROR] = {"page": page, "text": str(exc)}
         return
     ss[S.RULE] = rule
+    ss[DRAFT] = {"epsilon": None, "delta": None, "rule": None}
     S.notice(page, f"Lifetime budget set: ε = {eps:g}, δ = {delta:g}, {rule} rule.")
 
 
 def set_form(data: cached.Active, page: str) -> None:
-    """The form that sets a dataset's lifetime budget (shown while none is set)."""
+    """The fields and the button that set a dataset's lifetime budget (while none is set)."""
     ss = st.session_state
     st.markdown(STATEMENT)
-    rule_key = f"{page}:lifetime_rule"
-    if ss.get(rule_key) not in S.RULES:
-        ss[rule_key] = ss[S.RULE] if ss[S.RULE] in S.RULES else "rdp"
-    if f"{page}:lifetime_delta" not in ss:
-        ss[f"{page}:lifetime_delta"] = float(ss[S.DELTA]) if isinstance(ss[S.DELTA], (int, float)) else 1e-6
-    with st.form(f"{page}_lifetime_form", border=True):
+    eps, delta, rule = _values()
+    ss[f"{page}:lifetime_eps"] = eps
+    ss[f"{page}:lifetime_delta"] = delta
+    ss[f"{page}:lifetime_rule"] = rule
+    with st.container(border=True):
         c1, c2, c3 = st.columns(3)
-        c1.number_input("Lifetime ε (all releases together)", value=None, step=0.5, format="%g",
+        c1.number_input("Lifetime ε (all releases together)", step=0.5, format="%g",
                         key=f"{page}:lifetime_eps", placeholder="e.g. 2",
+                        on_change=_typed, args=("epsilon", f"{page}:lifetime_eps"),
                         help="Several releases fit in it; each one spends part of it.")
         c2.number_input("Lifetime δ", step=1e-7, format="%g", key=f"{page}:lifetime_delta",
+                        on_change=_typed, args=("delta", f"{page}:lifetime_delta"),
                         help="The small chance the guarantee fails, for all releases together; keep it far below "
-                             "1 ÷ the number of people.")
-        c3.selectbox("Composition rule", S.RULES, key=rule_key,
-                     format_func=lambda r: f"{r}: {_RULE_SHORT[r]}",
-                     help="How the ledger adds up the cost of this dataset's releases. It is fixed with the budget.")
-        st.form_submit_button("Set the lifetime budget", type="primary", key=f"{page}:lifetime_set",
-                              on_click=_set, args=(page, data.fingerprint, data.name))
+                             "1 ÷ the number of people. Follows the Planner's δ until you type another.")
+        c3.selectbox("Composition rule for every release", S.RULES, key=f"{page}:lifetime_rule",
+                     format_func=rule_label, on_change=_typed, args=("rule", f"{page}:lifetime_rule"),
+                     help="How the ledger adds up the cost of this dataset's releases; fixed with the budget. "
+                          "Follows the Planner's rule until you pick another.")
+        st.button("Set the lifetime budget", type="primary", key=f"{page}:lifetime_set",
+                  on_click=_set, args=(page, data.fingerprint, data.name))
     err = ss.get(_ERROR)
     if err and err.get("page") == page:
         st.error(err["text"])
@@ -137,11 +167,3 @@ def raise_form(status: BudgetStatus) -> None:
 
 def rule_label(rule: str) -> str:
     return f"{rule} ({_RULE_SHORT.get(rule, rule)})"
-
-
-def describe(status: BudgetStatus | None) -> dict[str, Any]:
-    """A short summary for the sidebar."""
-    if status is None:
-        return {"set": False}
-    return {"set": True, "total": status.epsilon_total, "spent": status.epsilon_spent,
-            "remaining": max(status.epsilon_remaining, 0.0), "rule": status.rule.value}

@@ -110,7 +110,7 @@ def test_accuracy_choices_survive_a_visit_to_every_page():
     _tour(at, "accuracy_page")
     assert at.selectbox(key=_w(S.ACC_QUERY, "accuracy")).value == "age_median"
     assert at.select_slider(key=_w(S.ACC_EPS, "accuracy")).value == chosen
-    assert any(f"typical error at ε = {chosen:.3g}" in m.label for m in at.metric)
+    assert any(f"typical error at ε = {chosen:.3g}" in c.value for c in at.caption)
 
 
 def test_invalid_epsilon_and_delta_show_a_message_naming_them():
