@@ -6,8 +6,9 @@ from pathlib import Path
 
 import streamlit as st
 
-from pages._ui.sidebar import render_sidebar
+from pages._ui.sidebar import render_budget, render_sidebar
 from pages._ui.state import init_state
+from pages._ui.warmup import start as warm_up
 
 ROOT = Path(__file__).resolve().parent
 
@@ -53,5 +54,9 @@ if learn:
     sections["Learn"] = learn
 
 nav = st.navigation(sections, expanded=True)
-render_sidebar()
-nav.run()
+budget_box, active = render_sidebar()
+try:
+    nav.run()
+finally:  # after the page, also when it stops early: the budget it shows is the one after the page ran
+    render_budget(budget_box, active)
+    warm_up()  # import what the other pages need while the owner reads this one

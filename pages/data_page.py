@@ -333,10 +333,12 @@ decl = pd.DataFrame([
 ignored = len(data.df.columns) - len(schema.columns)
 if ignored > 0:
     st.caption(f"{len(schema.columns)} column(s) declared; {ignored} other column(s) of the file are ignored.")
-st.dataframe(decl, hide_index=True, width="stretch",
-             column_config={"categories": st.column_config.TextColumn(width="large"),
-                            "missing": st.column_config.TextColumn(help="what happens to a missing value: "
-                                                                   "drop the row, or replace it by a declared value")})
+# A few rows draw as a plain table (no grid to load: the first page is drawn sooner).
+if len(decl) <= 30:
+    st.table(decl.set_index("column"))
+else:
+    st.dataframe(decl, hide_index=True, width="stretch")
+st.caption("missing: what happens to a missing value (drop the row, or replace it by a declared value).")
 st.download_button("Download schema JSON", schema.to_json(), file_name="schema.json",
                    mime="application/json", key="data:schema_download")
 
@@ -352,11 +354,12 @@ c1, c2, c3 = st.columns(3)
 c1.metric("Rows", f"{rep['rows']:,}")
 c2.metric("Columns", f"{len(data.df.columns)}")
 c3.metric("Rows after contribution bounding", f"{rep['rows_after_bounding']:,}")
-st.dataframe(
-    pd.DataFrame([{"column": k, **{f: v.get(f) for f in ("kind", "usable", "clipped", "invalid", "missing", "replaced", "dropped")}}
-                  for k, v in rep["columns"].items()]),
-    hide_index=True, width="stretch",
-    column_config={"usable": st.column_config.NumberColumn(help="rows that enter answers on this column"),
-                   "clipped": st.column_config.NumberColumn(help="values outside the declared bounds, moved to the bound"),
-                   "invalid": st.column_config.NumberColumn(help="unreadable as the declared kind, or an undeclared category")},
-)
+report_df = pd.DataFrame([{"column": k, **{f: v.get(f) for f in ("kind", "usable", "clipped", "invalid", "missing",
+                                                                   "replaced", "dropped")}}
+                          for k, v in rep["columns"].items()])
+if len(report_df) <= 30:
+    st.table(report_df.set_index("column"))
+else:
+    st.dataframe(report_df, hide_index=True, width="stretch")
+st.caption("usable: rows that enter answers on this column · clipped: values outside the declared bounds, moved to "
+           "the bound · invalid: unreadable as the declared kind, or an undeclared category.")

@@ -12,23 +12,24 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 import streamlit as st
 
-from planner import bounds, simulation, workload
 from planner.backends.base import Backend
 from planner.backends.pandas_backend import PandasBackend
 from planner.errors import DataError, PlannerError
-from planner.ledger import Ledger
 from planner.loader import column_report, load_table
-from planner.mechanisms import ism
 from planner.queries import VALID_MECHANISMS, Query, QueryKind, queries_from_list
 from planner.schema import ColumnKind, Schema, dataset_fingerprint, suggest_kinds
 
 from . import state as S
+
+if TYPE_CHECKING:  # imported where used: the Data page draws without the optimiser or the ledger
+    from planner import workload
+    from planner.ledger import Ledger
 
 LINEAR_KINDS = (QueryKind.COUNT, QueryKind.SUM, QueryKind.HISTOGRAM)
 
@@ -128,6 +129,8 @@ def backend(fingerprint: str, schema_json: str, _data: Active) -> Backend:
 @st.cache_resource
 def get_ledger(url: str | None) -> Ledger:
     """One ledger per process and URL (``$PLANNER_LEDGER_URL`` or the default)."""
+    from planner.ledger import Ledger
+
     return Ledger(url)
 
 
@@ -199,6 +202,8 @@ def parse_queries(wl_json: str, schema_json: str) -> tuple[Query, ...]:
 
 def error_scales(queries: tuple[Query, ...], schema: Schema) -> dict[str, float] | None:
     """A public scale per query (declared bounds and public n): the engine's default."""
+    from planner import workload
+
     return workload.default_error_scales(queries, schema)
 
 
@@ -210,6 +215,8 @@ Pins = tuple[tuple[str, float], ...]
 def plan(wl_json: str, schema_json: str, epsilon: float, delta: float, rule: str, relative: bool,
          pins: Pins = ()) -> workload.Plan:
     """Weighted mode: the optimal split of ``epsilon`` (``pins`` fix some shares)."""
+    from planner import workload
+
     schema = Schema.from_json(schema_json)
     qs = parse_queries(wl_json, schema_json)
     return workload.plan(qs, schema, epsilon, delta, rule, error_scales(qs, schema) if relative else None,
@@ -219,6 +226,8 @@ def plan(wl_json: str, schema_json: str, epsilon: float, delta: float, rule: str
 @st.cache_data(max_entries=32)
 def targets(wl_json: str, schema_json: str, delta: float, rule: str) -> workload.TargetResult:
     """Target mode: the least ε meeting every target, with the plan that meets them."""
+    from planner import workload
+
     schema = Schema.from_json(schema_json)
     return workload.plan_for_targets(parse_queries(wl_json, schema_json), schema, delta, rule)
 
@@ -251,6 +260,8 @@ def curve_epsilons(epsilon: float, points: int = 12) -> tuple[float, ...]:
 
 @st.cache_data(max_entries=32)
 def compare_curve(wl_json: str, schema_json: str, epsilons: tuple[float, ...], delta: float, relative: bool) -> pd.DataFrame:
+    from planner import workload
+
     schema = Schema.from_json(schema_json)
     qs = parse_queries(wl_json, schema_json)
     cur = workload.compare_curve(qs, schema, list(epsilons), delta, error_scales(qs, schema) if relative else None)
@@ -271,6 +282,8 @@ def accuracy_curves(query_json: str, schema_json: str, delta: float, epsilons: t
     composition of a one-query workload). Returns the curves and notes on mechanisms the
     planner cannot predict.
     """
+    from planner import workload
+
     schema = Schema.from_json(schema_json)
     base = json.loads(query_json)
     rows: list[dict[str, Any]] = []
@@ -295,6 +308,8 @@ def accuracy_curves(query_json: str, schema_json: str, delta: float, epsilons: t
 @st.cache_data(max_entries=64)
 def lower_bound_curve(query_json: str, schema_json: str, epsilons: tuple[float, ...]) -> pd.DataFrame | None:
     """√ of the MSE lower bound for unbiased ε-DP mechanisms (linear queries only)."""
+    from planner import bounds
+
     schema = Schema.from_json(schema_json)
     q = queries_from_list([json.loads(query_json)], schema)[0]
     if q.kind not in LINEAR_KINDS:
@@ -307,6 +322,9 @@ def lower_bound_curve(query_json: str, schema_json: str, epsilons: tuple[float, 
 @st.cache_data(max_entries=16)
 def mode_exactness(fingerprint: str, schema_json: str, column: str, epsilons: tuple[float, ...], _df: pd.DataFrame) -> pd.DataFrame:
     """DATA-DEPENDENT: P[ISM = true mode] vs the unbiased upper bound at ¼ε (Garivier 2021)."""
+    from planner import bounds
+    from planner.mechanisms import ism
+
     b = frame_backend(fingerprint, schema_json, _df)
     counts = b.category_counts(column).as_array()
     d = ism.mode_distance(counts).distance
@@ -334,6 +352,8 @@ def exact_aggregate(fingerprint: str, schema_json: str, query_json: str, _df: pd
 def quantile_check(fingerprint: str, schema_json: str, query_json: str, alpha: float,
                    epsilons: tuple[float, ...], runs: int, seed: int, _df: pd.DataFrame) -> pd.DataFrame:
     """DATA-DEPENDENT: a quantile's error in the column's units (lower bound, EM, ISM), long form."""
+    from planner import simulation
+
     schema = Schema.from_json(schema_json)
     q = queries_from_list([json.loads(query_json)], schema)[0]
     lo, hi = schema.column(q.column or "").bounds

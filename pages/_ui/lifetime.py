@@ -7,15 +7,17 @@ lowered, and raising it (:func:`raise_form`) is recorded in the ledger with its 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import streamlit as st
 
 from planner.errors import PlannerError
-from planner.ledger import BudgetStatus, ReleasePreview
 
 from . import cached, fmt
 from . import state as S
+
+if TYPE_CHECKING:
+    from planner.ledger import BudgetStatus, ReleasePreview
 
 STATEMENT = (
     "The **lifetime budget** is the total privacy loss this dataset may ever suffer, over all its "

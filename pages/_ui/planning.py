@@ -9,18 +9,20 @@ release under it); before that, the rule chosen on the Planner is a what-if.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import streamlit as st
 
 from planner.budget import check_delta, check_epsilon
 from planner.errors import LedgerError, PlannerError
-from planner.ledger import BudgetStatus, ReleasePreview
 from planner.schema import Schema
-from planner.workload import Plan, TargetResult
 
 from . import cached
 from . import state as S
+
+if TYPE_CHECKING:  # imported when first used: the Data page draws without the optimiser or the ledger
+    from planner.ledger import BudgetStatus, ReleasePreview
+    from planner.workload import Plan, TargetResult
 
 
 @dataclass(frozen=True)
