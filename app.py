@@ -54,9 +54,8 @@ if learn:
     sections["Learn"] = learn
 
 nav = st.navigation(sections, expanded=True)
-budget_box, active = render_sidebar()
+render_budget(*render_sidebar())
 try:
     nav.run()
-finally:  # after the page, also when it stops early: the budget it shows is the one after the page ran
-    render_budget(budget_box, active)
+finally:  # no Streamlit call in it, so it also runs when the page stops early (st.stop)
     warm_up()  # import what the other pages need while the owner reads this one

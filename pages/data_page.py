@@ -312,7 +312,7 @@ assert schema is not None
 st.subheader("What is public")
 unit = schema.unit
 c1, c2, c3 = st.columns(3)
-c1.metric("Neighbouring relation", schema.relation.value,
+c1.metric("Neighbouring relation", {"add_remove": "add or remove one", "substitute": "replace one"}[schema.relation.value],
           help="add_remove: the guarantee hides whether one privacy unit is in the table at all; "
                "substitute: it hides what one unit's values are (the table size is public).")
 c2.metric("Privacy unit", "row" if unit.column is None else unit.column,

@@ -169,7 +169,8 @@ if view.target is None:
     st.markdown(cmp.headline)
     if cmp.why:
         st.caption(cmp.why)
-    st.dataframe(pd.DataFrame([{"rule": lifetime.rule_label(r.rule) + (" ← in force" if r.rule == s.rule else ""),
+    marker = " ← in force" if s.rule_fixed else " ← chosen above"
+    st.dataframe(pd.DataFrame([{"rule": lifetime.rule_label(r.rule) + (marker if r.rule == s.rule else ""),
                                 "typical error vs the best rule": None if r.factor is None else f"×{r.factor:.3f}",
                                 "ε used": r.used_epsilon, "note": r.note} for r in cmp.rows]),
                  hide_index=True, width="stretch",
@@ -190,7 +191,8 @@ else:
     for rule in S.RULES:
         try:
             least[rule] = cached.targets(view.wl_json, sj, s.delta, rule).total_epsilon
-            rows.append({"rule": lifetime.rule_label(rule) + (" ← in force" if rule == s.rule else ""),
+            rows.append({"rule": lifetime.rule_label(rule) + ((" ← in force" if s.rule_fixed else " ← chosen above")
+                                                              if rule == s.rule else ""),
                          "least ε meeting every target": least[rule], "note": ""})
         except PlannerError as exc:
             least[rule] = exc

@@ -154,8 +154,9 @@ def _show_answers(table: pd.DataFrame) -> None:
     levels = _alphas()
     table = table.assign(alpha=[levels.get((str(q), str(pt) if pd.notna(pt) else ""))
                                 for q, pt in zip(table["query"], table.get("part", [""] * len(table)), strict=True)])
-    shown = table.drop(columns=[c for c in ("plan_hash", "schema_hash", "part", "alpha") if c in table.columns])
-    shown = shown.assign(value=shown["value"].map(fmt.value), label=shown["label"].fillna("").astype(str))
+    shown = table.assign(value=table["value"].map(fmt.value), label=table["label"].fillna("").astype(str))
+    order = ["query", "kind", "mechanism", "label", "value", "epsilon", "delta", "rmse", "error_bound_95", "unit"]
+    shown = shown[[c for c in order if c in shown.columns]]
     st.dataframe(shown, hide_index=True, width="stretch", height=35 * (len(shown) + 1) + 3,
                  column_config={c: st.column_config.NumberColumn(format="%.4g") for c in ("epsilon", "delta", "rmse")}
                  | {"error_bound_95": st.column_config.NumberColumn("±95% error", format="%.4g",

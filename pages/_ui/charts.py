@@ -71,7 +71,7 @@ def rules_chart(df: pd.DataFrame, epsilon: float) -> alt.LayerChart:
     x = alt.X("epsilon:Q", scale=alt.Scale(type="log"), title="ε of the release (log scale)")
     lines = alt.Chart(df).mark_line(point=True).encode(
         x=x, y=alt.Y("objective:Q", scale=alt.Scale(type="log"),
-                     title="weighted squared error (lower is better, log scale)"),
+                     title="weighted error (lower is better)"),
         color="rule:N", tooltip=["rule", alt.Tooltip("epsilon:Q", format=".3g"), alt.Tooltip("objective:Q", format=".4g")])
     rule = alt.Chart(pd.DataFrame({"epsilon": [epsilon]})).mark_rule(color="red").encode(x=x, tooltip=[alt.Tooltip("epsilon:Q", title="your ε", format=".3g")])
     return alt.layer(lines, rule).properties(height=320)

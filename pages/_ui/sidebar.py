@@ -1,10 +1,9 @@
 """The sidebar frame: the active dataset, who is protected, the lifetime budget, the plan in force.
 
 Everything here reads the same durable state the pages use (``pages._ui.state``), so what
-the sidebar says is what the Planner plans and the Release page releases. ``app.py`` draws
-the dataset part before the page and the budget part after it (:func:`render_budget`), so
-that the page is drawn before the ledger is first opened, and the budget shown includes
-whatever the page just did (a release, a new lifetime budget).
+the sidebar says is what the Planner plans and the Release page releases. It is drawn before
+the page; every change of the budget (setting it, a release) happens in a button's callback,
+which runs before the script, so the sidebar always shows the budget after it.
 """
 
 from __future__ import annotations

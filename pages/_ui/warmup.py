@@ -1,9 +1,9 @@
 """Import the modules the other pages need while the owner reads the first one.
 
 The first page (Data) needs neither the optimiser, OpenDP nor Altair; the other pages do, and
-importing them costs about a second on a first visit. Once the first page has been drawn,
-one background thread per server process imports them, so the first visit to the Planner,
-Accuracy or Release page does not wait for it. It imports modules only: no Streamlit call, no
+importing them costs about a second on a first visit. From the first run on, one background
+thread per server process imports them, so the first visit to the Planner, Accuracy or
+Release page does not wait for it. It imports modules only: no Streamlit call, no
 data, no noise.
 """
 

@@ -92,7 +92,7 @@ def test_page_renders_on_sample(page):
 def test_data_page_shows_owner_only_counts():
     at = _goto(_app(), "data_page")
     assert any("visible to you only" in c.value.lower() for c in at.caption)
-    assert at.metric[0].value == "add_remove"
+    assert at.metric[0].value == "add or remove one"
 
 
 def test_queries_page_reports_invalid_row():
@@ -270,6 +270,12 @@ def test_server_file_source_lists_allow_listed_files():
     assert not at.exception and not at.error, [e.value for e in at.error]
     assert any("never filled in from the rows" in w.value for w in at.warning)
     assert any("backend" in c.value for c in at.caption)
+    declare(at, {"age": {"bounds": "18, 90"}}, public_n=50_000)
+    for page in ("queries_page", "plan_page", "data_page"):  # the server file stays the active dataset
+        _goto(at, page)
+        sidebar = " ".join(m.value for m in at.sidebar.markdown)
+        assert "census.csv" in sidebar and "file on this server" in sidebar, page
+    assert at.selectbox(key="data:server_file").value == "census.csv"
 
 
 def test_million_row_upload_is_read_once_and_pages_stay_usable(monkeypatch: pytest.MonkeyPatch, capsys) -> None:

@@ -135,6 +135,27 @@ def test_tiny_epsilon_warns_that_answers_will_be_noise():
     assert noisy and "people" in noisy[0]
 
 
+def test_pinned_shares_survive_and_are_what_the_release_plans():
+    at = _goto(_app(), "plan_page")
+    # the pins editor's on_change writes exactly this (AppTest cannot type into a data_editor)
+    at.session_state[S.PINS] = {"people": 0.2}
+    at.run()
+    _tour(at, "plan_page")
+    table = at.dataframe[0].value  # the allocation table
+    assert float(table.loc[table["id"] == "people", "share ε"].iloc[0]) == 0.2
+    pins = at.dataframe[1].value
+    assert float(pins.loc[pins["item"] == "people", "fixed share"].iloc[0]) == 0.2
+    set_lifetime(at, "planner", 2.0, rule="rdp")
+    _release(at)
+    rec = _led().releases(_fp(at))[-1]
+    qs = queries_from_list([{k: v for k, v in r.items() if k != "target" and v is not None}
+                            for r in S.CENSUS_WORKLOAD], CENSUS_SCHEMA)
+    expected = workload.plan(qs, CENSUS_SCHEMA, 1.0, 1e-6, "rdp", workload.default_error_scales(qs, CENSUS_SCHEMA),
+                             {"people": 0.2})
+    assert rec.plan_hash == rel.plan_hash(expected, CENSUS_SCHEMA)
+    assert [s.epsilon for s in rec.spends if s.query_id == "people"] == [0.2]
+
+
 # ----------------------------------------------------------------------------- queries
 def test_added_query_and_edited_weight_survive_and_reach_the_release():
     at = _goto(_app(), "queries_page")
