@@ -90,8 +90,10 @@ elif picker == "upload":
     elif err and up is None:
         ss[S.UPLOAD_ERROR] = None
     if ss[S.UPLOAD_BYTES] is not None and act.get("source") != "upload":
-        st.caption(f"Your earlier upload **{ss[S.UPLOAD_NAME]}** is kept for this session: "
-                   "upload it again to make it active.")
+        st.button(f"Make your earlier upload, {ss[S.UPLOAD_NAME]}, the active dataset again", key="data:reupload",
+                  on_click=datasets.request_switch, args=({"source": "upload"},
+                                                          {"name": ss[S.UPLOAD_NAME], "bytes": ss[S.UPLOAD_BYTES],
+                                                           "file_id": ss[S.UPLOAD_FILE_ID]}))
 elif picker == "server":
     try:
         files = cached.server_files()

@@ -105,7 +105,7 @@ if pv is not None:
                    f"{fmt.eps(max(pv.epsilon_remaining_after, 0.0))} will remain afterwards.",
                    icon=":material/check_circle:")
     else:
-        st.error(pv.reason, icon=":material/block:")
+        st.error(lifetime.over_budget(pv), icon=":material/block:")
         if view.target is None and pv.epsilon_remaining > 0:
             def _fit() -> None:
                 def fits(e: float) -> bool:

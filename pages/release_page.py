@@ -110,7 +110,7 @@ if result is None and stored is None:
     assert pv is not None
     lifetime.preview_metrics(pv)
     if not pv.fits:
-        st.error(pv.reason, icon=":material/block:")
+        st.error(lifetime.over_budget(pv), icon=":material/block:")
         st.page_link("pages/plan_page.py", label="Lower ε or change the plan on the Planner", icon=":material/calculate:")
         st.button("Release…", type="primary", key="release:open", disabled=True,
                   help="This release does not fit what remains of the lifetime budget.")

@@ -220,6 +220,14 @@ def test_upload_stays_active_on_every_page_until_another_is_picked():
     _goto(at, "data_page")
     assert at.multiselect(key="data:use").value == ["age", "city"]  # the declaration is still in the form
     assert at.text_input(key="data:col:age:bounds").value == "18, 90"
+    # another dataset, then back to the upload: its schema and workload are where they were left
+    at.radio(key=_w(S.PICKER, "data")).set_value("sample").run()
+    at.selectbox(key="data:sample").set_value("census").run()  # the starter workload is unedited: no question
+    assert at.session_state[S.ACTIVE] == {"source": "sample", "sample": "census"}
+    at.radio(key=_w(S.PICKER, "data")).set_value("upload").run()
+    at.button(key="data:reupload").click().run()
+    assert at.session_state[S.ACTIVE] == {"source": "upload"}
+    assert at.multiselect(key="data:use").value == ["age", "city"]
 
 
 def test_switching_dataset_asks_before_discarding_an_edited_workload():
@@ -303,8 +311,9 @@ def test_over_budget_release_is_disabled_with_the_reason_in_plain_words():
     button = at.button(key="release:open")
     assert button.disabled
     reason = at.error[0].value
-    assert "needs ε = 1 under the basic rule, but only ε = 0.3" in reason
-    assert "Lower this release's ε or drop queries" in reason
+    assert "needs ε = 1 under the basic rule, but only ε = 0.3 of the lifetime budget ε = 0.3 remains" in reason
+    assert "Lower this release's ε" in reason and "drop queries" in reason
+    assert "tighter" not in reason  # basic, advanced and RDP charge the same here (rule comparison above)
     assert not HEX.search(reason) and "−" not in reason and "-0." not in reason
     assert _led().status(_fp(at)).releases == 0
     # the Planner's button finds the most that fits: ε = 0.3 under basic (the whole remainder)
