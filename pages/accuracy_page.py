@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from pages._ui import cached, charts
+from pages._ui import cached, charts, frame
 from pages._ui import state as S
 from pages._ui.preamble import require_dataset
 from planner import simulation
@@ -33,10 +33,10 @@ try:
     queries = cached.parse_queries(wl, sj)
 except PlannerError as exc:
     st.error(f"Fix the workload on the Queries page first: {exc}")
-    st.stop()
+    frame.stop()
 if not queries:
     st.info("The workload is empty: add queries on the Queries page.")
-    st.stop()
+    frame.stop()
 by_id = {q.id: q for q in queries}
 if ss[S.ACC_QUERY] not in by_id:
     ss[S.ACC_QUERY] = queries[0].id
@@ -85,7 +85,7 @@ st.toggle("Show data-dependent views (computed from your raw data)", **S.bind(S.
           help="Off by default. These views read the private rows: they are not private and are never exported.")
 if not ss[S.ACC_DATA_VIEW]:
     st.caption("Off: everything above is computed from public facts only.")
-    st.stop()
+    frame.stop()
 
 st.error("⚠️ **Computed from your raw data — not private, do not share.** "
          "These views are never exported with a release.")

@@ -7,7 +7,7 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from pages._ui import cached, datasets
+from pages._ui import cached, datasets, frame
 from pages._ui import state as S
 from planner.errors import PlannerError
 from planner.schema import ColumnKind
@@ -110,9 +110,9 @@ elif picker == "server":
         st.info("The server's data directory (`PLANNER_DATA_DIR`) holds no CSV, TSV or Parquet file.")
 
 if data is None:
-    st.stop()
+    frame.stop()
 if pending:
-    st.stop()
+    frame.stop()
 st.caption(f"Exact aggregates for a release are computed by the **{cached.backend_name()}** backend; "
            "the noise is always added afterwards, by OpenDP.")
 
@@ -304,7 +304,7 @@ if data.source in ("upload", "server"):
     data = cached.active()
     if data.schema is None:
         st.info("Save a schema to continue: the other pages need it.")
-        st.stop()
+        frame.stop()
     elif datasets.validate_draft(ss[S.DRAFTS][fp])[0] != data.schema:
         st.caption("The form above has changes that are not saved yet; the pages use the saved schema.")
 
@@ -351,7 +351,7 @@ try:
     rep: dict[str, Any] = cached.report(data.fingerprint, data.schema_json or "", data.df)
 except PlannerError as exc:
     st.error(str(exc))
-    st.stop()
+    frame.stop()
 c1, c2, c3 = st.columns(3)
 c1.metric("Rows", f"{rep['rows']:,}")
 c2.metric("Columns", f"{len(data.df.columns)}")

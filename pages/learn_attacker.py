@@ -11,6 +11,7 @@ import math
 import streamlit as st
 
 from pages._ui import demo_charts as dc
+from pages._ui import frame
 from planner import demos
 from planner.errors import PlannerError
 
@@ -49,7 +50,7 @@ try:
     lo, hi = demos.posterior_bounds(res.prior, res.epsilon)
 except PlannerError as exc:
     st.error(str(exc))
-    st.stop()
+    frame.stop()
 
 pid = int(people["person_id"].iloc[int(target)])
 st.subheader("1. Exact answers")

@@ -9,6 +9,7 @@ if str(Path(__file__).resolve().parents[1]) not in sys.path:  # `streamlit run p
 import streamlit as st
 
 from pages._ui import demo_charts as dc
+from pages._ui import frame
 from planner import demos
 from planner.errors import PlannerError
 
@@ -57,7 +58,7 @@ try:
     res = _demo(column, int(n), float(eps), bool(clamp), seed)
 except PlannerError as exc:
     st.error(str(exc))
-    st.stop()
+    frame.stop()
 
 lo, hi = dc.census_bounds(column)
 unit = UNITS[column]

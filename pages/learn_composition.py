@@ -10,6 +10,7 @@ import pandas as pd
 import streamlit as st
 
 from pages._ui import demo_charts as dc
+from pages._ui import frame
 from planner import demos
 from planner.errors import PlannerError
 
@@ -44,7 +45,7 @@ try:
     curves = _curves(float(eps0), int(k_max), float(delta))
 except PlannerError as exc:
     st.error(str(exc))
-    st.stop()
+    frame.stop()
 
 st.altair_chart(dc.composition_chart(curves), width="stretch")
 if curves.drv_crossover is None:
@@ -73,7 +74,7 @@ try:
     acc = _accuracy(float(total), int(k_max), float(delta))
 except PlannerError as exc:
     st.error(str(exc))
-    st.stop()
+    frame.stop()
 st.altair_chart(dc.accuracy_chart(acc), width="stretch")
 SHORT = {demos.Rule.BASIC: "basic", demos.Rule.ADVANCED: "advanced", demos.Rule.RDP: "Rényi"}
 table = pd.DataFrame({"questions k": acc.k})

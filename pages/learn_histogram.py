@@ -9,6 +9,7 @@ if str(Path(__file__).resolve().parents[1]) not in sys.path:  # `streamlit run p
 import streamlit as st
 
 from pages._ui import demo_charts as dc
+from pages._ui import frame
 from planner import demos
 from planner.errors import PlannerError
 from planner.mechanisms.histogram import MiseCurve
@@ -57,7 +58,7 @@ try:
     curve = _mise(int(n), float(eps), int(reps), seed)
 except PlannerError as exc:
     st.error(str(exc))
-    st.stop()
+    frame.stop()
 
 left, right = st.columns(2)
 left.altair_chart(dc.sample_chart(sample.real, f"Real sample ({n:,} points)"), width="stretch")

@@ -10,6 +10,7 @@ import pandas as pd
 import streamlit as st
 
 from pages._ui import demo_charts as dc
+from pages._ui import frame
 from planner import demos
 from planner.errors import PlannerError
 
@@ -41,12 +42,12 @@ seed = dc.seed_controls("lc")
 
 if not eps:
     st.info("Pick at least one ε.")
-    st.stop()
+    frame.stop()
 try:
     demo = _demo((int(big), int(small)), tuple(sorted(float(e) for e in eps)), seed)
 except PlannerError as exc:
     st.error(str(exc))
-    st.stop()
+    frame.stop()
 
 left, right = st.columns(2)
 left.altair_chart(dc.laplace_count_chart(demo, 0), width="stretch")

@@ -9,6 +9,7 @@ if str(Path(__file__).resolve().parents[1]) not in sys.path:  # `streamlit run p
 import streamlit as st
 
 from pages._ui import demo_charts as dc
+from pages._ui import frame
 from planner import demos
 from planner.errors import PlannerError
 
@@ -42,7 +43,7 @@ try:
     curves = _curves(float(eps), int(n))
 except PlannerError as exc:
     st.error(str(exc))
-    st.stop()
+    frame.stop()
 
 st.altair_chart(dc.majority_chart(curves), width="stretch")
 matches = "matches" if curves.quarter_matches else "does NOT match"

@@ -10,6 +10,7 @@ import numpy as np
 import streamlit as st
 
 from pages._ui import demo_charts as dc
+from pages._ui import frame
 from planner import demos
 from planner.errors import PlannerError
 from planner.mechanisms import randomized_response as rr
@@ -58,7 +59,7 @@ try:
     sim, est, direct = _simulate(float(rate), int(n), keep, seed)
 except PlannerError as exc:
     st.error(str(exc))
-    st.stop()
+    frame.stop()
 
 m1, m2, m3, m4 = st.columns(4)
 m1.metric("Truthful reports p", f"{keep:.1%}", help="Chance that a report is the respondent's true answer.")

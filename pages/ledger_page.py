@@ -7,7 +7,7 @@ import json
 import pandas as pd
 import streamlit as st
 
-from pages._ui import cached, charts, lifetime
+from pages._ui import cached, charts, frame, lifetime
 from pages._ui import state as S
 from planner.errors import PlannerError
 
@@ -23,10 +23,10 @@ try:
     datasets = led.datasets()
 except PlannerError as exc:
     st.error(str(exc))
-    st.stop()
+    frame.stop()
 if not datasets:
     st.info("No dataset has a lifetime budget yet: set one on the Planner or the Release page.")
-    st.stop()
+    frame.stop()
 
 labels = {d.fingerprint: f"{d.name} (since {d.created_at:%Y-%m-%d %H:%M})" for d in datasets}
 if ss[S.LEDGER_DATASET] not in labels:

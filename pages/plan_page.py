@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from pages._ui import advice, cached, charts, fmt, lifetime, planning
+from pages._ui import advice, cached, charts, fmt, frame, lifetime, planning
 from pages._ui import state as S
 from pages._ui.preamble import require_dataset
 from planner.errors import PlannerError
@@ -64,7 +64,7 @@ try:
     view = planning.current_plan(data, sj)
 except PlannerError as exc:
     st.error(str(exc))
-    st.stop()
+    frame.stop()
 plan, s = view.plan, view.settings
 a = plan.allocation
 

@@ -14,7 +14,7 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from pages._ui import cached, charts, fmt, lifetime, planning
+from pages._ui import cached, charts, fmt, frame, lifetime, planning
 from pages._ui import state as S
 from pages._ui.preamble import require_dataset
 from planner import release as rel
@@ -31,7 +31,7 @@ try:
 except PlannerError as exc:
     st.error(f"The plan cannot be made yet: {exc}")
     st.page_link("pages/plan_page.py", label="Fix it on the Planner", icon=":material/calculate:")
-    st.stop()
+    frame.stop()
 plan, s = view.plan, view.settings
 a = plan.allocation
 led = cached.ledger()
@@ -105,7 +105,7 @@ if result is None and stored is None:
         lifetime.set_form(data, PAGE)
         st.button("Release…", type="primary", key="release:open", disabled=True,
                   help="Set the lifetime budget first.")
-        st.stop()
+        frame.stop()
     pv = planning.preview(data, view, schema)
     assert pv is not None
     lifetime.preview_metrics(pv)
@@ -114,7 +114,7 @@ if result is None and stored is None:
         st.page_link("pages/plan_page.py", label="Lower ε or change the plan on the Planner", icon=":material/calculate:")
         st.button("Release…", type="primary", key="release:open", disabled=True,
                   help="This release does not fit what remains of the lifetime budget.")
-        st.stop()
+        frame.stop()
     st.button("Release…", type="primary", key="release:open", on_click=_open)
     if ss[S.CONFIRM_OPEN]:
         # A click inside a dialog reruns the dialog only; st.rerun() then redraws the whole
@@ -135,7 +135,7 @@ if result is None and stored is None:
                 st.rerun()
 
         _confirm()
-    st.stop()
+    frame.stop()
 
 
 # ------------------------------------------------------------------------- the answers
@@ -189,7 +189,7 @@ if result is None:
     else:
         st.warning(f"Release #{stored.release_id} is recorded as **{stored.status}**: the budget was spent but "
                    "no answers were stored. It is never sampled again, and the spend is never refunded.")
-    st.stop()
+    frame.stop()
 
 status = planning.lifetime(data.fingerprint)
 st.success(f"Released (release #{result.release_id}). These answers are stored; a rerun shows them again. "

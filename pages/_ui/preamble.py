@@ -7,7 +7,7 @@ import streamlit as st
 from planner.errors import PlannerError
 from planner.schema import Schema
 
-from . import cached
+from . import cached, frame
 from . import state as S
 
 
@@ -24,10 +24,10 @@ def require_dataset() -> tuple[cached.Active, Schema, str]:
     except PlannerError:
         st.warning("The active file cannot be read; the Data page says why.")
         st.page_link("pages/data_page.py", label="Go to the Data page", icon=":material/table_view:")
-        st.stop()
+        frame.stop()
     if data.schema is None or data.schema_json is None:
         st.info(f"Declare the schema of **{data.name}** on the Data page first.")
         st.page_link("pages/data_page.py", label="Go to the Data page", icon=":material/table_view:")
-        st.stop()
+        frame.stop()
     cached.sync_workload(data)
     return data, data.schema, data.schema_json

@@ -1,9 +1,9 @@
 """The sidebar frame: the active dataset, who is protected, the lifetime budget, the plan in force.
 
 Everything here reads the same durable state the pages use (``pages._ui.state``), so what
-the sidebar says is what the Planner plans and the Release page releases. It is drawn before
-the page; every change of the budget (setting it, a release) happens in a button's callback,
-which runs before the script, so the sidebar always shows the budget after it.
+the sidebar says is what the Planner plans and the Release page releases. The dataset block
+is drawn before the page, the budget block after it (``pages._ui.frame``): the first page is on
+screen before the ledger is first opened, and the budget shown includes what the page did.
 """
 
 from __future__ import annotations

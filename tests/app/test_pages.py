@@ -320,3 +320,16 @@ def test_million_row_upload_is_read_once_and_pages_stay_usable(monkeypatch: pyte
     assert len(calls) == 1, f"the upload was parsed {len(calls)} times"
     with capsys.disabled():
         print(f"\n1e6-row upload: first run {t_upload:.2f} s; later page runs {', '.join(f'{t:.2f} s' for t in times)}")
+
+
+def test_sidebar_budget_is_drawn_also_when_a_page_stops_early():
+    # the budget block is drawn after the page (pages/_ui/frame.py); a page that stops early
+    # (Release without a lifetime budget, the Accuracy page with the owner-only views off)
+    # still shows it, because pages stop through frame.stop(), never st.stop()
+    for page in ("release_page", "accuracy_page", "data_page"):
+        at = _goto(_app(), page)
+        titles = [m.value for m in at.sidebar.markdown]
+        assert "### Lifetime budget" in titles and "### Next release" in titles, (page, titles)
+    bare = [p.name for p in (ROOT / "pages").rglob("*.py")
+            if "st.stop()" in p.read_text() and p.name != "frame.py"]
+    assert bare == [], f"pages calling st.stop() directly (use frame.stop()): {bare}"

@@ -1,6 +1,6 @@
 """Print (not assert) how long the dashboard makes an owner wait.
 
-Run: ``python tests/benchmarks/bench_app.py [--browser] [--baseline DIR]``.
+Run: ``python tests/benchmarks/bench_app.py [--browser] [--baseline DIR] [--repeat N] [--only a,b]``.
 
 Server time of one rerun, measured with Streamlit's AppTest (the script run the server does
 for a browser), for:
@@ -270,6 +270,22 @@ def run_one(name: str, root: Path) -> dict[str, Any]:
     return dict(json.loads(lines[-1]))
 
 
+def _median(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """Key by key median of several runs (nested dicts too); errors of every run kept."""
+    out: dict[str, Any] = {"errors": [e for r in runs for e in r.get("errors", [])]}
+    for key, v in runs[0].items():
+        if key == "errors":
+            continue
+        vals = [r[key] for r in runs if key in r]
+        if isinstance(v, dict):
+            out[key] = _median(vals)
+        elif all(isinstance(x, (int, float)) for x in vals):
+            out[key] = statistics.median(vals)
+        else:
+            out[key] = v
+    return out
+
+
 def _fmt(v: Any) -> str:
     return f"{v:.3f} s" if isinstance(v, float) else str(v)
 
@@ -307,8 +323,17 @@ if __name__ == "__main__":
         sys.exit(0)
     baseline = Path(args[args.index("--baseline") + 1]).resolve() if "--baseline" in args else None
     names = ["plan_page", "accuracy_page", "slider", "wide"] + (["browser", "floor"] if "--browser" in args else [])
-    print(f"machine load (1 min): {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores")
+    if "--only" in args:
+        names = args[args.index("--only") + 1].split(",")
+    repeat = int(args[args.index("--repeat") + 1]) if "--repeat" in args else 1
+    print(f"machine load (1 min): {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores; "
+          f"median of {repeat} run(s), the tree and the baseline alternating")
     for name in names:
-        now = run_one(name, ROOT)
-        base = run_one(name, baseline) if baseline is not None else None
-        _report(name, now, base)
+        runs_now: list[dict[str, Any]] = []
+        runs_base: list[dict[str, Any]] = []
+        for _ in range(repeat):
+            runs_now.append(run_one(name, ROOT))
+            if baseline is not None:
+                runs_base.append(run_one(name, baseline))
+        _report(name, _median(runs_now), _median(runs_base) if baseline is not None else None)
+    print(f"machine load (1 min) at the end: {os.getloadavg()[0]:.2f}")
