@@ -6,8 +6,10 @@ from pathlib import Path
 
 import streamlit as st
 
-from pages._ui.sidebar import render_sidebar
+from pages._ui import frame
+from pages._ui.sidebar import render_budget, render_sidebar
 from pages._ui.state import init_state
+from pages._ui.warmup import start as warm_up
 
 ROOT = Path(__file__).resolve().parent
 
@@ -53,5 +55,10 @@ if learn:
     sections["Learn"] = learn
 
 nav = st.navigation(sections, expanded=True)
-render_sidebar()
-nav.run()
+box, active = render_sidebar()
+frame.defer_budget(lambda: render_budget(box, active))  # drawn when the page ends or stops (frame.stop)
+try:
+    nav.run()
+    frame.flush_budget()
+finally:  # no Streamlit call in it, so it also runs when the page stops early
+    warm_up()  # import what the other pages need while the owner reads this one

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from pages._ui import cached, charts
+from pages._ui import cached, charts, frame
 from pages._ui import state as S
 from pages._ui.preamble import require_dataset
 from planner import simulation
@@ -26,63 +26,69 @@ st.caption("How far off each answer is likely to be, for one query on its own, a
 
 data, schema, sj = require_dataset()
 ss = st.session_state
+PAGE = "accuracy"
 
 wl = cached.workload_json(ss[S.WORKLOAD], ss[S.MODE])
 try:
     queries = cached.parse_queries(wl, sj)
 except PlannerError as exc:
     st.error(f"Fix the workload on the Queries page first: {exc}")
-    st.stop()
+    frame.stop()
 if not queries:
     st.info("The workload is empty: add queries on the Queries page.")
-    st.stop()
+    frame.stop()
 by_id = {q.id: q for q in queries}
 if ss[S.ACC_QUERY] not in by_id:
     ss[S.ACC_QUERY] = queries[0].id
 
 c1, c2 = st.columns([1, 2])
-qid = c1.selectbox("Query", list(by_id), key=S.ACC_QUERY,
+qid = c1.selectbox("Query", list(by_id), **S.bind(S.ACC_QUERY, PAGE, options=list(by_id)),
                    format_func=lambda i: f"{i} ({by_id[i].kind.value}, {by_id[i].mechanism.value})")
 query = by_id[qid]
-eps = c2.select_slider("ε for this query", options=[float(f"{e:.3g}") for e in np.geomspace(0.01, 10, 31)],
-                       key=S.ACC_EPS)
+# The slider moves along the grid the curves are computed on: a step only redraws (the
+# curves of a query are computed once, cached), it never recomputes them.
+grid = cached.EPS_GRID
+if ss[S.ACC_EPS] not in grid:
+    ss[S.ACC_EPS] = min(grid, key=lambda g: abs(g - float(ss[S.ACC_EPS])))
+eps = float(c2.select_slider("ε for this query", options=list(grid), format_func=lambda e: f"{e:.3g}",
+                             **S.bind(S.ACC_EPS, PAGE, options=grid)))
 delta = float(ss[S.DELTA])
 st.caption(f"δ = {delta:g} for the Gaussian mechanisms (set on the Planner page). "
            "Everything on this chart is data-independent: schema, ε, δ and the declared public n.")
 
 qjson = json.dumps(query.to_dict(), sort_keys=True)
-grid = tuple(sorted(set(cached.EPS_GRID) | {float(eps)}))
 curves, notes = cached.accuracy_curves(qjson, sj, delta, grid)
 lower = cached.lower_bound_curve(qjson, sj, grid)
 unit = str(curves["unit"].iloc[0]) if not curves.empty else ""
 if curves.empty:
     st.warning("No mechanism of this query has an accuracy prediction.")
 else:
-    st.altair_chart(charts.accuracy_chart(curves, lower, float(eps), unit), width="stretch")
-    at = curves[curves["epsilon"] == float(eps)]
+    st.altair_chart(charts.accuracy_chart(curves, lower, eps, unit), width="stretch")
+    at = curves[curves["epsilon"] == eps]
     cols = st.columns(max(len(at), 1))
     for col, (_, r) in zip(cols, at.iterrows(), strict=False):
-        col.metric(f"{r['mechanism']} RMSE at ε = {eps:g}", f"{r['RMSE']:.4g}",
-                   help=f"typical error, in {unit}")
-        col.caption(f"95% bound ±{r['95% bound']:.4g} {unit}")
+        col.metric(str(r["mechanism"]), f"{r['RMSE']:.4g}", help=f"typical error (RMSE) at ε = {eps:.3g}, in {unit}")
+        col.caption(f"typical error at ε = {eps:.3g}; within ±{r['95% bound']:.4g} {unit} 19 times in 20")
     if lower is not None:
-        lb = lower[lower["epsilon"] == float(eps)]["RMSE lower bound (unbiased)"]
-        st.metric("RMSE lower bound, any unbiased ε-DP mechanism", f"{float(lb.iloc[0]):.4g}",
-                  help="No mechanism whose answers are right on average can do better at this ε (MATH.md §4).")
+        lb = lower[lower["epsilon"] == eps]["RMSE lower bound (unbiased)"]
+        st.metric("Least typical error any unbiased ε-DP mechanism can reach", f"{float(lb.iloc[0]):.4g}",
+                  help="No mechanism whose answers are right on average can do better at this ε "
+                       "(the lower bound in Garivier, How to learn while respecting individual privacy?, "
+                       "ENS de Lyon, 2021).")
 for n in notes:
     st.caption(f"ℹ️ {n}")
 
 # ------------------------------------------------------------------ data-dependent (owner only)
 st.divider()
 st.subheader("Check against your data (owner only)")
-st.toggle("Show data-dependent views (computed from your raw data)", key=S.ACC_DATA_VIEW,
+st.toggle("Show data-dependent views (computed from your raw data)", **S.bind(S.ACC_DATA_VIEW, PAGE),
           help="Off by default. These views read the private rows: they are not private and are never exported.")
 if not ss[S.ACC_DATA_VIEW]:
     st.caption("Off: everything above is computed from public facts only.")
-    st.stop()
+    frame.stop()
 
 st.error("⚠️ **Computed from your raw data — not private, do not share.** "
-         "These views are never exported with a release (MATH.md §7).")
+         "These views are never exported with a release.")
 
 # --- Monte Carlo check of the prediction for the query's own mechanism
 st.markdown(f"**Check by simulation** — runs the **{query.mechanism.value}** mechanism of `{query.id}` "
@@ -132,11 +138,15 @@ if query.kind is QueryKind.MODE and query.column:
         st.error(str(exc))
     else:
         st.markdown("**Chance that the released mode is the true mode**: the inverse sensitivity mechanism "
-                    "at ε against the best any unbiased mechanism can do at a fraction of ε (seed 000).")
+                    "at ε against the best any unbiased mechanism can do at a fraction of ε (Garivier, "
+                    "*How to learn while respecting individual privacy?*, ENS de Lyon, 2021).")
         st.altair_chart(charts.probability_chart(dfp, float(eps)), width="stretch")
 elif query.kind in (QueryKind.MEDIAN, QueryKind.QUANTILE) and query.column:
     alphas = list(query.alphas or (0.5,)) if query.kind is QueryKind.QUANTILE else [0.5]
-    alpha = float(alphas[0]) if len(alphas) == 1 else float(st.selectbox("Quantile level", alphas, key="acc_alpha"))
+    if ss[S.ACC_ALPHA] not in alphas:
+        ss[S.ACC_ALPHA] = alphas[0]
+    alpha = float(alphas[0]) if len(alphas) == 1 else float(
+        st.selectbox("Quantile level", alphas, **S.bind(S.ACC_ALPHA, PAGE, options=alphas)))
     try:
         qc = cached.quantile_check(data.fingerprint, sj, qjson, alpha, cached.EPS_GRID[::3], 500, SIM_SEED, data.df)
     except PlannerError as exc:

@@ -1,160 +1,320 @@
-"""Data: pick a sample or upload a table, declare its schema, see the owner-only column report."""
+"""Data: pick the active dataset, declare its schema, see the owner-only column report."""
 
 from __future__ import annotations
 
-import json
+from typing import Any
 
 import pandas as pd
 import streamlit as st
 
-from pages._ui import cached
+from pages._ui import cached, datasets, frame
 from pages._ui import state as S
 from planner.errors import PlannerError
-from planner.schema import ColumnKind, Schema
+from planner.schema import ColumnKind
 
 S.init_state()
 ss = st.session_state
+PAGE = "data"
 
 st.title("Data and schema")
 
+# ----------------------------------------------------------------------------- the active dataset
+try:
+    data: cached.Active | None = cached.active()
+    active_error = None
+except PlannerError as exc:  # an upload that was readable once is always readable: defensive
+    data, active_error = None, str(exc)
+
+if data is not None:
+    where = {"sample": "bundled sample", "upload": "your upload", "server": "file on this server"}[data.source]
+    st.success(f"Active dataset: **{data.name}** ({where}). Every page works on it until you pick another one here.",
+               icon=":material/check_circle:")
+elif active_error:
+    st.error(active_error)
+
+pending = ss[S.PENDING]
+if pending:
+    with st.container(border=True):
+        st.warning(
+            f"You edited the workload of the active dataset ({len(S.clean_rows(ss[S.WORKLOAD]))} queries). "
+            f"Switching to **{pending['label']}** replaces it with a starting workload for that dataset.",
+            icon=":material/warning:")
+        b1, b2 = st.columns(2)
+        b1.button(f"Switch to {pending['label']} and replace the workload", key="data:switch_confirm",
+                  on_click=datasets.confirm_switch, type="primary")
+        b2.button("Keep the current dataset and workload", key="data:switch_cancel", on_click=datasets.cancel_switch)
+
+# ----------------------------------------------------------------------------- pickers
 SOURCES = {"sample": "Bundled sample", "upload": "Upload a file", "server": "A file on this server"}
 options = ["sample", "upload"] + (["server"] if cached.server_sources_available() else [])
-if ss[S.SOURCE] not in options:
-    ss[S.SOURCE] = "sample"
-source = st.radio("Source", options, horizontal=True, key=S.SOURCE, format_func=SOURCES.__getitem__)
+if ss[S.PICKER] not in options:
+    ss[S.PICKER] = "sample"
+picker = st.radio("Pick a dataset from", options, horizontal=True, format_func=SOURCES.__getitem__,
+                  **S.bind(S.PICKER, PAGE, options=options))
+act = ss[S.ACTIVE]
 
-if source == "sample":
-    st.selectbox("Sample dataset", list(S.SAMPLES), key=S.SAMPLE,
-                 help="Synthetic data (CC0), see data/README.md.")
-elif source == "upload":
-    up = st.file_uploader("CSV, TSV or Parquet", type=["csv", "tsv", "txt", "parquet"], key="data_uploader")
-    if up is not None:
-        data_bytes = up.getvalue()
-        if ss[S.UPLOAD_BYTES] != data_bytes or ss[S.UPLOAD_NAME] != up.name:
-            ss[S.UPLOAD_BYTES] = data_bytes
-            ss[S.UPLOAD_NAME] = up.name
-            ss[S.UPLOAD_SCHEMA] = None
+
+def _pick_sample() -> None:
+    name = ss["data:sample"]
+    if name is not None:
+        datasets.request_switch({"source": "sample", "sample": name})
+
+
+def _pick_server() -> None:
+    name = ss["data:server_file"]
+    if name is not None:
+        datasets.request_switch({"source": "server", "file": name})
+
+
+if picker == "sample":
+    ss["data:sample"] = act.get("sample") if act.get("source") == "sample" else None
+    st.selectbox("Sample dataset", list(S.SAMPLES), key="data:sample", index=None, placeholder="Pick a sample",
+                 on_change=_pick_sample, help="Synthetic data (CC0), see data/README.md.")
+elif picker == "upload":
+    up = st.file_uploader("CSV, TSV or Parquet", type=["csv", "tsv", "txt", "parquet"],
+                          key=f"data:uploader:{ss[S.UPLOADER_VERSION]}")
+    if up is not None and up.file_id != ss[S.UPLOAD_FILE_ID]:
+        raw = up.getvalue()
+        try:
+            cached.load_upload(raw, up.name)  # read once (cached); a bad file never becomes active
+        except PlannerError as exc:
+            ss[S.UPLOAD_ERROR] = {"file_id": up.file_id, "text": f"{up.name} cannot be used: {exc}"}
+        else:
+            ss[S.UPLOAD_ERROR] = None
+            ss[S.UPLOAD_FILE_ID] = up.file_id
+            datasets.request_switch({"source": "upload"}, {"name": up.name, "bytes": raw, "file_id": up.file_id})
             st.rerun()  # the sidebar (drawn before this page) then shows the new dataset
-    if ss[S.UPLOAD_BYTES] is None:
-        st.info("Upload a file, or switch back to a bundled sample.")
-        st.stop()
-elif source == "server":
+    err = ss[S.UPLOAD_ERROR]
+    if err and up is not None and up.file_id == err["file_id"]:
+        st.error(err["text"] + (" The active dataset is unchanged." if data is not None else ""))
+    elif err and up is None:
+        ss[S.UPLOAD_ERROR] = None
+    if ss[S.UPLOAD_BYTES] is not None and act.get("source") != "upload":
+        st.button(f"Make your earlier upload, {ss[S.UPLOAD_NAME]}, the active dataset again", key="data:reupload",
+                  on_click=datasets.request_switch, args=({"source": "upload"},
+                                                          {"name": ss[S.UPLOAD_NAME], "bytes": ss[S.UPLOAD_BYTES],
+                                                           "file_id": ss[S.UPLOAD_FILE_ID]}))
+elif picker == "server":
     try:
         files = cached.server_files()
     except PlannerError as exc:
         st.error(str(exc))
-        st.stop()
-    if not files:
+        files = []
+    if files:
+        ss["data:server_file"] = act.get("file") if act.get("source") == "server" and act.get("file") in files else None
+        st.selectbox("File in the server's data directory", files, key="data:server_file", index=None,
+                     placeholder="Pick a file", on_change=_pick_server,
+                     help="Only files inside the allow-listed directory (PLANNER_DATA_DIR) can be opened; "
+                          "the file never passes through the browser.")
+    elif not files:
         st.info("The server's data directory (`PLANNER_DATA_DIR`) holds no CSV, TSV or Parquet file.")
-        st.stop()
-    if ss[S.SERVER_FILE] not in files:
-        ss[S.SERVER_FILE] = None
-    st.selectbox("File in the server's data directory", files, key=S.SERVER_FILE, index=None,
-                 placeholder="Pick a file",
-                 help="Only files inside the allow-listed directory (PLANNER_DATA_DIR) can be opened; "
-                      "the file never passes through the browser.")
-    if ss[S.SERVER_FILE] is None:
-        st.stop()
 
-try:
-    data = cached.active()
-except PlannerError as exc:
-    st.error(str(exc))
-    st.stop()
-cached.sync_workload(data)
+if data is None:
+    frame.stop()
+if pending:
+    frame.stop()
+st.caption(f"Exact aggregates for a release are computed by the **{cached.backend_name()}** backend; "
+           "the noise is always added afterwards, by OpenDP.")
 
-st.caption(f"Active: **{data.name}** · fingerprint `{data.fingerprint[:16]}…` · "
-           f"exact aggregates computed by the **{cached.backend_name()}** backend")
-
-# --------------------------------------------------------------------- schema for uploads
-schema_key = S.SERVER_SCHEMA if data.source == "server" else S.UPLOAD_SCHEMA
+# ----------------------------------------------------------------------------- schema for uploads
 if data.source in ("upload", "server"):
+    fp = data.fingerprint
+    kinds = cached.suggested_kinds(fp, data.df)
+    d = datasets.draft(fp, data.schema, kinds)
+    all_cols = [str(c) for c in data.df.columns]
+
+    def _set(field: str, wk: str) -> None:
+        ss[S.DRAFTS][fp] = dict(ss[S.DRAFTS][fp], **{field: ss[wk]})
+
+    def _set_col(name: str, field: str, wk: str) -> None:
+        dd = ss[S.DRAFTS][fp]
+        cols = dict(dd["columns"])
+        cols[name] = dict(cols.get(name, {"kind": kinds.get(name, "numeric"), "bounds": "", "categories": ""}),
+                          **{field: ss[wk]})
+        ss[S.DRAFTS][fp] = dict(dd, columns=cols)
+
+    def _flush() -> None:
+        """Copy every draft widget's current value into the draft (a button's callback may
+        run before the on_change of a field edited in the same interaction)."""
+        dd = dict(ss[S.DRAFTS][fp])
+        for field in ("use", "relation", "unit", "max_rows", "public_n"):
+            if f"data:{field}" in ss:
+                dd[field] = ss[f"data:{field}"]
+        cols = dict(dd["columns"])
+        for name in dd["use"]:
+            entry = dict(cols.get(name, {"kind": kinds.get(name, "numeric"), "bounds": "", "categories": ""}))
+            for field, suffix in (("kind", "kind"), ("bounds", "bounds"), ("categories", "cats")):
+                if f"data:col:{name}:{suffix}" in ss:
+                    entry[field] = ss[f"data:col:{name}:{suffix}"]
+            cols[name] = entry
+        ss[S.DRAFTS][fp] = dict(dd, columns=cols)
+
+    def _use_all() -> None:
+        _flush()
+        ss[S.DRAFTS][fp] = dict(ss[S.DRAFTS][fp], use=list(all_cols))
+
+    def _bulk_apply() -> None:
+        _flush()
+        dd = ss[S.DRAFTS][fp]
+        chosen = list(ss.get("data:bulk_cols") or [])
+        if not chosen:
+            return
+        cols = dict(dd["columns"])
+        for name in chosen:
+            entry = dict(cols.get(name, {"kind": "numeric", "bounds": "", "categories": ""}))
+            entry["kind"] = ss["data:bulk_kind"]
+            if ss["data:bulk_kind"] == "numeric":
+                entry["bounds"] = ss.get("data:bulk_bounds") or ""
+            if ss["data:bulk_kind"] == "categorical":
+                entry["categories"] = ss.get("data:bulk_cats") or ""
+            cols[name] = entry
+        use = list(dd["use"]) + [c for c in chosen if c not in dd["use"]]
+        ss[S.DRAFTS][fp] = dict(dd, columns=cols, use=use)
+        ss["data:bulk_cols"] = []
+
+    def _bulk_select(kind: str) -> None:
+        ss["data:bulk_cols"] = [c for c in all_cols if kinds.get(c) == kind]
+
+    def _save() -> None:
+        _flush()
+        _commit()
+
+    def _commit() -> None:
+        schema, problems = datasets.validate_draft(ss[S.DRAFTS][fp])
+        absent = [c for c in ss[S.DRAFTS][fp]["use"] if c not in all_cols]
+        if absent:
+            schema, problems = None, [*problems, *(f"column {c!r} is declared but is not in this file; remove it "
+                                                   "from the schema or pick the file that has it." for c in absent)]
+        if schema is None:
+            ss["data:schema_problems"] = {"fp": fp, "problems": problems}
+            return
+        ss["data:schema_problems"] = None
+        ss[S.SCHEMAS] = dict(ss[S.SCHEMAS], **{fp: schema.to_json()})
+        if ss[S.WORKLOAD_FP] != fp or not S.workload_edited():
+            S.set_workload(S.starter_workload(schema.to_dict()), fp)
+        S.notice(PAGE, f"Schema saved: {len(schema.columns)} column(s) declared, "
+                       f"{len(all_cols) - len(schema.columns)} ignored.")
+
     st.subheader("Declare the schema")
     st.warning(
         "Bounds and categories are **public declarations** you make from outside knowledge "
         "(a questionnaire, a code book, the law). They are never filled in from the rows: "
         "bounds or categories read from the private data would themselves leak it. "
-        "Only the column *kinds* below are suggested from the data, for your convenience."
-    )
-    schema_file = st.file_uploader("…or load a schema JSON", type=["json"], key="data_schema_uploader")
-    if schema_file is not None:
+        "Only the column *kinds* below are suggested from the data, for your convenience.",
+        icon=":material/policy:")
+
+    schema_up = st.file_uploader("…or load a schema JSON you saved earlier", type=["json"],
+                                 key=f"data:schema_upload:{ss[S.UPLOADER_VERSION]}")
+    if schema_up is not None and ss.get("data:schema_loaded") != schema_up.file_id:
+        ss["data:schema_loaded"] = schema_up.file_id
         try:
-            ss[schema_key] = Schema.from_json(schema_file.getvalue()).to_json()
+            loaded = datasets.load_schema_file(schema_up.getvalue())
         except PlannerError as exc:
-            st.error(str(exc))
-    kinds = cached.suggested_kinds(data.fingerprint, data.df)
-    kind_values = [k.value for k in ColumnKind]
-    with st.form("schema_form"):
-        rel = st.radio("Neighbouring relation", ["add_remove", "substitute"], horizontal=True, key="schema_relation",
-                       format_func=lambda r: {"add_remove": "add/remove one person (the size is secret)",
-                                              "substitute": "replace one person (the size is public)"}[r],
-                       help="What the privacy guarantee hides: whether one privacy unit is in the table at all "
-                            "(add/remove), or what its values are (substitute).")
+            st.error(f"{schema_up.name}: {exc}")
+        else:
+            ss[S.DRAFTS][fp] = datasets.draft_from_schema(loaded, kinds)
+            _commit()
+            st.rerun()
+
+    st.markdown(f"**1. Columns your queries will use** ({len(all_cols)} in the file). The others are ignored: "
+                "no query can read them and they need no declaration.")
+    ss["data:use"] = [c for c in d["use"] if c in all_cols]
+    u1, u2 = st.columns([5, 1], vertical_alignment="bottom")
+    u1.multiselect("Columns to declare", all_cols, key="data:use", on_change=_set, args=("use", "data:use"),
+                   placeholder="Pick columns (type to search)")
+    u2.button(f"Use all {len(all_cols)}", key="data:use_all", on_click=_use_all, width="stretch")
+
+    with st.expander("Declare many columns at once", expanded=len(all_cols) > 20):
+        st.caption("Pick columns (or all columns suggested as one kind), give them one kind and the same public "
+                   "bounds or categories, then apply. They are added to the columns in use.")
+        q1, q2, q3 = st.columns(3)
+        q1.button("Select the columns suggested numeric", key="data:bulk_numeric", on_click=_bulk_select,
+                  args=("numeric",), width="stretch")
+        q2.button("…suggested categorical", key="data:bulk_categorical", on_click=_bulk_select,
+                  args=("categorical",), width="stretch")
+        q3.button("…suggested boolean", key="data:bulk_boolean", on_click=_bulk_select, args=("boolean",),
+                  width="stretch")
+        st.multiselect("Columns", all_cols, key="data:bulk_cols", placeholder="Pick columns")
+        k1, k2, k3 = st.columns([1, 1, 2])
+        if ss.get("data:bulk_kind") not in [k.value for k in ColumnKind]:
+            ss["data:bulk_kind"] = "numeric"
+        k1.selectbox("Kind", [k.value for k in ColumnKind], key="data:bulk_kind")
+        k2.text_input("Public bounds L, U", key="data:bulk_bounds", placeholder="numeric: 0, 100")
+        k3.text_input("Public categories", key="data:bulk_cats", placeholder="categorical: a, b, c")
+        st.button("Apply to the selected columns", key="data:bulk_apply", on_click=_bulk_apply)
+
+    used = [c for c in d["use"] if c in all_cols]
+    if used:
+        st.markdown(f"**2. What is public about each of the {len(used)} column(s) in use**")
+        kind_values = [k.value for k in ColumnKind]
         h1, h2, h3, h4 = st.columns([2, 2, 2, 4])
         h1.caption("column")
-        h2.caption("kind (suggested)")
+        h2.caption("kind (suggested from the data)")
         h3.caption("public bounds L, U (numeric)")
         h4.caption("public categories (categorical)")
-        cols_spec = []
-        for name in data.df.columns:
+        for name in used:
+            entry = d["columns"].get(name, {"kind": kinds.get(name, "numeric"), "bounds": "", "categories": ""})
             c1, c2, c3, c4 = st.columns([2, 2, 2, 4])
             c1.markdown(f"**{name}**")
-            kind = c2.selectbox("kind", kind_values, index=kind_values.index(kinds.get(str(name), "categorical")),
-                                key=f"schema_kind_{name}", label_visibility="collapsed")
-            lower = c3.text_input("lower, upper", key=f"schema_bounds_{name}", placeholder="numeric: L, U",
-                                  label_visibility="collapsed")
-            cats = c4.text_input("categories", key=f"schema_cats_{name}", placeholder="categorical: a, b, c",
-                                 label_visibility="collapsed")
-            cols_spec.append((str(name), kind, lower, cats))
-        id_cols = ["(one row per person)"] + [n for n, k, _, _ in cols_spec if k == "identifier"]
-        unit_col = st.selectbox("Privacy unit", id_cols, key="schema_unit")
-        max_rows = st.number_input("Max rows per person", min_value=1, value=1, step=1, key="schema_max_rows")
-        public_n = st.number_input("Public (approximate) row count, 0 if none", min_value=0, value=0, step=1,
-                                   key="schema_public_n")
-        submitted = st.form_submit_button("Save schema", key="schema_save")
-    if submitted:
-        columns = []
-        for name, kind, bounds_txt, cats_txt in cols_spec:
-            entry: dict = {"name": name, "kind": kind}
-            if kind != "identifier":
-                entry["missing"] = {"action": "drop"}
-            if kind == "numeric" and bounds_txt.strip():
-                parts = [p.strip() for p in bounds_txt.split(",")]
-                try:
-                    entry["lower"], entry["upper"] = (float(parts[0]), float(parts[1]))
-                except (ValueError, IndexError):
-                    st.error(f"column {name!r}: bounds must be two numbers 'L, U'; got {bounds_txt!r}.")
-                    st.stop()
-            if kind == "categorical":
-                entry["categories"] = [c.strip() for c in cats_txt.split(",") if c.strip()]
-            columns.append(entry)
-        spec = {
-            "version": 1, "relation": rel,
-            "privacy_unit": {"column": None if unit_col.startswith("(") else unit_col, "max_rows": int(max_rows)},
-            "public_n": int(public_n) or None, "columns": columns,
-        }
-        try:
-            ss[schema_key] = Schema.from_json(json.dumps(spec)).to_json()
-            S.reset_workload(None)
-            st.rerun()
-        except PlannerError as exc:
-            st.error(str(exc))
-    try:
-        data = cached.active()
-    except PlannerError as exc:
-        st.error(str(exc))
-        st.stop()
+            kk, bk, ck = f"data:col:{name}:kind", f"data:col:{name}:bounds", f"data:col:{name}:cats"
+            ss[kk] = entry["kind"] if entry["kind"] in kind_values else "numeric"
+            ss[bk] = entry.get("bounds", "")
+            ss[ck] = entry.get("categories", "")
+            c2.selectbox(f"{name}: kind", kind_values, key=kk, label_visibility="collapsed",
+                         on_change=_set_col, args=(name, "kind", kk))
+            c3.text_input(f"{name}: public bounds L, U", key=bk, placeholder="numeric: L, U",
+                          label_visibility="collapsed",
+                          on_change=_set_col, args=(name, "bounds", bk),
+                          disabled=entry["kind"] != "numeric")
+            c4.text_input(f"{name}: public categories", key=ck, placeholder="categorical: a, b, c",
+                          label_visibility="collapsed",
+                          on_change=_set_col, args=(name, "categories", ck),
+                          disabled=entry["kind"] != "categorical")
+
+    st.markdown("**3. Who is protected**")
+    r1, r2, r3, r4 = st.columns(4)
+    ss["data:relation"] = d["relation"]
+    r1.radio("Neighbouring relation", ["add_remove", "substitute"], key="data:relation",
+             format_func=lambda r: {"add_remove": "add/remove one person (the size is secret)",
+                                    "substitute": "replace one person (the size is public)"}[r],
+             on_change=_set, args=("relation", "data:relation"),
+             help="What the privacy guarantee hides: whether one privacy unit is in the table at all "
+                  "(add/remove), or what its values are (substitute).")
+    id_cols = [datasets.UNIT_ROW] + [n for n in used if d["columns"].get(n, {}).get("kind") == "identifier"]
+    ss["data:unit"] = d["unit"] if d["unit"] in id_cols else datasets.UNIT_ROW
+    r2.selectbox("Privacy unit", id_cols, key="data:unit", on_change=_set, args=("unit", "data:unit"),
+                 help="Declare a column of kind 'identifier' in use to protect people with several rows.")
+    ss["data:max_rows"] = int(d["max_rows"])
+    r3.number_input("Max rows per person", min_value=1, step=1, key="data:max_rows",
+                    on_change=_set, args=("max_rows", "data:max_rows"))
+    ss["data:public_n"] = int(d["public_n"])
+    r4.number_input("Public (approximate) row count, 0 if none", min_value=0, step=1, key="data:public_n",
+                    on_change=_set, args=("public_n", "data:public_n"),
+                    help="A row count you may publish (e.g. from a census); needed to predict the error of "
+                         "means, medians and proportions.")
+    st.button("Save schema", type="primary", key="data:schema_save", on_click=_save)
+    probs = ss.get("data:schema_problems")
+    if probs and probs.get("fp") == fp:
+        n = len(probs["problems"])
+        st.error(f"The schema cannot be saved yet: {n} problem{'s' if n > 1 else ''} to fix.\n\n"
+                 + "\n".join(f"- {p}" for p in probs["problems"]))
+    note = S.pop_notice(PAGE)
+    if note:
+        st.success(note)
+    data = cached.active()
     if data.schema is None:
-        st.info("Save a schema to continue.")
-        st.stop()
+        st.info("Save a schema to continue: the other pages need it.")
+        frame.stop()
+    elif datasets.validate_draft(ss[S.DRAFTS][fp])[0] != data.schema:
+        st.caption("The form above has changes that are not saved yet; the pages use the saved schema.")
 
 schema = data.schema
 assert schema is not None
-# --------------------------------------------------------------------- public facts
+# ----------------------------------------------------------------------------- public facts
 st.subheader("What is public")
 unit = schema.unit
 c1, c2, c3 = st.columns(3)
-c1.metric("Neighbouring relation", schema.relation.value,
+c1.metric("Neighbouring relation", {"add_remove": "add or remove one", "substitute": "replace one"}[schema.relation.value],
           help="add_remove: the guarantee hides whether one privacy unit is in the table at all; "
                "substitute: it hides what one unit's values are (the table size is public).")
 c2.metric("Privacy unit", "row" if unit.column is None else unit.column,
@@ -172,30 +332,36 @@ decl = pd.DataFrame([
      "missing": c.missing.action.value}
     for c in schema.columns
 ])
-st.dataframe(decl, hide_index=True, width="stretch",
-             column_config={"categories": st.column_config.TextColumn(width="large"),
-                            "missing": st.column_config.TextColumn(help="what happens to a missing value: "
-                                                                   "drop the row, or replace it by a declared value")})
+ignored = len(data.df.columns) - len(schema.columns)
+if ignored > 0:
+    st.caption(f"{len(schema.columns)} column(s) declared; {ignored} other column(s) of the file are ignored.")
+# A few rows draw as a plain table (no grid to load: the first page is drawn sooner).
+if len(decl) <= 30:
+    st.table(decl.set_index("column"))
+else:
+    st.dataframe(decl, hide_index=True, width="stretch")
+st.caption("missing: what happens to a missing value (drop the row, or replace it by a declared value).")
 st.download_button("Download schema JSON", schema.to_json(), file_name="schema.json",
-                   mime="application/json", key="data_schema_download")
+                   mime="application/json", key="data:schema_download")
 
-# --------------------------------------------------------------------- owner-only report
+# ----------------------------------------------------------------------------- owner-only report
 st.subheader("Column report")
 st.caption("🔒 **Visible to you only — computed from your raw data.** Counts only; never exported.")
 try:
-    rep = cached.report(data.fingerprint, data.schema_json or "", data.df)
+    rep: dict[str, Any] = cached.report(data.fingerprint, data.schema_json or "", data.df)
 except PlannerError as exc:
     st.error(str(exc))
-    st.stop()
+    frame.stop()
 c1, c2, c3 = st.columns(3)
 c1.metric("Rows", f"{rep['rows']:,}")
 c2.metric("Columns", f"{len(data.df.columns)}")
 c3.metric("Rows after contribution bounding", f"{rep['rows_after_bounding']:,}")
-st.dataframe(
-    pd.DataFrame([{"column": k, **{f: v.get(f) for f in ("kind", "usable", "clipped", "invalid", "missing", "replaced", "dropped")}}
-                  for k, v in rep["columns"].items()]),
-    hide_index=True, width="stretch",
-    column_config={"usable": st.column_config.NumberColumn(help="rows that enter answers on this column"),
-                   "clipped": st.column_config.NumberColumn(help="values outside the declared bounds, moved to the bound"),
-                   "invalid": st.column_config.NumberColumn(help="unreadable as the declared kind, or an undeclared category")},
-)
+report_df = pd.DataFrame([{"column": k, **{f: v.get(f) for f in ("kind", "usable", "clipped", "invalid", "missing",
+                                                                   "replaced", "dropped")}}
+                          for k, v in rep["columns"].items()])
+if len(report_df) <= 30:
+    st.table(report_df.set_index("column"))
+else:
+    st.dataframe(report_df, hide_index=True, width="stretch")
+st.caption("usable: rows that enter answers on this column · clipped: values outside the declared bounds, moved to "
+           "the bound · invalid: unreadable as the declared kind, or an undeclared category.")

@@ -11,6 +11,7 @@ import math
 import streamlit as st
 
 from pages._ui import demo_charts as dc
+from pages._ui import frame
 from planner import demos
 from planner.errors import PlannerError
 
@@ -26,7 +27,7 @@ def _attack(target: int, epsilon: float, prior: float, seed: int) -> demos.Diffe
 st.title("What an attacker can learn")
 st.markdown(
     "Two harmless-looking counts — “how many smoke?” and “how many smoke, not counting X?” — "
-    "reveal X exactly when answered exactly (seeds 000 and 004). With the Laplace mechanism "
+    "reveal X exactly when answered exactly (Garivier, *How to learn while respecting individual privacy?*, ENS de Lyon, 2021; Borealis AI, *Tutorial #12: Differential privacy I: Introduction*, 2021). With the Laplace mechanism "
     "the attacker only gets evidence, and never more than a factor e^ε."
 )
 
@@ -49,7 +50,7 @@ try:
     lo, hi = demos.posterior_bounds(res.prior, res.epsilon)
 except PlannerError as exc:
     st.error(str(exc))
-    st.stop()
+    frame.stop()
 
 pid = int(people["person_id"].iloc[int(target)])
 st.subheader("1. Exact answers")
@@ -76,7 +77,8 @@ right.altair_chart(
     dc.likelihood_ratio_chart(res.epsilon, res.scale, res.noisy_total - res.noisy_without), width="stretch"
 )
 
-st.subheader("3. The same guarantee as a hypothesis test (seed 001)")
+st.subheader("3. The same guarantee as a hypothesis test")
+st.caption("After Wasserman and Zhou, *A statistical framework for differential privacy*, JASA 2010 (as presented by Yang Yu, Purdue, 2015).")
 st.markdown(
     "Read DP as a test: an attacker must decide “X is in the data” or not. If they accept "
     "wrongly accusing a share γ of absent people, how often can they catch X when X is there?"

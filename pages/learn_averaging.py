@@ -1,4 +1,4 @@
-"""Learn: averaging done right — seed 004, figure 4."""
+"""Learn: averaging done right — Borealis AI's tutorial #12, figure 4."""
 
 import sys
 from pathlib import Path
@@ -9,6 +9,7 @@ if str(Path(__file__).resolve().parents[1]) not in sys.path:  # `streamlit run p
 import streamlit as st
 
 from pages._ui import demo_charts as dc
+from pages._ui import frame
 from planner import demos
 from planner.errors import PlannerError
 
@@ -39,7 +40,7 @@ st.markdown(
     "A noisy average can be made private in two ways. The naive way adds noise for the "
     "worst case (an empty table, where one person *is* the average): scale C/ε. The better "
     "way releases a noisy sum and a noisy count, each with half the budget, and divides "
-    "(seed 004, examples 3 and 4)."
+    "(Borealis AI, *Tutorial #12: Differential privacy I: Introduction*, 2021, examples 3 and 4)."
 )
 
 c1, c2, c3 = st.columns(3)
@@ -57,7 +58,7 @@ try:
     res = _demo(column, int(n), float(eps), bool(clamp), seed)
 except PlannerError as exc:
     st.error(str(exc))
-    st.stop()
+    frame.stop()
 
 lo, hi = dc.census_bounds(column)
 unit = UNITS[column]
@@ -83,7 +84,7 @@ st.markdown(
     f"left axis); sum ÷ count lands near the red line, {res.ratio:,.0f} times closer on average."
 )
 st.caption(
-    "Seed 004 reports “around 400 times” at ε = 0.01 without giving its data or n. For n "
+    "The Borealis AI tutorial reports “around 400 times” at ε = 0.01 without giving its data or n. For n "
     "values symmetric in [−C, C] the ratio is about n/2 for large n (n(1+r)/(2(1+r+r²)), "
     "r = |mean|/C); at n = 1000 uniform values the engine's simulation gives ≈ 470. "
     "Without clamping, the sum/count error has no finite mean (the noisy count can land near "

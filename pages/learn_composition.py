@@ -1,4 +1,4 @@
-"""Learn: the cost of asking many questions — composition (seed 002)."""
+"""Learn: the cost of asking many questions — composition."""
 
 import sys
 from pathlib import Path
@@ -10,6 +10,7 @@ import pandas as pd
 import streamlit as st
 
 from pages._ui import demo_charts as dc
+from pages._ui import frame
 from planner import demos
 from planner.errors import PlannerError
 
@@ -29,7 +30,7 @@ st.markdown(
     "Every published answer leaks a little, and the leaks add up. The simplest rule (basic "
     "composition) adds the ε of every question; smarter accounting (advanced composition, "
     "Rényi DP) proves a smaller total for many small questions, at the price of a tiny chance "
-    "δ that the guarantee fails (seed 002)."
+    "δ that the guarantee fails (Gatica-Perez, Sajadmanesh and Shahin Shamsabadi, *An introduction to trustworthy machine learning*, AIDA course, 2022)."
 )
 
 c1, c2, c3 = st.columns(3)
@@ -44,14 +45,15 @@ try:
     curves = _curves(float(eps0), int(k_max), float(delta))
 except PlannerError as exc:
     st.error(str(exc))
-    st.stop()
+    frame.stop()
 
 st.altair_chart(dc.composition_chart(curves), width="stretch")
 if curves.drv_crossover is None:
     cross = f"With ε = {eps0:g} per question (e^ε ≥ 2) the textbook advanced formula never beats the basic rule."
 else:
     cross = (
-        f"The textbook advanced formula of seed 002 beats the basic rule from k = {curves.drv_crossover} "
+        f"The textbook advanced formula (Dwork, Rothblum and Vadhan, 2010) beats the basic rule from k = "
+        f"{curves.drv_crossover} "
         f"questions on (dashed line); the engine's tighter advanced bound from k = "
         f"{curves.advanced_crossover if curves.advanced_crossover is not None else '—'}."
     )
@@ -72,7 +74,7 @@ try:
     acc = _accuracy(float(total), int(k_max), float(delta))
 except PlannerError as exc:
     st.error(str(exc))
-    st.stop()
+    frame.stop()
 st.altair_chart(dc.accuracy_chart(acc), width="stretch")
 SHORT = {demos.Rule.BASIC: "basic", demos.Rule.ADVANCED: "advanced", demos.Rule.RDP: "Rényi"}
 table = pd.DataFrame({"questions k": acc.k})

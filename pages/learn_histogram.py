@@ -1,4 +1,4 @@
-"""Learn: releasing a distribution — seed 001's perturbed-histogram simulation."""
+"""Learn: releasing a distribution — Wasserman and Zhou's perturbed-histogram simulation."""
 
 import sys
 from pathlib import Path
@@ -9,6 +9,7 @@ if str(Path(__file__).resolve().parents[1]) not in sys.path:  # `streamlit run p
 import streamlit as st
 
 from pages._ui import demo_charts as dc
+from pages._ui import frame
 from planner import demos
 from planner.errors import PlannerError
 from planner.mechanisms.histogram import MiseCurve
@@ -39,8 +40,8 @@ st.title("Releasing a whole distribution")
 st.markdown(
     "Instead of one number, publish a whole histogram: add random noise to every bar, set "
     "negative bars to zero, and draw as many synthetic (made-up but realistic) points from it "
-    "as you like (seed 001). The data are simulated from a bell-shaped Beta(10, 10) curve, as "
-    "in the seed."
+    "as you like (Wasserman and Zhou, *A statistical framework for differential privacy*, JASA 2010 (as presented by Yang Yu, Purdue, 2015)). The data are simulated from a bell-shaped Beta(10, 10) curve, as "
+    "in that paper."
 )
 
 c1, c2, c3 = st.columns(3)
@@ -57,7 +58,7 @@ try:
     curve = _mise(int(n), float(eps), int(reps), seed)
 except PlannerError as exc:
     st.error(str(exc))
-    st.stop()
+    frame.stop()
 
 left, right = st.columns(2)
 left.altair_chart(dc.sample_chart(sample.real, f"Real sample ({n:,} points)"), width="stretch")
@@ -77,7 +78,7 @@ st.altair_chart(
 st.markdown(
     "The private histograms are always further from the truth than the raw one, and their "
     "error grows with the number of bins (more bins, more noisy bars). Smaller ε or smaller n "
-    "make it worse: the seed's conclusion is that the constants in the error matter, not only "
+    "make it worse: Wasserman and Zhou's conclusion is that the constants in the error matter, not only "
     "its rate."
 )
 st.caption(

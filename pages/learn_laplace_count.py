@@ -1,4 +1,4 @@
-"""Learn: the Laplace count — seed 004, figure 3."""
+"""Learn: the Laplace count — Borealis AI's tutorial #12, figure 3."""
 
 import sys
 from pathlib import Path
@@ -10,6 +10,7 @@ import pandas as pd
 import streamlit as st
 
 from pages._ui import demo_charts as dc
+from pages._ui import frame
 from planner import demos
 from planner.errors import PlannerError
 
@@ -26,7 +27,7 @@ def _demo(counts: tuple[int, ...], epsilons: tuple[float, ...], seed: int) -> de
 st.title("The Laplace count")
 st.markdown(
     "Adding or removing one person changes a count by at most 1, so random “Laplace” noise "
-    "of typical size 1/ε people hides whether any one person is in it (seed 004, figure 3). "
+    "of typical size 1/ε people hides whether any one person is in it (Borealis AI, *Tutorial #12: Differential privacy I: Introduction*, 2021, figure 3). "
     "The same noise is small next to a count of 1000 and large next to a count of 100."
 )
 
@@ -41,12 +42,12 @@ seed = dc.seed_controls("lc")
 
 if not eps:
     st.info("Pick at least one ε.")
-    st.stop()
+    frame.stop()
 try:
     demo = _demo((int(big), int(small)), tuple(sorted(float(e) for e in eps)), seed)
 except PlannerError as exc:
     st.error(str(exc))
-    st.stop()
+    frame.stop()
 
 left, right = st.columns(2)
 left.altair_chart(dc.laplace_count_chart(demo, 0), width="stretch")
@@ -87,7 +88,7 @@ st.dataframe(
     },
 )
 st.caption(
-    "The seed does not print its three ε; its caption (count 1000: almost always within 10 %; "
+    "The tutorial does not print its three ε; its caption (count 1000: almost always within 10 %; "
     "count 100: regularly outside for all three) holds for ε between about 0.05 and 0.25, "
     "hence the default 0.05, 0.1, 0.2. Simulated answers: nothing here is a release."
 )

@@ -1,4 +1,4 @@
-"""Learn: the majority vote — exponential mechanism, ISM and lower bounds (seed 000)."""
+"""Learn: the majority vote — exponential mechanism, ISM and lower bounds (Garivier 2021)."""
 
 import sys
 from pathlib import Path
@@ -9,6 +9,7 @@ if str(Path(__file__).resolve().parents[1]) not in sys.path:  # `streamlit run p
 import streamlit as st
 
 from pages._ui import demo_charts as dc
+from pages._ui import frame
 from planner import demos
 from planner.errors import PlannerError
 
@@ -29,7 +30,7 @@ def _votes(epsilon: float, n: int, s: int, seed: int) -> tuple[float, float]:
 st.title("Who won the vote? Majority with privacy")
 st.markdown(
     "n people vote yes or no, and s of them say yes. A private mechanism announces the winner "
-    "but must sometimes get it wrong on purpose, most often when the vote is close (seed 000). "
+    "but must sometimes get it wrong on purpose, most often when the vote is close (Garivier, *How to learn while respecting individual privacy?*, ENS de Lyon, 2021). "
     "The inverse sensitivity mechanism (ISM) counts how many votes would have to change to flip "
     "the result; it is provably close to the best any private mechanism can do."
 )
@@ -42,14 +43,14 @@ try:
     curves = _curves(float(eps), int(n))
 except PlannerError as exc:
     st.error(str(exc))
-    st.stop()
+    frame.stop()
 
 st.altair_chart(dc.majority_chart(curves), width="stretch")
 matches = "matches" if curves.quarter_matches else "does NOT match"
 st.markdown(
     f"**What you see:** near a tie every mechanism is close to a coin toss; far from it, all "
     f"announce the right winner. The general ISM at ε {matches} the best possible at ε/4 (its "
-    f"curve lies on the dashed one: “1/4-optimal”); the two-outcome ISM, seed 000's “better "
+    f"curve lies on the dashed one: “1/4-optimal”); the two-outcome ISM, Garivier's “better "
     f"mechanism”, {'matches' if curves.half_matches else 'does NOT match'} the best possible at "
     "ε/2. The exponential mechanism is slightly below the two-outcome ISM everywhere."
 )

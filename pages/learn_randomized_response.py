@@ -1,4 +1,4 @@
-"""Learn: randomized response — seed 000's doping survey and seed 003's coin game."""
+"""Learn: randomized response — Garivier's doping survey and the Berkeley Math Circle's coin game."""
 
 import sys
 from pathlib import Path
@@ -10,13 +10,14 @@ import numpy as np
 import streamlit as st
 
 from pages._ui import demo_charts as dc
+from pages._ui import frame
 from planner import demos
 from planner.errors import PlannerError
 from planner.mechanisms import randomized_response as rr
 
 DESIGNS = {
-    "Doping survey (seed 000): the truth with probability ½, else a fair coin": demos.SurveyDesign.COIN,
-    "Coin game (seed 003): the truth unless both of two coins land heads": demos.SurveyDesign.KEEP,
+    "Doping survey (Garivier 2021): the truth with probability ½, else a fair coin": demos.SurveyDesign.COIN,
+    "Coin game (Berkeley Math Circle 2019): the truth unless both of two coins land heads": demos.SurveyDesign.KEEP,
 }
 
 
@@ -58,7 +59,7 @@ try:
     sim, est, direct = _simulate(float(rate), int(n), keep, seed)
 except PlannerError as exc:
     st.error(str(exc))
-    st.stop()
+    frame.stop()
 
 m1, m2, m3, m4 = st.columns(4)
 m1.metric("Truthful reports p", f"{keep:.1%}", help="Chance that a report is the respondent's true answer.")
@@ -83,8 +84,8 @@ st.altair_chart(dc.repeated_surveys_chart(est, direct, sim.true_rate), width="st
 st.caption(
     f"Typical error of the estimate over repeated surveys: randomized response ±{sim.rr_sd:.1%} "
     f"(Warner's formula) vs ±{sim.direct_sd:.1%} asking directly. "
-    "Note: seed 000 estimates the rate by 2ȳ − 1 for its coin design; that is a slip "
-    "(biased by −½). The unbiased estimator there is 2ȳ − ½, used here (MATH.md §3). "
+    "For readers of Garivier, *How to learn while respecting individual privacy?*, ENS de Lyon, 2021: the slides estimate the rate by 2ȳ − 1; that estimate is "
+    "biased by −½; the unbiased one is 2ȳ − ½, used here. "
     f"Data cost at this ε: {float(rr.data_cost_factor(sim.epsilon)):.2f}×. "
     "Simulated data: nothing here is a release."
 )

@@ -1,4 +1,4 @@
-"""Ledger: every registered dataset's budget, spend over time and releases."""
+"""Ledger: every dataset's lifetime budget, what was spent and when, and recorded raises."""
 
 from __future__ import annotations
 
@@ -7,59 +7,74 @@ import json
 import pandas as pd
 import streamlit as st
 
-from pages._ui import cached, charts, fmt
+from pages._ui import cached, charts, frame, lifetime
 from pages._ui import state as S
 from planner.errors import PlannerError
 
 S.init_state()
 ss = st.session_state
+PAGE = "ledger"
 
 st.title("Ledger")
+st.caption("Every release is recorded here before any noise is drawn; nothing is ever refunded or forgotten.")
 
 try:
     led = cached.ledger()
     datasets = led.datasets()
 except PlannerError as exc:
     st.error(str(exc))
-    st.stop()
+    frame.stop()
 if not datasets:
-    st.info("No dataset has been registered yet: the first release registers its budget.")
-    st.stop()
+    st.info("No dataset has a lifetime budget yet: set one on the Planner or the Release page.")
+    frame.stop()
 
-labels = {d.fingerprint: f"{d.name} · {d.fingerprint[:12]}" for d in datasets}
+labels = {d.fingerprint: f"{d.name} (since {d.created_at:%Y-%m-%d %H:%M})" for d in datasets}
 if ss[S.LEDGER_DATASET] not in labels:
-    active_fp = ss.get(S.ACTIVE_FP)
+    try:
+        active_fp = cached.active().fingerprint
+    except PlannerError:
+        active_fp = None
     ss[S.LEDGER_DATASET] = active_fp if active_fp in labels else datasets[0].fingerprint
-fp = st.selectbox("Dataset", list(labels), format_func=labels.__getitem__, key=S.LEDGER_DATASET)
+fp = st.selectbox("Dataset", list(labels), format_func=labels.__getitem__,
+                  **S.bind(S.LEDGER_DATASET, PAGE, options=list(labels)))
 
 status = led.status(fp)
-c1, c2, c3, c4 = st.columns(4)
-c1.metric("Total ε", f"{status.epsilon_total:g}", help=f"δ = {status.delta_total:g}")
-c2.metric("Spent ε", fmt.eps(status.epsilon_spent))
-c3.metric("Remaining ε", fmt.eps(status.epsilon_remaining))
-c4.metric("Releases", status.releases)
-st.caption(f"Composition rule: **{status.rule.value}** · every spend is recorded before any noise is drawn; "
-           "the budget is never refunded.")
+lifetime.metrics(status)
+st.caption(f"Composition rule: **{status.rule.value}**, fixed with the lifetime budget (δ = {status.delta_total:g}).")
+
+note = S.pop_notice(PAGE)
+if note:
+    st.success(note)
+with st.expander("Raise the lifetime budget (a recorded decision)"):
+    lifetime.raise_form(status)
+changes = led.budget_changes(fp)
+if changes:
+    st.markdown("**Recorded raises of the lifetime budget**")
+    st.dataframe(pd.DataFrame([{"when": c.created_at.strftime("%Y-%m-%d %H:%M"), "ε from": c.old_epsilon,
+                                "ε to": c.new_epsilon, "δ from": c.old_delta, "δ to": c.new_delta,
+                                "reason": c.reason} for c in changes]),
+                 hide_index=True, width="stretch", height=35 * (len(changes) + 1) + 3)
 
 history = led.history(fp)
 if history:
-    pts = [{"step": "registered", "order": 0, "series": "spent", "epsilon": 0.0}]
-    pts += [{"step": f"#{i} {h.created_at:%m-%d %H:%M}", "order": i, "series": "spent", "epsilon": h.epsilon_spent}
-            for i, h in enumerate(history, start=1)]
-    pts += [dict(p, series="total", epsilon=status.epsilon_total) for p in list(pts)]
+    pts = [{"step": "start", "order": 0, "series": "spent", "epsilon": 0.0}]
+    pts += [{"step": f"#{h.release_id} {h.created_at:%m-%d %H:%M}", "order": i, "series": "spent",
+             "epsilon": h.epsilon_spent} for i, h in enumerate(history, start=1)]
+    pts += [dict(p, series="lifetime budget", epsilon=status.epsilon_total) for p in list(pts)]
     st.altair_chart(charts.history_chart(pd.DataFrame(pts)), width="stretch")
 
 st.subheader("Releases")
-for rec in led.releases(fp):
-    with st.expander(f"Release #{rec.release_id} · {rec.created_at:%Y-%m-%d %H:%M:%S} · {rec.status.value}",
+for rec in reversed(led.releases(fp)):
+    with st.expander(f"Release #{rec.release_id} · {rec.created_at:%Y-%m-%d %H:%M:%S} · "
+                     f"{len({s.query_id.split(':')[0] for s in rec.spends})} queries · {rec.status.value}",
                      expanded=rec.release_id == ss.get(S.LAST_RELEASE_ID)):
-        st.caption(f"plan hash `{rec.plan_hash[:16]}…`")
+        st.caption(f"Each answer's own cost; the spent total composes all of them under the {status.rule.value} rule.")
         spends = pd.DataFrame([{k: v for k, v in s.to_dict().items() if k != "event"}
                                | {"mechanism": str(s.event.to_dict().get("event", ""))} for s in rec.spends])
         st.dataframe(spends.rename(columns={"query_id": "query", "epsilon": "ε", "delta": "δ", "rho": "ρ (zCDP)"}),
-                     hide_index=True, width="stretch",
+                     hide_index=True, width="stretch", height=35 * (len(spends) + 1) + 3,
                      column_config={"ρ (zCDP)": st.column_config.NumberColumn(
                          help="the same cost in zero-concentrated DP, which composes tightly across releases")})
 
 st.download_button("Export ledger JSON", json.dumps(led.export(fp), indent=2, default=str),
-                   file_name=f"ledger-{fp[:12]}.json", mime="application/json", key="ledger_export")
+                   file_name=f"ledger-{status.name}.json", mime="application/json", key="ledger:export")

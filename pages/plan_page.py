@@ -1,110 +1,203 @@
-"""Planner: split a total budget across the workload under a composition rule."""
+"""Planner: this release's budget, split across the workload, within the dataset's lifetime budget."""
 
 from __future__ import annotations
 
 import pandas as pd
 import streamlit as st
 
-from pages._ui import cached, charts
+from pages._ui import advice, cached, charts, fmt, frame, lifetime, planning
 from pages._ui import state as S
 from pages._ui.preamble import require_dataset
 from planner.errors import PlannerError
 
 st.title("Planner")
-st.caption("Split one total privacy budget across the whole workload. Everything on this page is "
-           "data-independent: it reads the schema, ε and δ, never the rows.")
+st.caption("Decide how much privacy budget the next release spends and how it is split across the queries. "
+           "Everything on this page is data-independent: it reads the schema, ε and δ, never the rows.")
 
 data, schema, sj = require_dataset()
 ss = st.session_state
-wl = cached.workload_json(ss[S.WORKLOAD], ss[S.MODE])
+PAGE = "planner"
 
+# ----------------------------------------------------------------------------- lifetime budget
+st.subheader("Lifetime budget of this dataset")
+status = planning.lifetime(data.fingerprint)
+note = S.pop_notice(PAGE)
+if note:
+    st.success(note)
+if status is None:
+    st.info("No lifetime budget is set for this dataset yet. Set it once, before the first release; "
+            "until then the composition rule below is a what-if.", icon=":material/info:")
+    with st.expander("Set the lifetime budget", expanded=True):
+        lifetime.set_form(data, PAGE)
+else:
+    lifetime.metrics(status)
+    st.caption(f"Every release of this dataset is accounted under the **{status.rule.value}** rule. The lifetime "
+               "budget can only be raised by a recorded decision (Ledger page).")
+
+# ----------------------------------------------------------------------------- settings
+st.subheader("The next release")
+mode = ss[S.MODE]
 c1, c2, c3, c4 = st.columns(4)
-c1.number_input("Total ε", min_value=0.001, max_value=100.0, step=0.1, format="%.3f", key=S.EPSILON)
-c2.number_input("Total δ", min_value=0.0, max_value=0.1, step=1e-7, format="%.1e", key=S.DELTA)
-c3.selectbox("Composition rule", S.RULES, key=S.RULE,
-             help="basic: Σε · advanced: Kairouz–Oh–Viswanath · rdp: Rényi DP · zcdp: zero-concentrated DP")
-c4.radio("Mode", ["weighted", "target"], key=S.MODE, horizontal=True,
-         help="weighted: spend the total, minimising Σ weight·error² · target: least ε meeting every target")
-st.toggle("Weigh errors relative to a public scale (declared bounds × public n)", key=S.RELATIVE)
-eps, delta, rule = float(ss[S.EPSILON]), float(ss[S.DELTA]), str(ss[S.RULE])
-
-
-def prediction_table(preds) -> pd.DataFrame:
-    """One row per released quantity; δ and ρ columns only when some query uses Gaussian noise."""
-    df = pd.DataFrame([
-        {"id": p.id, "kind": p.kind, "mechanism": p.mechanism, "share ε": p.epsilon, "δ": p.delta, "ρ": p.rho,
-         "noise": ", ".join(f"{k.replace('_', ' ')} {v:.4g}" for k, v in p.noise.items()),
-         "RMSE": p.rmse, "95% bound": p.error_bound_95, "unit": p.unit}
-        for p in preds
-    ])
-    if not (df["δ"] > 0).any():
-        df = df.drop(columns=["δ", "ρ"])
-    return df
-
-
-METHODS = {"closed form": "exact optimum (closed form)", "dual": "optimum found numerically (Lagrange dual)",
-           "equal split": "equal split (optimal here)"}
+c1.number_input("ε for this release", step=0.1, format="%g", **S.bind(S.EPSILON, PAGE),
+                disabled=mode == "target",
+                help="How much of the lifetime budget this release may spend (weighted mode). "
+                     "Smaller ε = stronger privacy = more noise.")
+c2.number_input("δ", step=1e-7, format="%g", **S.bind(S.DELTA, PAGE),
+                help="A small chance that the guarantee fails; 0 for pure ε-DP. Keep it far below 1 ÷ rows.")
+if status is None:
+    c3.selectbox("Composition rule (what-if)", S.RULES, **S.bind(S.RULE, PAGE, options=S.RULES),
+                 format_func=lifetime.rule_label,
+                 help="How the privacy costs of the answers are added up. Fixed for good when you set the "
+                      "dataset's lifetime budget.")
+else:
+    c3.markdown(f"Composition rule  \n**{status.rule.value}**  \n:small[fixed by the lifetime budget]")
+c4.radio("Mode", S.MODES, horizontal=True, **S.bind(S.MODE, PAGE, options=S.MODES),
+         format_func={"weighted": "split this ε", "target": "meet targets"}.__getitem__,
+         help="split this ε: spend the ε above, giving more precision to heavier queries · meet targets: "
+              "the least ε that meets every query's ±target (Queries page)")
+st.toggle("Measure each error relative to a public size (declared bounds × public row count)",
+          **S.bind(S.RELATIVE, PAGE), disabled=mode == "target",
+          help="On: a count off by 100 and a mean income off by 100 are not the same mistake; each error is "
+               "divided by a public size of its answer before the split is optimised.")
 
 try:
-    if ss[S.MODE] == "target":
-        res = cached.targets(wl, sj, delta, rule)
-        m1, m2 = st.columns(2)
-        m1.metric("Least total ε meeting every target", f"{res.total_epsilon:.4g}")
-        m2.metric("Binding query", res.binding)
-        table = prediction_table(res.predictions)
-        st.info("Set total ε to this value in weighted mode to release this plan.")
-    else:
-        p = cached.plan(wl, sj, eps, delta, rule, bool(ss[S.RELATIVE]))
-        a = p.allocation
-        m1, m2, m3 = st.columns(3)
-        m1.metric("ε used under " + a.rule.value, f"{a.used_epsilon:.6g}", help=f"of total ε = {a.epsilon:g}")
-        m2.metric("Total weighted error", f"{a.objective:.4g}",
-                  help="Σ weight × (RMSE ÷ public scale)²: one number to compare splits and rules; smaller is better.")
-        m3.metric("How the split was found", a.method,
-                  help=METHODS.get(a.method, "the planner's optimiser; never worse than an equal split"))
-        for w in a.warnings:
-            st.warning(w)
-        table = prediction_table(p.predictions)
+    view = planning.current_plan(data, sj)
 except PlannerError as exc:
     st.error(str(exc))
-    st.stop()
+    frame.stop()
+plan, s = view.plan, view.settings
+a = plan.allocation
+
+# ----------------------------------------------------------------------------- warnings
+for w in a.warnings:
+    st.warning(w)
+qs = cached.parse_queries(view.wl_json, sj)
+noisy = advice.noise_warnings(plan.predictions, cached.error_scales(qs, schema))
+if noisy:
+    st.warning("At this budget some answers will be mostly noise: " + "; ".join(noisy)
+               + ". Raise ε, give these queries more weight, or drop queries.", icon=":material/blur_on:")
+
+# ----------------------------------------------------------------------------- the plan
+if view.target is not None:
+    res = view.target
+    m1, m2, m3 = st.columns(3)
+    m1.metric("Least ε meeting every target", f"{res.total_epsilon:.4g}", help=f"under the {s.rule} rule, δ = {s.delta:g}")
+    m2.metric("Hardest target", res.binding, help="the query whose target needs the most budget")
+    m3.metric("Queries", len({p.query_id for p in plan.predictions}))
+    st.caption("This is the plan the Release page releases: each query gets exactly the share that meets its target.")
+else:
+    m1, m2, _ = st.columns(3)
+    m1.metric(f"ε this release spends ({s.rule})", f"{a.used_epsilon:.4g}", help=f"of the ε = {a.epsilon:g} you set")
+    m2.metric("Queries", len({p.query_id for p in plan.predictions}))
+    how = {"closed form": "exact optimum (closed form)", "dual": "optimum found numerically",
+           "equal split": "equal split (the best split here)", "pinned": "every share fixed by hand"}.get(a.method, a.method)
+    st.caption(f"The split gives each query the share of ε that makes the weighted errors smallest overall "
+               f"({how}; never worse than an equal split). To make one answer more precise, raise its weight on "
+               "the Queries page; to make all of them more precise, raise ε.")
+
+pv = planning.preview(data, view, schema)
+if pv is not None:
+    if pv.fits:
+        composed = (f" (less than its own ε = {a.used_epsilon:.4g}: the {pv.rule.value} rule composes it with the "
+                    "earlier releases)" if pv.epsilon_release < a.used_epsilon * (1 - 1e-9) else "")
+        st.success(f"Fits the lifetime budget: this release spends ε = {fmt.eps(pv.epsilon_release)} of the "
+                   f"{fmt.eps(max(pv.epsilon_remaining, 0.0))} that remain{composed}; "
+                   f"{fmt.eps(max(pv.epsilon_remaining_after, 0.0))} will remain afterwards.",
+                   icon=":material/check_circle:")
+    else:
+        st.error(lifetime.over_budget(pv), icon=":material/block:")
+        if view.target is None and pv.epsilon_remaining > 0:
+            def _fit() -> None:
+                def fits(e: float) -> bool:
+                    try:
+                        ss_plan = cached.plan(view.wl_json, sj, e, s.delta, s.rule, s.relative, s.pins)
+                    except PlannerError:
+                        return False
+                    v = planning.PlanView(s, ss_plan, None, view.wl_json)
+                    p2 = planning.preview(data, v, schema)
+                    return p2 is not None and p2.fits
+
+                best = advice.largest_fitting_epsilon(fits, max(pv.epsilon_remaining, 1e-9) * 1e-3, pv.epsilon_total)
+                if best is None:
+                    S.notice(PAGE, "Not even a tiny ε fits what remains: drop queries, or raise the lifetime budget "
+                                   "(Ledger page).")
+                else:
+                    ss[S.EPSILON] = best
+                    S.notice(PAGE, f"ε for this release set to {best:g}, the most that fits what remains.")
+
+            st.button("Plan with the most ε that still fits", key="planner:fit", on_click=_fit)
 
 st.subheader("Allocation")
-st.caption("Each query's share of the total ε and the error it is predicted to have. RMSE is the typical "
-           "error; the 95% bound is exceeded 1 time in 20; both in the unit shown.")
+st.caption("Each query's share of the budget and the error it is predicted to have: the true answer is within "
+           "± the 95% error 19 times in 20; the typical error (RMSE) is smaller. Both in the unit shown.")
+table = charts.prediction_table(plan.predictions)
 st.altair_chart(charts.allocation_chart(table, "share ε"), width="stretch")
 st.dataframe(table, hide_index=True, width="stretch",
              column_config={c: st.column_config.NumberColumn(format="%.4g")
-                            for c in ("share ε", "δ", "ρ", "RMSE", "95% bound")}
+                            for c in ("share ε", "δ", "ρ", "typical error", "±95% error")}
              | {"ρ": st.column_config.NumberColumn("ρ", format="%.4g", help="the Gaussian share in zero-concentrated DP"),
-                "noise": st.column_config.TextColumn("noise", width="medium", help="scale of the noise added (Laplace b, Gaussian σ) "
-                                                     "or the selection mechanism's ε and candidates")})
+                "noise": st.column_config.TextColumn("noise", width="medium", help="scale of the noise added (Laplace b, "
+                                                     "Gaussian σ) or the selection mechanism's ε and candidates")})
 
-st.subheader("Which accountant buys the most accuracy?")
-st.caption("A composition rule (accountant) adds up the privacy cost of many answers. Tighter rules "
-           "(RDP, zCDP) prove the same total ε for less noise, so the same budget buys smaller errors.")
-if ss[S.MODE] == "weighted":
-    st.toggle("Compare every rule side by side (optimises the split once per rule; cached)",
-              key=S.SHOW_COMPARE)
-    if ss[S.SHOW_COMPARE]:
-        with st.spinner("Optimising the split under every rule…"):
-            cmp = cached.compare(wl, sj, eps, delta, bool(ss[S.RELATIVE]))
-        st.dataframe(cmp, hide_index=True, width="stretch",
-                     column_config={"total weighted error": st.column_config.NumberColumn(
-                         format="%.4g", help="Σ weight × (error / scale)²: smaller is better"),
-                         "ε used": st.column_config.NumberColumn(format="%.6g")})
-        st.toggle("Plot each rule's error across total ε",
-                  key=S.SHOW_CURVE)
-        if ss[S.SHOW_CURVE]:
-            try:
-                with st.spinner("Optimising the split at 12 budgets under every rule…"):
-                    curve = cached.compare_curve(wl, sj, cached.curve_epsilons(eps), delta, bool(ss[S.RELATIVE]))
-            except PlannerError as exc:
-                st.error(str(exc))
-            else:
-                st.altair_chart(charts.rules_chart(curve, eps), width="stretch")
-                st.caption("Rules that buy the same accuracy draw their lines on top of one another "
-                           "(for pure-DP workloads basic, advanced and RDP often coincide); the table "
-                           "above gives each rule's value at your ε.")
+if view.target is None:
+    with st.expander("Fix some shares by hand (optional)"):
+        st.caption("A fixed share is not optimised: the rest of the budget is split among the other queries. "
+                   "Shares are ε, or ρ (zero-concentrated DP) for Gaussian noise. Leave blank to optimise.")
+        pins = dict(ss[S.PINS])
+        pin_df = pd.DataFrame([{"item": p.id, "query": p.query_id, "mechanism": p.mechanism,
+                                "fixed share": pins.get(p.id)} for p in plan.predictions])
+        pin_key = f"planner:pins:{ss[S.EDITOR_VERSION]}"
+        if pin_key not in ss:
+            ss["planner:pins_base"] = pin_df.to_dict("records")
+
+        def _pins() -> None:
+            rows = S.apply_editor_changes(ss["planner:pins_base"], ss[pin_key])
+            ss[S.PINS] = {r["item"]: float(r["fixed share"]) for r in rows if pd.notna(r.get("fixed share"))}
+
+        st.data_editor(pd.DataFrame(ss["planner:pins_base"]), key=pin_key, on_change=_pins, hide_index=True,
+                       width="stretch", disabled=["item", "query", "mechanism"],
+                       column_config={"fixed share": st.column_config.NumberColumn(min_value=0.0, format="%.4g")})
+
+# ----------------------------------------------------------------------------- rules
+st.subheader("Which composition rule buys the smallest errors?")
+st.caption("A composition rule (an accountant) adds up the privacy cost of many answers. Some rules prove a smaller "
+           "total for the same noise, so the same budget buys smaller errors — but not for every workload. "
+           "What-if only: " + ("the rule in force is the dataset's." if s.rule_fixed else
+                               "the rule is fixed when the lifetime budget is set."))
+if view.target is None:
+    cmp = advice.compare_rules(cached.compare(view.wl_json, sj, s.epsilon, s.delta, s.relative, s.pins), s.rule, s.delta)
+    st.markdown(cmp.headline)
+    if cmp.why:
+        st.caption(cmp.why)
+    marker = " ← in force" if s.rule_fixed else " ← chosen above"
+    st.dataframe(pd.DataFrame([{"rule": lifetime.rule_label(r.rule) + (marker if r.rule == s.rule else ""),
+                                "typical error vs the best rule": None if r.factor is None else f"×{r.factor:.3f}",
+                                "ε used": r.used_epsilon, "note": r.note} for r in cmp.rows]),
+                 hide_index=True, width="stretch",
+                 column_config={"ε used": st.column_config.NumberColumn(format="%.4g")})
+    st.toggle("Plot each rule's errors across ε", **S.bind(S.SHOW_CURVE, PAGE))
+    if ss[S.SHOW_CURVE]:
+        try:
+            with st.spinner("Optimising the split at 12 budgets under every rule…"):
+                curve = cached.compare_curve(view.wl_json, sj, cached.curve_epsilons(s.epsilon), s.delta, s.relative)
+        except PlannerError as exc:
+            st.error(str(exc))
+        else:
+            st.altair_chart(charts.rules_chart(curve, s.epsilon), width="stretch")
+            st.caption("Lower is better. Rules that buy the same accuracy draw their lines on top of one another.")
 else:
-    st.caption("The comparison of rules is shown in weighted mode.")
+    rows = []
+    least: dict[str, float | PlannerError] = {}
+    for rule in S.RULES:
+        try:
+            least[rule] = cached.targets(view.wl_json, sj, s.delta, rule).total_epsilon
+            rows.append({"rule": lifetime.rule_label(rule) + ((" ← in force" if s.rule_fixed else " ← chosen above")
+                                                              if rule == s.rule else ""),
+                         "least ε meeting every target": least[rule], "note": ""})
+        except PlannerError as exc:
+            least[rule] = exc
+            rows.append({"rule": lifetime.rule_label(rule), "least ε meeting every target": None,
+                         "note": f"does not apply: {exc}"})
+    st.markdown(advice.compare_target_rules(least, s.rule))
+    st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch",
+                 column_config={"least ε meeting every target": st.column_config.NumberColumn(format="%.4g")})

@@ -1,4 +1,4 @@
-"""Release: confirm, spend (recorded first), sample once, show the answers with error bars.
+"""Release: the plan in force, checked against what remains, released once, shown with error bars.
 
 The release happens only in the confirm button's ``on_click`` callback (or, for AppTest,
 when the ``CONFIRMED`` flag is set, STYLE.md). A rerun or a reload shows the stored
@@ -14,59 +14,59 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from pages._ui import cached, charts, fmt
+from pages._ui import cached, charts, fmt, frame, lifetime, planning
 from pages._ui import state as S
 from pages._ui.preamble import require_dataset
+from planner import release as rel
 from planner.errors import PlannerError
 
 st.title("Release")
 
-try:
-    from planner import release as rel
-except ImportError:
-    rel = None  # type: ignore[assignment]
-
 data, schema, sj = require_dataset()
 ss = st.session_state
-eps, delta, rule = float(ss[S.EPSILON]), float(ss[S.DELTA]), str(ss[S.RULE])
+PAGE = "release"
+
 try:
-    plan = cached.plan(cached.workload_json(ss[S.WORKLOAD], "weighted"), sj, eps, delta, rule, bool(ss[S.RELATIVE]))
+    view = planning.current_plan(data, sj)
 except PlannerError as exc:
-    st.error(f"Fix the plan first: {exc}")
-    st.stop()
-
+    st.error(f"The plan cannot be made yet: {exc}")
+    st.page_link("pages/plan_page.py", label="Fix it on the Planner", icon=":material/calculate:")
+    frame.stop()
+plan, s = view.plan, view.settings
+a = plan.allocation
 led = cached.ledger()
+plan_hash = rel.plan_hash(plan, schema)
+
+# ------------------------------------------------------------------------- the plan in force
+mode_txt = (f"the least ε meeting every target, **ε = {a.used_epsilon:.4g}**" if view.target is not None
+            else f"**ε = {a.used_epsilon:.4g}** split by weight")
+st.markdown(f"**The plan in force** (set on the Queries and Planner pages): {mode_txt}, δ = {a.delta:g}, "
+            f"**{a.rule.value}** rule, {len({p.query_id for p in plan.predictions})} queries on **{data.name}**.")
+rows_by_id = {r.get("id"): r for r in S.clean_rows(ss[S.WORKLOAD])}
+st.dataframe(pd.DataFrame([{
+    "query": p.query_id, "kind": p.kind, "mechanism": p.mechanism,
+    ("target ±" if view.target is not None else "weight"):
+        rows_by_id.get(p.query_id, {}).get("target" if view.target is not None else "weight"),
+    "ε share": p.epsilon, "±95% error": p.error_bound_95, "unit": p.unit} for p in plan.predictions]),
+    hide_index=True, width="stretch", height=35 * (len(plan.predictions) + 1) + 3,
+    column_config={c: st.column_config.NumberColumn(format="%.4g") for c in ("ε share", "±95% error", "weight", "target ±")})
 
 
-def _status() -> Any | None:
-    try:
-        return led.status(data.fingerprint)
-    except PlannerError:
-        return None
-
-
+# ------------------------------------------------------------------------- actions
 def _do_release() -> None:
-    """on_click: register the budget (first time), then release through the engine."""
+    """on_click: release the plan in force through the engine (check → record → sample → store)."""
     ss[S.CONFIRM_OPEN] = False
     ss[S.CONFIRMED] = False
     ss[S.RELEASE_ERROR] = None
-    st_now = _status()  # a registered dataset keeps its total budget and rule
     try:
-        result = rel.release(
-            plan, data.schema, cached.backend(data.fingerprint, sj, data), led, data.fingerprint, data.name,
-            total_epsilon=st_now.epsilon_total if st_now else eps,
-            total_delta=st_now.delta_total if st_now else delta,
-            rule=st_now.rule if st_now else rule,
-        )
+        v = planning.current_plan(data, sj)  # exactly what the page shows (same durable settings)
+        result = rel.release(v.plan, schema, cached.backend(data.fingerprint, sj, data), led,
+                             data.fingerprint, data.name)
     except PlannerError as exc:
         ss[S.RELEASE_ERROR] = str(exc)
         return
     ss[S.LAST_RESULT] = result
-    ss[S.LAST_RELEASE_ID] = _release_id(result)
-
-
-def _release_id(result: Any) -> Any:
-    return getattr(result, "release_id", None)
+    ss[S.LAST_RELEASE_ID] = result.release_id
 
 
 def _open() -> None:
@@ -77,37 +77,11 @@ def _cancel() -> None:
     ss[S.CONFIRM_OPEN] = False
 
 
-# ------------------------------------------------------------------------- the plan
-a = plan.allocation
-st.markdown(f"Plan: **{len(plan.predictions)}** released quantities, rule **{a.rule.value}**, "
-            f"ε used **{a.used_epsilon:.4g}** of {a.epsilon:g}, δ = {a.delta:g}.")
-st.dataframe(pd.DataFrame([{"id": p.id, "mechanism": p.mechanism, "ε": p.epsilon, "δ": p.delta,
-                            "RMSE": p.rmse, "95% bound": p.error_bound_95, "unit": p.unit}
-                           for p in plan.predictions]), hide_index=True, width="stretch",
-             column_config={c: st.column_config.NumberColumn(format="%.4g") for c in ("ε", "δ", "RMSE", "95% bound")})
-
-status = _status()
-if status is None:
-    st.info(f"This dataset has no budget in the ledger yet: the first release registers "
-            f"total ε = {eps:g}, δ = {delta:g} under {rule}.")
-    remaining_after = fmt.eps(eps - a.used_epsilon)
-else:
-    c1, c2, c3 = st.columns(3)
-    c1.metric("Total ε", f"{status.epsilon_total:g}")
-    c2.metric("Spent ε", fmt.eps(status.epsilon_spent))
-    c3.metric("Remaining ε", fmt.eps(status.epsilon_remaining))
-    remaining_after = f"≈ {fmt.eps(status.epsilon_remaining - a.used_epsilon)} (composed under {status.rule.value})"
-
-if rel is None:
-    st.warning("The release engine (`planner/release.py`) is not installed in this build yet: "
-               "planning works, releasing is disabled.")
-    st.stop()
-
-plan_hash = rel.plan_hash(plan, data.schema)
 stored = None
-for rec in led.releases(data.fingerprint) if status is not None else []:
-    if rec.plan_hash == plan_hash:
-        stored = rec
+if s.lifetime is not None:
+    for rec in led.releases(data.fingerprint):
+        if rec.plan_hash == plan_hash:
+            stored = rec
 
 if ss[S.CONFIRMED]:  # AppTest drives the dialog through this flag (STYLE.md)
     _do_release()
@@ -116,79 +90,117 @@ if ss[S.RELEASE_ERROR]:
     st.error(ss[S.RELEASE_ERROR])
 
 result = ss[S.LAST_RESULT]
-if result is not None and getattr(result, "plan_hash", plan_hash) != plan_hash:
+if result is not None and (result.plan_hash != plan_hash or result.fingerprint != data.fingerprint):
     result = None
 
+# ------------------------------------------------------------------------- before the release
 if result is None and stored is None:
-    st.button("Release…", type="primary", key="release_open", on_click=_open)
+    st.subheader("Lifetime budget")
+    note = S.pop_notice(PAGE)
+    if note:
+        st.success(note)
+    if s.lifetime is None:
+        st.info("This dataset has no lifetime budget yet, so nothing can be released. Set it first: it is the total "
+                "all releases of this dataset may ever spend.", icon=":material/info:")
+        lifetime.set_form(data, PAGE)
+        st.button("Release…", type="primary", key="release:open", disabled=True,
+                  help="Set the lifetime budget first.")
+        frame.stop()
+    pv = planning.preview(data, view, schema)
+    assert pv is not None
+    lifetime.preview_metrics(pv)
+    if not pv.fits:
+        st.error(lifetime.over_budget(pv), icon=":material/block:")
+        st.page_link("pages/plan_page.py", label="Lower ε or change the plan on the Planner", icon=":material/calculate:")
+        st.button("Release…", type="primary", key="release:open", disabled=True,
+                  help="This release does not fit what remains of the lifetime budget.")
+        frame.stop()
+    st.button("Release…", type="primary", key="release:open", on_click=_open)
     if ss[S.CONFIRM_OPEN]:
         # A click inside a dialog reruns the dialog only; st.rerun() then redraws the whole
         # page (closing the dialog), so the answers appear at once.
         @st.dialog("Confirm the release", on_dismiss=_cancel)
         def _confirm() -> None:
-            st.markdown(f"This spends **ε = {a.used_epsilon:.4g}, δ = {a.delta:g}** of the dataset's budget "
-                        f"({a.rule.value} composition). Remaining afterwards: **{remaining_after}**.")
+            st.markdown(f"This spends **ε = {fmt.eps(pv.epsilon_release)}** of the lifetime budget of "
+                        f"**{data.name}** ({pv.rule.value} rule, δ = {a.delta:g}). "
+                        f"Remaining afterwards: **ε = {fmt.eps(max(pv.epsilon_remaining_after, 0.0))}** "
+                        f"of {pv.epsilon_total:g}.")
             st.warning("This cannot be undone: the spend is recorded before any noise is drawn.")
             d1, d2 = st.columns(2)
-            if d1.button("Confirm release", type="primary", key="release_confirm"):
+            if d1.button("Confirm release", type="primary", key="release:confirm"):
                 _do_release()
                 st.rerun()
-            if d2.button("Cancel", key="release_cancel"):
+            if d2.button("Cancel", key="release:cancel"):
                 _cancel()
                 st.rerun()
 
         _confirm()
-    st.stop()
+    frame.stop()
+
 
 # ------------------------------------------------------------------------- the answers
-def _answer_rows(answers: dict[str, Any]) -> pd.DataFrame:
-    """Released answers (as stored in the ledger) → one row per released number, with its error bar."""
-    preds = {p.query_id: p for p in plan.predictions}
-    rows = []
-    for qid, ans in answers.items():
-        p = preds.get(qid)
-        base = {"query": qid, "kind": p.kind if p else "", "mechanism": p.mechanism if p else "",
-                "rmse": p.rmse if p else None, "error_bound_95": p.error_bound_95 if p else None,
-                "unit": p.unit if p else ""}
-        if isinstance(ans, dict) and isinstance(ans.get("labels"), list) and isinstance(ans.get("counts"), list):
-            rows += [base | {"label": str(lab), "value": v} for lab, v in zip(ans["labels"], ans["counts"], strict=False)]
-        else:
-            rows.append(base | {"label": "", "value": ans.get("value") if isinstance(ans, dict) else ans})
-    return pd.DataFrame(rows)
+def _alphas() -> dict[tuple[str, str], float]:
+    """(query, part) → quantile level, from the plan's parts ("quantile@0.5")."""
+    out: dict[tuple[str, str], float] = {}
+    for p in plan.predictions:
+        if p.part.startswith("quantile@"):
+            level = float(p.part.split("@", 1)[1])
+            out[(p.query_id, p.part)] = level
+            out.setdefault((p.query_id, ""), level)
+    return out
 
 
 def _show_answers(table: pd.DataFrame) -> None:
-    shown = table.drop(columns=[c for c in ("plan_hash", "schema_hash", "part") if c in table.columns])
-    shown = shown.assign(value=shown["value"].map(fmt.value), label=shown["label"].fillna("").astype(str))
-    st.dataframe(shown, hide_index=True, width="stretch", height=35 * (len(shown) + 2),
-                 column_config={c: st.column_config.NumberColumn(format="%.4g")
-                                for c in ("epsilon", "delta", "rmse", "error_bound_95")}
-                 | {"error_bound_95": st.column_config.NumberColumn("95% bound", format="%.4g",
-                                                                    help="the true value is within ± this, 19 times in 20")})
-    st.markdown("**Released values with their 95% error bars** (additive-noise queries; median and mode "
-                "errors are in ranks / rows and are listed in the table).")
-    st.altair_chart(charts.answers_chart(table), width="stretch")
+    levels = _alphas()
+    table = table.assign(alpha=[levels.get((str(q), str(pt) if pd.notna(pt) else ""))
+                                for q, pt in zip(table["query"], table.get("part", [""] * len(table)), strict=True)])
+    shown = table.assign(value=table["value"].map(fmt.value), label=table["label"].fillna("").astype(str))
+    order = ["query", "kind", "mechanism", "label", "value", "epsilon", "delta", "rmse", "error_bound_95", "unit"]
+    shown = shown[[c for c in order if c in shown.columns]]
+    st.dataframe(shown, hide_index=True, width="stretch", height=35 * (len(shown) + 1) + 3,
+                 column_config={c: st.column_config.NumberColumn(format="%.4g") for c in ("epsilon", "delta", "rmse")}
+                 | {"error_bound_95": st.column_config.NumberColumn("±95% error", format="%.4g",
+                                                                    help="the true value is within ± this, 19 times in 20"),
+                    "rmse": st.column_config.NumberColumn("typical error", format="%.4g")})
+    st.markdown("**Released values with their 95% error bars**, one chart per unit so that answers in the same "
+                "unit share one scale.")
+    for kind, unit, grp in charts.answer_groups(table):
+        st.altair_chart(charts.answers_chart(kind, unit, grp), width="stretch")
 
 
 if result is None:
     st.success(f"This plan was already released (release #{stored.release_id}); showing the stored answers. "
-               "Nothing is sampled again.")
+               "Nothing is sampled again and nothing more is spent.")
     if stored.answers:
-        _show_answers(_answer_rows(stored.answers))
+        st.button("Prepare the CSV and JSON downloads", key="release:reload", on_click=_do_release,
+                  help="Returns the stored answers from the ledger; spends nothing and samples nothing.")
+        rows: list[dict[str, Any]] = []
+        preds = {p.query_id: p for p in plan.predictions}
+        for qid, ans in stored.answers.items():
+            p = preds.get(qid)
+            base = {"query": qid, "kind": p.kind if p else "", "mechanism": p.mechanism if p else "", "part": "",
+                    "rmse": p.rmse if p else None, "error_bound_95": p.error_bound_95 if p else None,
+                    "unit": p.unit if p else ""}
+            if isinstance(ans, dict) and isinstance(ans.get("labels"), list) and isinstance(ans.get("counts"), list):
+                rows += [base | {"label": str(lab), "value": v} for lab, v in zip(ans["labels"], ans["counts"], strict=False)]
+            else:
+                rows.append(base | {"label": "", "value": ans.get("value") if isinstance(ans, dict) else ans})
+        _show_answers(pd.DataFrame(rows))
     else:
         st.warning(f"Release #{stored.release_id} is recorded as **{stored.status}**: the budget was spent but "
                    "no answers were stored. It is never sampled again, and the spend is never refunded.")
-    st.button("Prepare the CSV and JSON downloads", key="release_reload", on_click=_do_release,
-              help="Returns the stored answers from the ledger; spends nothing and samples nothing.")
-    st.stop()
+    frame.stop()
 
-st.success(f"Released (release #{_release_id(result)}). These answers are stored; a rerun shows them again.")
+status = planning.lifetime(data.fingerprint)
+st.success(f"Released (release #{result.release_id}). These answers are stored; a rerun shows them again. "
+           + (f"ε {fmt.eps(max(status.epsilon_remaining, 0.0))} of the lifetime {status.epsilon_total:g} remains."
+              if status else ""))
 csv_text = result.to_csv()
 _show_answers(pd.read_csv(io.StringIO(csv_text), dtype={"label": str, "part": str}))
 for w in result.warnings:
     st.warning(w)
 d1, d2 = st.columns(2)
 d1.download_button("Download answers (CSV)", csv_text, file_name=f"release-{result.release_id}.csv",
-                   mime="text/csv", key="release_csv")
+                   mime="text/csv", key="release:csv")
 d2.download_button("Download report (JSON)", json.dumps(result.report_json(), indent=2, default=str),
-                   file_name=f"release-{result.release_id}.json", mime="application/json", key="release_json")
+                   file_name=f"release-{result.release_id}.json", mime="application/json", key="release:json")

@@ -53,6 +53,32 @@ _MAX_ROWS_PER_UNIT: Final[int] = 1_000_000
 Scalar = float | str | bool
 
 
+class SchemaProblems(SchemaError):
+    """Every problem of a schema declaration, reported at once.
+
+    ``problems`` holds one message per problem, each naming the column or field, the
+    constraint and the fix. With one problem the message is that problem's message.
+
+    Examples
+    --------
+    >>> err = SchemaProblems(["column 'a': fix A.", "column 'b': fix B."])
+    >>> err.problems
+    ("column 'a': fix A.", "column 'b': fix B.")
+    >>> str(err)
+    "2 problems in the schema: (1) column 'a': fix A. (2) column 'b': fix B."
+    """
+
+    def __init__(self, problems: Sequence[str]) -> None:
+        self.problems: tuple[str, ...] = tuple(problems)
+        if len(self.problems) == 1:
+            text = self.problems[0]
+        else:
+            text = f"{len(self.problems)} problems in the schema: " + " ".join(
+                f"({i}) {p}" for i, p in enumerate(self.problems, start=1)
+            )
+        super().__init__(text)
+
+
 class ColumnKind(StrEnum):
     """What a column holds."""
 
@@ -478,37 +504,43 @@ class Schema:
         for c in cols:
             if not isinstance(c, Column):
                 raise SchemaError("'columns' must hold Column objects.")
+        if not isinstance(self.unit, PrivacyUnit):
+            raise SchemaError("'unit' must be a PrivacyUnit.")
+        problems: list[str] = []
         names = [c.name for c in cols]
         dups = sorted({n for n in names if names.count(n) > 1})
         if dups:
-            raise SchemaError(f"columns {dups} are declared more than once; declare each once.")
+            problems.append(f"columns {dups} are declared more than once; declare each once.")
         object.__setattr__(self, "columns", cols)
         try:
             object.__setattr__(self, "relation", Relation(self.relation))
-        except ValueError as exc:
-            raise SchemaError(
+        except ValueError:
+            problems.append(
                 f"relation must be one of {[r.value for r in Relation]}; got {self.relation!r}."
-            ) from exc
-        if not isinstance(self.unit, PrivacyUnit):
-            raise SchemaError("'unit' must be a PrivacyUnit.")
+            )
         if self.unit.column is not None:
             if self.unit.column not in names:
-                raise SchemaError(
+                problems.append(
                     f"privacy unit column {self.unit.column!r} is not declared; add it as an "
                     "identifier column."
                 )
-            if self.column(self.unit.column).kind is not ColumnKind.IDENTIFIER:
-                raise SchemaError(
+            elif self.column(self.unit.column).kind is not ColumnKind.IDENTIFIER:
+                problems.append(
                     f"privacy unit column {self.unit.column!r} must be declared with kind "
                     "'identifier'."
                 )
         if self.public_n is not None:
             if isinstance(self.public_n, bool) or not isinstance(self.public_n, int) or self.public_n < 1:
-                raise SchemaError(
+                problems.append(
                     f"public_n must be a whole number ≥ 1 or null; got {self.public_n!r}. "
                     "Declare the public row count, or leave it out."
                 )
-        object.__setattr__(self, "salt", _check_salt(self.salt))
+        try:
+            object.__setattr__(self, "salt", _check_salt(self.salt))
+        except SchemaError as exc:
+            problems.append(str(exc))
+        if problems:
+            raise SchemaProblems(problems)
 
     # ------------------------------------------------------------------ access
     @property
@@ -572,10 +604,35 @@ class Schema:
                 "'privacy_unit' must be an object {\"column\": <id column or null>, "
                 '"max_rows": <c>}.'
             )
+        problems: list[str] = []
+        columns: list[Column] = []
+        for c in cols:
+            try:
+                columns.append(Column.from_dict(c))
+            except SchemaError as exc:
+                problems.append(str(exc))
+        try:
+            unit = PrivacyUnit(unit_d.get("column"), unit_d.get("max_rows", 1))
+        except SchemaError as exc:
+            problems.append(str(exc))
+            unit = PrivacyUnit()
+        if problems:
+            # the table-level checks too, on the columns that could be read (a unit column
+            # whose own declaration failed is reported once, above)
+            readable = {c.name for c in columns}
+            if unit.column is not None and unit.column not in readable:
+                unit = PrivacyUnit()
+            if columns:
+                try:
+                    cls(columns=tuple(columns), relation=data.get("relation", Relation.ADD_REMOVE.value),
+                        unit=unit, public_n=data.get("public_n"), salt=data.get("salt", ""))
+                except SchemaProblems as exc:
+                    problems += [p for p in exc.problems if p not in problems]
+            raise SchemaProblems(problems)
         return cls(
-            columns=tuple(Column.from_dict(c) for c in cols),
+            columns=tuple(columns),
             relation=data.get("relation", Relation.ADD_REMOVE.value),
-            unit=PrivacyUnit(unit_d.get("column"), unit_d.get("max_rows", 1)),
+            unit=unit,
             public_n=data.get("public_n"),
             salt=data.get("salt", ""),
         )

@@ -11,25 +11,25 @@ is paired with a hashed key (a fingerprint or a JSON text) that determines it.
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 import streamlit as st
 
-from planner import bounds, simulation, workload
 from planner.backends.base import Backend
 from planner.backends.pandas_backend import PandasBackend
 from planner.errors import DataError, PlannerError
-from planner.ledger import Ledger
 from planner.loader import column_report, load_table
-from planner.mechanisms import ism
 from planner.queries import VALID_MECHANISMS, Query, QueryKind, queries_from_list
 from planner.schema import ColumnKind, Schema, dataset_fingerprint, suggest_kinds
 
 from . import state as S
+
+if TYPE_CHECKING:  # imported where used: the Data page draws without the optimiser or the ledger
+    from planner import workload
+    from planner.ledger import Ledger
 
 LINEAR_KINDS = (QueryKind.COUNT, QueryKind.SUM, QueryKind.HISTOGRAM)
 
@@ -119,7 +119,7 @@ def backend(fingerprint: str, schema_json: str, _data: Active) -> Backend:
         src = io.BytesIO(ss[S.UPLOAD_BYTES])
         src.name = ss[S.UPLOAD_NAME] or "upload.csv"
     elif _data.source == "server":
-        src = sources.open_source(ss[S.SERVER_FILE])
+        src = sources.open_source(ss[S.ACTIVE]["file"])
     else:
         path = S.SAMPLES[_data.sample or ""][0]
         src = sources.file_source((path,), path.name)
@@ -129,6 +129,8 @@ def backend(fingerprint: str, schema_json: str, _data: Active) -> Backend:
 @st.cache_resource
 def get_ledger(url: str | None) -> Ledger:
     """One ledger per process and URL (``$PLANNER_LEDGER_URL`` or the default)."""
+    from planner.ledger import Ledger
+
     return Ledger(url)
 
 
@@ -152,44 +154,39 @@ class Active:
 
 
 def active() -> Active:
-    """The active dataset; raises PlannerError on a bad upload."""
+    """The active dataset (the one the owner last picked); raises PlannerError if unreadable."""
     ss = st.session_state
-    if ss[S.SOURCE] == "upload" and ss[S.UPLOAD_BYTES] is not None:
-        df, fp = load_upload(ss[S.UPLOAD_BYTES], ss[S.UPLOAD_NAME] or "upload")
-        sj = ss[S.UPLOAD_SCHEMA]
-        return Active(ss[S.UPLOAD_NAME] or "upload", "upload", fp, df,
-                      Schema.from_json(sj) if sj else None, sj, None)
-    if ss[S.SOURCE] == "server" and ss[S.SERVER_FILE]:
-        df, fp = load_server(ss[S.SERVER_FILE])
-        sj = ss[S.SERVER_SCHEMA]
-        return Active(ss[S.SERVER_FILE], "server", fp, df, Schema.from_json(sj) if sj else None, sj, None)
-    name = ss[S.SAMPLE]
+    act = ss[S.ACTIVE]
+    if act.get("source") == "upload" and ss[S.UPLOAD_BYTES] is not None:
+        name = ss[S.UPLOAD_NAME] or "upload"
+        df, fp = load_upload(ss[S.UPLOAD_BYTES], name)
+        sj = ss[S.SCHEMAS].get(fp)
+        return Active(name, "upload", fp, df, Schema.from_json(sj) if sj else None, sj, None)
+    if act.get("source") == "server" and act.get("file"):
+        df, fp = load_server(act["file"])
+        sj = ss[S.SCHEMAS].get(fp)
+        return Active(act["file"], "server", fp, df, Schema.from_json(sj) if sj else None, sj, None)
+    name = act.get("sample") if act.get("sample") in S.SAMPLES else "census"
     df, sj, fp = load_sample(name)
     return Active(f"{name} (sample)", "sample", fp, df, Schema.from_json(sj), sj, name)
 
 
 def sync_workload(data: Active) -> None:
-    """Reset the workload to the dataset's default when the dataset changes."""
+    """Give a newly active dataset its starting workload (once: edits are kept after that).
+
+    The workload made by ``init_state`` belongs to the session's first dataset; a dataset
+    picked later gets its own starting workload once its schema is declared.
+    """
     ss = st.session_state
-    if ss[S.ACTIVE_FP] != data.fingerprint:
-        if ss[S.ACTIVE_FP] is not None:
-            S.reset_workload(data.sample)
-        ss[S.ACTIVE_FP] = data.fingerprint
+    if ss[S.WORKLOAD_FP] is None:
+        ss[S.WORKLOAD_FP] = data.fingerprint
+    elif ss[S.WORKLOAD_FP] != data.fingerprint and data.schema is not None:
+        rows = S.default_workload(data.sample) if data.sample else S.starter_workload(data.schema.to_dict())
+        S.set_workload(rows, data.fingerprint)
 
 
 # ----------------------------------------------------------------------------- queries
-def clean_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Editor rows → query dicts: blank cells dropped, numbers as floats."""
-    out = []
-    for r in rows:
-        d: dict[str, Any] = {}
-        for k, v in r.items():
-            if v is None or (isinstance(v, float) and math.isnan(v)) or (isinstance(v, str) and not v.strip()):
-                continue
-            d[k] = float(v) if k in ("weight", "target") else (v.strip() if isinstance(v, str) else v)
-        if d:
-            out.append(d)
-    return out
+clean_rows = S.clean_rows
 
 
 def workload_json(rows: list[dict[str, Any]], mode: str = "weighted") -> str:
@@ -205,38 +202,56 @@ def parse_queries(wl_json: str, schema_json: str) -> tuple[Query, ...]:
 
 def error_scales(queries: tuple[Query, ...], schema: Schema) -> dict[str, float] | None:
     """A public scale per query (declared bounds and public n): the engine's default."""
+    from planner import workload
+
     return workload.default_error_scales(queries, schema)
 
 
 # ----------------------------------------------------------------------------- plans
+Pins = tuple[tuple[str, float], ...]
+
+
 @st.cache_data(max_entries=64)
-def plan(wl_json: str, schema_json: str, epsilon: float, delta: float, rule: str, relative: bool) -> workload.Plan:
+def plan(wl_json: str, schema_json: str, epsilon: float, delta: float, rule: str, relative: bool,
+         pins: Pins = ()) -> workload.Plan:
+    """Weighted mode: the optimal split of ``epsilon`` (``pins`` fix some shares)."""
+    from planner import workload
+
     schema = Schema.from_json(schema_json)
     qs = parse_queries(wl_json, schema_json)
-    return workload.plan(qs, schema, epsilon, delta, rule, error_scales(qs, schema) if relative else None)
+    return workload.plan(qs, schema, epsilon, delta, rule, error_scales(qs, schema) if relative else None,
+                         dict(pins) or None)
 
 
 @st.cache_data(max_entries=32)
 def targets(wl_json: str, schema_json: str, delta: float, rule: str) -> workload.TargetResult:
+    """Target mode: the least ε meeting every target, with the plan that meets them."""
+    from planner import workload
+
     schema = Schema.from_json(schema_json)
     return workload.plan_for_targets(parse_queries(wl_json, schema_json), schema, delta, rule)
 
 
-def compare(wl_json: str, schema_json: str, epsilon: float, delta: float, relative: bool) -> pd.DataFrame:
-    """The same workload under every rule: one cached :func:`plan` per rule.
-
-    Sharing :func:`plan`'s cache means the rule on screen is never optimised twice, and
-    the comparison costs nothing until it is asked for (the Planner shows it on demand).
-    """
-    rows: list[dict[str, Any]] = []
+def compare(wl_json: str, schema_json: str, epsilon: float, delta: float, relative: bool,
+            pins: Pins = ()) -> dict[str, workload.Plan | PlannerError]:
+    """The same workload under every rule: one cached :func:`plan` per rule (the rule on
+    screen is never optimised twice); a rule that does not apply gives its error."""
+    out: dict[str, workload.Plan | PlannerError] = {}
     for rule in S.RULES:
         try:
-            a = plan(wl_json, schema_json, epsilon, delta, rule, relative).allocation
+            out[rule] = plan(wl_json, schema_json, epsilon, delta, rule, relative, pins)
         except PlannerError as exc:
-            rows.append({"rule": rule, "total weighted error": None, "ε used": None, "method": f"not applicable: {exc}"})
-            continue
-        rows.append({"rule": rule, "total weighted error": a.objective, "ε used": a.used_epsilon, "method": a.method})
-    return pd.DataFrame(rows)
+            out[rule] = exc
+    return out
+
+
+@st.cache_resource(max_entries=16)
+def prepared(plan_hash: str, _plan: workload.Plan, _schema: Schema) -> Any:
+    """The OpenDP measurements of a plan and their costs (``planner.release.prepare``):
+    deterministic, no data, no noise; keyed by the plan's hash."""
+    from planner import release
+
+    return release.prepare(_plan, _schema)
 
 
 def curve_epsilons(epsilon: float, points: int = 12) -> tuple[float, ...]:
@@ -245,6 +260,8 @@ def curve_epsilons(epsilon: float, points: int = 12) -> tuple[float, ...]:
 
 @st.cache_data(max_entries=32)
 def compare_curve(wl_json: str, schema_json: str, epsilons: tuple[float, ...], delta: float, relative: bool) -> pd.DataFrame:
+    from planner import workload
+
     schema = Schema.from_json(schema_json)
     qs = parse_queries(wl_json, schema_json)
     cur = workload.compare_curve(qs, schema, list(epsilons), delta, error_scales(qs, schema) if relative else None)
@@ -265,6 +282,8 @@ def accuracy_curves(query_json: str, schema_json: str, delta: float, epsilons: t
     composition of a one-query workload). Returns the curves and notes on mechanisms the
     planner cannot predict.
     """
+    from planner import workload
+
     schema = Schema.from_json(schema_json)
     base = json.loads(query_json)
     rows: list[dict[str, Any]] = []
@@ -289,6 +308,8 @@ def accuracy_curves(query_json: str, schema_json: str, delta: float, epsilons: t
 @st.cache_data(max_entries=64)
 def lower_bound_curve(query_json: str, schema_json: str, epsilons: tuple[float, ...]) -> pd.DataFrame | None:
     """√ of the MSE lower bound for unbiased ε-DP mechanisms (linear queries only)."""
+    from planner import bounds
+
     schema = Schema.from_json(schema_json)
     q = queries_from_list([json.loads(query_json)], schema)[0]
     if q.kind not in LINEAR_KINDS:
@@ -300,7 +321,10 @@ def lower_bound_curve(query_json: str, schema_json: str, epsilons: tuple[float, 
 
 @st.cache_data(max_entries=16)
 def mode_exactness(fingerprint: str, schema_json: str, column: str, epsilons: tuple[float, ...], _df: pd.DataFrame) -> pd.DataFrame:
-    """DATA-DEPENDENT: P[ISM = true mode] vs the unbiased upper bound at ¼ε (seed 000)."""
+    """DATA-DEPENDENT: P[ISM = true mode] vs the unbiased upper bound at ¼ε (Garivier 2021)."""
+    from planner import bounds
+    from planner.mechanisms import ism
+
     b = frame_backend(fingerprint, schema_json, _df)
     counts = b.category_counts(column).as_array()
     d = ism.mode_distance(counts).distance
@@ -328,6 +352,8 @@ def exact_aggregate(fingerprint: str, schema_json: str, query_json: str, _df: pd
 def quantile_check(fingerprint: str, schema_json: str, query_json: str, alpha: float,
                    epsilons: tuple[float, ...], runs: int, seed: int, _df: pd.DataFrame) -> pd.DataFrame:
     """DATA-DEPENDENT: a quantile's error in the column's units (lower bound, EM, ISM), long form."""
+    from planner import simulation
+
     schema = Schema.from_json(schema_json)
     q = queries_from_list([json.loads(query_json)], schema)[0]
     lo, hi = schema.column(q.column or "").bounds

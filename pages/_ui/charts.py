@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 import altair as alt
 import pandas as pd
 
@@ -39,53 +42,119 @@ def probability_chart(df: pd.DataFrame, epsilon: float) -> alt.LayerChart:
     return alt.layer(line, rule).properties(height=300)
 
 
+def prediction_table(preds: Sequence[Any]) -> pd.DataFrame:
+    """One row per released quantity (engine predictions as they are; δ and ρ columns only
+    when some query uses Gaussian noise)."""
+    df = pd.DataFrame([
+        {"id": p.id, "kind": p.kind, "mechanism": p.mechanism, "share ε": p.epsilon, "δ": p.delta, "ρ": p.rho,
+         "±95% error": p.error_bound_95, "typical error": p.rmse, "unit": p.unit,
+         "noise": ", ".join(f"{k.replace('_', ' ')} {v:.4g}" for k, v in p.noise.items())}
+        for p in preds
+    ])
+    if not (df["δ"] > 0).any():
+        df = df.drop(columns=["δ", "ρ"])
+    return df
+
+
 def allocation_chart(table: pd.DataFrame, value: str = "ε") -> alt.Chart:
     """Bar per query part: its share of the budget."""
     return alt.Chart(table).mark_bar().encode(
         y=alt.Y("id:N", sort=None, title="query", axis=alt.Axis(labelLimit=220, labelOverlap=False)),
-        x=alt.X(f"{value}:Q", title=f"{value} (share of the total budget)"),
+        x=alt.X(f"{value}:Q", title=f"{value} (share of this release's budget)"),
         color=alt.Color("mechanism:N"),
-        tooltip=[alt.Tooltip(c) for c in table.columns if c != "noise scale"],
+        tooltip=[alt.Tooltip(c) for c in table.columns if c != "noise"],
     ).properties(height=alt.Step(26))
 
 
 def rules_chart(df: pd.DataFrame, epsilon: float) -> alt.LayerChart:
-    """Total weighted error of the optimal split against total ε, one line per rule."""
-    x = alt.X("epsilon:Q", scale=alt.Scale(type="log"), title="total ε")
+    """The planner's weighted error of the optimal split against ε, one line per rule."""
+    x = alt.X("epsilon:Q", scale=alt.Scale(type="log"), title="ε of the release (log scale)")
     lines = alt.Chart(df).mark_line(point=True).encode(
-        x=x, y=alt.Y("objective:Q", scale=alt.Scale(type="log"), title="total weighted error"),
+        x=x, y=alt.Y("objective:Q", scale=alt.Scale(type="log"),
+                     title="weighted error (lower is better)"),
         color="rule:N", tooltip=["rule", alt.Tooltip("epsilon:Q", format=".3g"), alt.Tooltip("objective:Q", format=".4g")])
-    rule = alt.Chart(pd.DataFrame({"epsilon": [epsilon]})).mark_rule(color="red").encode(x=x, tooltip=[alt.Tooltip("epsilon:Q", title="chosen ε", format=".3g")])
+    rule = alt.Chart(pd.DataFrame({"epsilon": [epsilon]})).mark_rule(color="red").encode(x=x, tooltip=[alt.Tooltip("epsilon:Q", title="your ε", format=".3g")])
     return alt.layer(lines, rule).properties(height=320)
 
 
-def answers_chart(table: pd.DataFrame) -> alt.FacetChart:
-    """Released values with ±95% error bars (from the release CSV), one panel per query.
+# ----------------------------------------------------------------------------- released answers
+#: Units that are counts of rows share one scale.
+_SAME_UNIT = {"rows per bin": "rows"}
 
-    Rows whose error is in the value's own units are drawn (count, sum, mean, histogram
-    bins, proportions); the bar is value ± error_bound_95 (a Vega-Lite calculate).
-    """
+
+def answer_groups(table: pd.DataFrame) -> list[tuple[str, str, pd.DataFrame]]:
+    """Released rows (the release CSV's columns) grouped for charts: ``(kind, unit, rows)``
+    with kind ``"value"`` (value ± 95% error on the unit's own scale), ``"rank"`` (median
+    and quantiles: the released value's rank ± its rank error) or ``"gap"`` (mode: how many
+    rows the released category may be short of the true most common one)."""
     df = table.copy()
-    df["value"] = pd.to_numeric(df["value"], errors="coerce")
-    df["error_bound_95"] = pd.to_numeric(df["error_bound_95"], errors="coerce")
-    unit = df["unit"].astype(str)
-    df = df[df["value"].notna() & df["error_bound_95"].notna()
-            & ~unit.str.contains("rank") & ~unit.str.contains("utility")]
+    df["label"] = df["label"].astype("string").fillna("") if "label" in df.columns else ""
     part = df["part"].astype("string").fillna("") if "part" in df.columns else ""
-    df = df.assign(item=(df["label"].astype("string").fillna("") + " " + part).str.strip())
-    df.loc[df["item"] == "", "item"] = df["query"]
-    base = alt.Chart()
-    y = alt.Y("item:N", sort=None, title=None)
-    bars = base.mark_errorbar(ticks=True, color="#3b5bdb", thickness=2).encode(
-        x=alt.X("lower:Q", title="released value ± 95% bound", scale=alt.Scale(zero=False)), x2="upper:Q", y=y)
-    points = base.mark_point(filled=True, size=60, color="black").encode(
-        x=alt.X("value:Q", scale=alt.Scale(zero=False)), y=y,
-        tooltip=["query", "item", alt.Tooltip("value:Q", format=".4g"), alt.Tooltip("error_bound_95:Q", format=".4g"), "unit"])
-    return alt.layer(bars, points, data=df).transform_calculate(
-        lower="datum.value - datum.error_bound_95", upper="datum.value + datum.error_bound_95",
-    ).properties(width=700).facet(
-        row=alt.Row("query:N", title=None, header=alt.Header(labelAngle=0, labelAlign="left", labelFontWeight="bold")),
-    ).resolve_scale(x="independent", y="independent")
+    df["item"] = (df["query"].astype(str) + " " + df["label"] + " " + part).str.strip().str.replace(r"\s+", " · ", n=1, regex=True)
+    df["unit"] = df["unit"].astype(str)
+    df["error_bound_95"] = pd.to_numeric(df["error_bound_95"], errors="coerce")
+    out: list[tuple[str, str, pd.DataFrame]] = []
+    rank = df["unit"].str.startswith("rank")
+    gap = df["unit"].str.contains("utility")
+    if gap.any():
+        out.append(("gap", "rows", df[gap].assign(shown=df[gap]["value"].astype(str))))
+    if rank.any():
+        r = df[rank].copy()
+        r["alpha"] = pd.to_numeric(r.get("alpha", 0.5), errors="coerce").fillna(0.5)
+        r["shown"] = r["value"].map(lambda v: f"{float(v):,.4g}" if _is_number(v) else str(v))
+        out.append(("rank", "rank", r))
+    rest = df[~rank & ~gap].copy()
+    rest["value"] = pd.to_numeric(rest["value"], errors="coerce")
+    rest = rest[rest["value"].notna() & rest["error_bound_95"].notna()]
+    rest["unit"] = rest["unit"].replace(_SAME_UNIT)
+    # a total and an average of the same column share a unit but not a magnitude
+    kind = rest["kind"].astype(str) if "kind" in rest.columns else pd.Series("", index=rest.index)
+    rest["unit"] = rest["unit"].where(~kind.eq("sum"), rest["unit"] + ", totals")
+    rest["unit"] = rest["unit"].where(~kind.eq("mean"), rest["unit"] + ", averages")
+    for unit, grp in rest.groupby("unit", sort=False):
+        out.append(("value", str(unit), grp))
+    return out
+
+
+def _is_number(v: Any) -> bool:
+    try:
+        float(v)
+    except (TypeError, ValueError):
+        return False
+    return True
+
+
+def answers_chart(kind: str, unit: str, df: pd.DataFrame) -> alt.LayerChart:
+    """One chart per unit: every released number of that unit on one shared scale."""
+    y = alt.Y("item:N", sort=None, title=None, axis=alt.Axis(labelLimit=320))
+    height = alt.Step(30)
+    if kind == "value":
+        base = alt.Chart(df).transform_calculate(
+            lower="datum.value - datum.error_bound_95", upper="datum.value + datum.error_bound_95")
+        x = alt.X("lower:Q", title=f"released value ± 95% error ({unit})", scale=alt.Scale(zero=False))
+        bars = base.mark_errorbar(ticks=True, color="#3b5bdb", thickness=2).encode(x=x, x2="upper:Q", y=y)
+        pts = base.mark_point(filled=True, size=60, color="black").encode(
+            x=alt.X("value:Q"), y=y,
+            tooltip=["query", "item", alt.Tooltip("value:Q", format=",.4g"),
+                     alt.Tooltip("error_bound_95:Q", title="± 95% error", format=",.4g"), "unit"])
+        return alt.layer(bars, pts).properties(height=height, title=f"In {unit}")
+    if kind == "rank":
+        base = alt.Chart(df).transform_calculate(
+            lower="max(0, datum.alpha - datum.error_bound_95)", upper="min(1, datum.alpha + datum.error_bound_95)")
+        x = alt.X("lower:Q", title="share of the rows below the released value (its rank), ± 95% error",
+                  scale=alt.Scale(domain=[0, 1]), axis=alt.Axis(format="%"))
+        bars = base.mark_errorbar(ticks=True, color="#3b5bdb", thickness=2).encode(x=x, x2="upper:Q", y=y)
+        pts = base.mark_point(filled=True, size=60, color="black").encode(x=alt.X("alpha:Q"), y=y)
+        text = base.mark_text(align="left", dx=8, dy=-10).encode(
+            x=alt.X("alpha:Q"), y=y, text=alt.Text("shown:N"))
+        return alt.layer(bars, pts, text).properties(height=height, title="Medians and quantiles: where the released "
+                                                                          "value ranks")
+    base = alt.Chart(df)
+    x = alt.X("error_bound_95:Q", title="at most this many rows fewer than the true most common category (95%)",
+              scale=alt.Scale(zero=True))
+    bars = base.mark_bar(color="#adb5bd", height=10).encode(x=x, y=y)
+    text = base.mark_text(align="left", dx=6).encode(x="error_bound_95:Q", y=y, text=alt.Text("shown:N"))
+    return alt.layer(bars, text).properties(height=height, title="Most common category (mode)")
 
 
 def history_chart(df: pd.DataFrame) -> alt.Chart:
@@ -93,7 +162,7 @@ def history_chart(df: pd.DataFrame) -> alt.Chart:
     return alt.Chart(df).mark_line(point=True, interpolate="step-after").encode(
         x=alt.X("step:N", sort=alt.SortField("order"), title="after release", axis=alt.Axis(labelAngle=0)),
         y=alt.Y("epsilon:Q", title="ε (privacy budget)"),
-        color=alt.Color("series:N", title=None, scale=alt.Scale(domain=["spent", "total"], range=["#3b5bdb", "#adb5bd"])),
+        color=alt.Color("series:N", title=None, scale=alt.Scale(domain=["spent", "lifetime budget"], range=["#3b5bdb", "#adb5bd"])),
         tooltip=["series", "step", alt.Tooltip("epsilon:Q", format=".4g")]).properties(height=260)
 
 

@@ -41,7 +41,7 @@ _LEGEND_BOTTOM: dict[str, Any] = {"orient": "bottom", "direction": "vertical", "
 #: One colour per composition rule, the same on every chart of the composition demo.
 RULE_COLOURS = {
     "basic: add up every ε": "#7f7f7f",
-    "advanced, textbook formula (seed 002)": "#f58518",
+    "advanced, textbook formula (Dwork–Rothblum–Vadhan)": "#f58518",
     "advanced, best proven bound": "#4c78a8",
     "Rényi DP (exact for Laplace noise)": "#54a24b",
 }
@@ -255,11 +255,11 @@ def posterior_chart(posterior: np.ndarray[Any, Any], lo: float, hi: float, prior
 
 
 def power_chart(epsilon: float, delta: float) -> alt.Chart:
-    """Power of a level-γ membership test: seed 001's bound, the full bound, the Laplace count."""
+    """Power of a level-γ membership test: Wasserman and Zhou's bound, the full bound, the Laplace count."""
     g = np.linspace(0.0, 1.0, 201)
     frames = [
         pd.DataFrame({"level": g, "power": demos.membership_power_bound(g, epsilon, delta),
-                      "curve": "simple limit γ·e^ε + δ (seed 001)"}),
+                      "curve": "simple limit γ·e^ε + δ (Wasserman and Zhou)"}),
         pd.DataFrame({"level": g, "power": demos.membership_power_bound(g, epsilon, delta, tight=True),
                       "curve": "exact limit for any ε-DP release (Kairouz et al.)"}),
         pd.DataFrame({"level": g, "power": demos.laplace_count_power(g, epsilon),
@@ -343,10 +343,10 @@ def averaging_chart(
 
 
 def majority_chart(c: demos.MajorityCurves) -> alt.Chart:
-    """P[correct] against s for every mechanism and bound of seed 000."""
+    """P[correct] against s for every mechanism and bound of Garivier's lecture."""
     series = {
         "exponential mechanism": (c.exponential, "solid"),
-        "ISM for two outcomes (seed 000's “better mechanism”)": (c.better, "solid"),
+        "ISM for two outcomes (Garivier's “better mechanism”)": (c.better, "solid"),
         "ISM, general form": (c.ism, "solid"),
         "best any unbiased mechanism can do at ε": (c.unbiased_bound, "solid"),
         "best possible at ε/2 (dashed)": (c.bound_half, "dashed"),
@@ -423,7 +423,7 @@ def composition_chart(c: demos.CompositionCurves) -> alt.LayerChart:
     """Total ε against the number of queries k, per rule (log-log)."""
     series = {
         "basic: add up every ε": c.basic,
-        "advanced, textbook formula (seed 002)": c.drv,
+        "advanced, textbook formula (Dwork–Rothblum–Vadhan)": c.drv,
         "advanced, best proven bound": c.advanced,
         "Rényi DP (exact for Laplace noise)": c.rdp,
     }

@@ -7,24 +7,27 @@ import streamlit as st
 from planner.errors import PlannerError
 from planner.schema import Schema
 
-from . import cached
+from . import cached, frame
 from . import state as S
 
 
 def require_dataset() -> tuple[cached.Active, Schema, str]:
-    """Init state, load the active dataset and sync the workload to it.
+    """Init state, load the active dataset and give it its workload.
 
-    Returns ``(data, schema, schema_json)``. Stops the page with ``st.error`` on a bad
-    upload and with ``st.info`` while no schema has been declared yet.
+    Returns ``(data, schema, schema_json)``. Stops the page with a pointer to the Data
+    page when the active file cannot be read (the Data page shows why, once) or while no
+    schema has been declared yet.
     """
     S.init_state()
     try:
         data = cached.active()
-    except PlannerError as exc:
-        st.error(str(exc))
-        st.stop()
-    cached.sync_workload(data)
+    except PlannerError:
+        st.warning("The active file cannot be read; the Data page says why.")
+        st.page_link("pages/data_page.py", label="Go to the Data page", icon=":material/table_view:")
+        frame.stop()
     if data.schema is None or data.schema_json is None:
-        st.info("Declare a schema on the Data page first.")
-        st.stop()
+        st.info(f"Declare the schema of **{data.name}** on the Data page first.")
+        st.page_link("pages/data_page.py", label="Go to the Data page", icon=":material/table_view:")
+        frame.stop()
+    cached.sync_workload(data)
     return data, data.schema, data.schema_json

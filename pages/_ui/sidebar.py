@@ -1,37 +1,67 @@
-"""The sidebar frame: active dataset, relation, privacy unit and budget spent/remaining."""
+"""The sidebar frame: the active dataset, who is protected, the lifetime budget, the plan in force.
+
+Everything here reads the same durable state the pages use (``pages._ui.state``), so what
+the sidebar says is what the Planner plans and the Release page releases. The dataset block
+is drawn before the page, the budget block after it (``pages._ui.frame``): the first page is on
+screen before the ledger is first opened, and the budget shown includes what the page did.
+"""
 
 from __future__ import annotations
+
+from typing import Any
 
 import streamlit as st
 
 from planner.errors import PlannerError
 
-from . import cached, fmt
+from . import cached, fmt, planning
+from . import state as S
 
 
-def render_sidebar() -> None:
+def render_sidebar() -> tuple[Any, cached.Active | None]:
+    """The active dataset and who is protected; returns a container for :func:`render_budget`."""
     with st.sidebar:
         st.markdown("### Active dataset")
         try:
             data = cached.active()
-        except PlannerError as exc:
-            st.error(str(exc))
-            return
-        st.markdown(f"**{data.name}**  \n`{data.fingerprint[:12]}`")
+        except PlannerError:
+            # the Data page shows the reason (once); the sidebar only says where to look
+            st.warning("The active file cannot be read: see the Data page.")
+            return st.container(), None
+        cached.sync_workload(data)
+        source = {"sample": "bundled sample", "upload": "your upload", "server": "file on this server"}[data.source]
+        st.markdown(f"**{data.name}**  \n{source}")
         if data.schema is None:
             st.warning("No schema declared yet: declare one on the Data page.")
-            return
+            return st.container(), None
         unit = data.schema.unit
         unit_txt = "one row" if unit.column is None else f"one person ({unit.column}, ≤ {unit.c} rows)"
-        st.markdown(f"Relation: **{data.schema.relation.value}**  \nPrivacy unit: **{unit_txt}**",
-                    help="What the guarantee hides: one privacy unit added or removed (add_remove) "
+        relation = {"add_remove": "add or remove one", "substitute": "replace one"}[data.schema.relation.value]
+        st.markdown(f"Protects: **{unit_txt}**  \nNeighbours: **{relation}**",
+                    help="What the guarantee hides: one privacy unit added or removed (add/remove), "
                          "or one replaced by another (substitute).")
+        return st.container(), data
+
+
+def render_budget(box: Any, data: cached.Active | None) -> None:
+    """The dataset's lifetime budget and the settings of the next release."""
+    if data is None:
+        return
+    ss = st.session_state
+    with box:
+        status = planning.lifetime(data.fingerprint)
+        st.markdown("### Lifetime budget")
+        if status is None:
+            st.caption("Not set yet (Planner or Release page).")
+        else:
+            st.markdown(f"ε **{fmt.eps(max(status.epsilon_remaining, 0.0))}** left of {status.epsilon_total:g}  \n"
+                        f"{status.releases} release(s) · {status.rule.value} rule")
+        st.markdown("### Next release")
         try:
-            led = cached.ledger()
-            status = led.status(data.fingerprint)
+            s = planning.settings(data)
         except PlannerError:
-            st.caption("Budget: not registered yet (no release so far).")
+            st.caption("ε or δ is not valid yet: see the Planner.")
             return
-        st.metric("ε spent", fmt.eps(status.epsilon_spent), help=f"rule: {status.rule.value}")
-        st.metric("ε remaining", fmt.eps(status.epsilon_remaining), help=f"of total ε = {status.epsilon_total:g}, δ = {status.delta_total:g}")
-        st.caption(f"{status.releases} release(s) recorded.")
+        what = "least ε meeting every target" if s.mode == "target" else f"ε = {s.epsilon:g}"
+        st.markdown(f"{what}, δ = {s.delta:g}  \n{s.rule} rule · {len(S.clean_rows(ss[S.WORKLOAD]))} queries"
+                    + (" (edited)" if S.workload_edited() else ""))

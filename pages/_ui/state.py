@@ -1,4 +1,11 @@
-"""Every session-state key the app uses, in one place, with an idempotent initialiser.
+"""Every session-state key the app uses, in one place, and the rule that keeps them.
+
+Streamlit deletes a widget's state when the page that draws the widget is not rendered
+(STYLE.md, "Streamlit pitfalls"). So the owner's choices live under **durable keys**
+(prefix ``keep.``) that no widget uses; every widget has its own key per page
+(:func:`widget_key`), is seeded from the durable value before it is drawn, and writes
+back in ``on_change`` (:func:`bind`). No page resets another page's choices, and a value
+shown anywhere (sidebar, Planner, Release) is read from the same durable key.
 
 Call :func:`init_state` at the top of ``app.py`` and of every page script: it only sets
 keys that are missing, so reruns and deep links never reset the owner's work.
@@ -7,6 +14,9 @@ keys that are missing, so reruns and deep links never reset the owner's work.
 from __future__ import annotations
 
 import copy
+import json
+import math
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -21,47 +31,58 @@ SAMPLES: dict[str, tuple[Path, Path]] = {
     "survey": (DATA_DIR / "survey.csv", DATA_DIR / "survey.schema.json"),
 }
 
+#: Prefix of every durable key: no widget key ever starts with it.
+KEEP = "keep."
+
 # --- data ---------------------------------------------------------------------------
-SOURCE = "data_source"  # "sample", "upload" or "server"
-SAMPLE = "data_sample"  # key of SAMPLES
-UPLOAD_NAME = "data_upload_name"  # file name of the current upload (or None)
-UPLOAD_BYTES = "data_upload_bytes"  # the uploaded bytes (kept for the cached loader)
-UPLOAD_SCHEMA = "data_upload_schema"  # schema JSON text declared for the upload (or None)
-SERVER_FILE = "data_server_file"  # a file in the allow-listed server directory (planner.sources)
-SERVER_SCHEMA = "data_server_schema"  # schema JSON text declared for the server file (or None)
-ACTIVE_FP = "data_active_fingerprint"  # fingerprint the workload default was made for
+#: The active dataset: {"source": "sample", "sample": name} | {"source": "upload"} |
+#: {"source": "server", "file": relative path}. It changes only when the owner picks another.
+ACTIVE = "keep.data.active"
+PICKER = "keep.data.picker"  # which picker the Data page shows: "sample", "upload" or "server"
+UPLOAD_NAME = "keep.data.upload_name"  # file name of the active upload (or None)
+UPLOAD_BYTES = "keep.data.upload_bytes"  # the uploaded bytes (kept for the cached loader)
+UPLOAD_FILE_ID = "keep.data.upload_file_id"  # the uploader's id of the last file handled
+UPLOADER_VERSION = "keep.data.uploader_version"  # bumped to clear the uploader widget
+UPLOAD_ERROR = "keep.data.upload_error"  # message of the last rejected upload (shown once, on Data)
+SCHEMAS = "keep.data.schemas"  # {fingerprint: schema JSON} declared for uploads and server files
+DRAFTS = "keep.data.drafts"  # {fingerprint: schema draft} the owner is typing on the Data page
+PENDING = "keep.data.pending_switch"  # a dataset switch waiting for the owner's go-ahead
 
 # --- queries ------------------------------------------------------------------------
-WORKLOAD = "queries_workload"  # list of dicts (id, kind, column, mechanism, weight, target)
-WORKLOAD_BASE = "queries_workload_base"  # the rows the editor started from
-EDITOR = "queries_editor"  # data_editor widget key
+WORKLOAD = "keep.queries.workload"  # list of dicts (id, kind, column, mechanism, weight, target)
+WORKLOAD_ORIGIN = "keep.queries.origin"  # the default the workload started from (edit detection)
+WORKLOAD_FP = "keep.queries.fingerprint"  # the dataset the workload belongs to
+EDITOR_VERSION = "keep.queries.editor_version"  # bumped when the workload is replaced
 
 # --- planner ------------------------------------------------------------------------
-EPSILON = "plan_epsilon"
-DELTA = "plan_delta"
-RULE = "plan_rule"
-MODE = "plan_mode"  # "weighted" or "target"
-RELATIVE = "plan_relative"  # measure errors relative to a public scale
-SHOW_COMPARE = "plan_show_compare"  # compute the same workload under every rule
-SHOW_CURVE = "plan_show_curve"  # compute the rules-across-ε comparison (slow under zCDP)
+EPSILON = "keep.plan.epsilon"  # ε of the next release (weighted mode)
+DELTA = "keep.plan.delta"
+RULE = "keep.plan.rule"  # the what-if rule until the dataset's lifetime budget fixes it
+MODE = "keep.plan.mode"  # "weighted" or "target"
+RELATIVE = "keep.plan.relative"  # measure errors relative to a public scale
+PINS = "keep.plan.pins"  # {item id: fixed share θ} (ε, or ρ for Gaussian noise)
+SHOW_CURVE = "keep.plan.show_curve"  # compute the rules-across-ε comparison
 
 # --- accuracy -----------------------------------------------------------------------
-ACC_QUERY = "acc_query"
-ACC_EPS = "acc_epsilon"
-ACC_DATA_VIEW = "acc_data_dependent"
-ACC_SIM = "acc_simulation"  # last Monte Carlo check: {"key": inputs, "rows": [...]} (owner only)
+ACC_QUERY = "keep.acc.query"
+ACC_EPS = "keep.acc.epsilon"
+ACC_DATA_VIEW = "keep.acc.data_dependent"
+ACC_ALPHA = "keep.acc.alpha"
+ACC_SIM = "keep.acc.simulation"  # last Monte Carlo check: {"key": inputs, "rows": [...]} (owner only)
 
 # --- release ------------------------------------------------------------------------
-CONFIRM_OPEN = "release_confirm_open"  # the confirm dialog is shown
-CONFIRMED = "release_confirmed"  # the owner confirmed (AppTest sets this directly)
-LAST_RELEASE_ID = "release_last_id"
-LAST_RESULT = "release_last_result"
-RELEASE_ERROR = "release_error"
+CONFIRM_OPEN = "keep.release.confirm_open"  # the confirm dialog is shown
+CONFIRMED = "keep.release.confirmed"  # the owner confirmed (AppTest sets this directly)
+LAST_RELEASE_ID = "keep.release.last_id"
+LAST_RESULT = "keep.release.last_result"
+RELEASE_ERROR = "keep.release.error"
 
 # --- ledger -------------------------------------------------------------------------
-LEDGER_DATASET = "ledger_dataset"
+LEDGER_DATASET = "keep.ledger.dataset"
+NOTICE = "keep.notice"  # a one-off success message for the next run ({"page": ..., "text": ...})
 
 RULES = ("basic", "advanced", "rdp", "zcdp")
+MODES = ("weighted", "target")
 
 CENSUS_WORKLOAD: list[dict[str, Any]] = [
     {"id": "people", "kind": "count", "column": None, "mechanism": "laplace", "weight": 1.0, "target": 500.0},
@@ -84,6 +105,8 @@ GENERIC_WORKLOAD: list[dict[str, Any]] = [
     {"id": "rows", "kind": "count", "column": None, "mechanism": "laplace", "weight": 1.0, "target": None},
 ]
 
+WORKLOAD_COLUMNS = ("id", "kind", "column", "mechanism", "weight", "target")
+
 
 def default_workload(sample: str | None) -> list[dict[str, Any]]:
     """A sensible starting workload for a bundled sample (a bare count otherwise)."""
@@ -91,25 +114,53 @@ def default_workload(sample: str | None) -> list[dict[str, Any]]:
     return copy.deepcopy(src)
 
 
+def starter_workload(schema_dict: dict[str, Any]) -> list[dict[str, Any]]:
+    """A first workload for an uploaded table: the row count and one statistic per declared
+    column (mean of a numeric column when a public row count is declared, else its sum;
+    the histogram of a categorical one; the share of a boolean one). A starting point the
+    owner edits on the Queries page; it does no arithmetic and reads no data."""
+    rows = copy.deepcopy(GENERIC_WORKLOAD)
+    has_n = schema_dict.get("public_n") is not None
+    for col in schema_dict.get("columns", []):
+        name, kind = col["name"], col["kind"]
+        if kind == "numeric":
+            stat = "mean" if has_n else "sum"
+        elif kind == "categorical":
+            stat = "histogram"
+        elif kind == "boolean":
+            stat = "proportion" if has_n else None
+        else:
+            stat = None
+        if stat is not None:
+            rows.append({"id": f"{name}_{stat}", "kind": stat, "column": name, "mechanism": "laplace",
+                         "weight": 1.0, "target": None})
+    return rows
+
+
 _DEFAULTS: dict[str, Any] = {
-    SOURCE: "sample",
-    SAMPLE: "census",
+    ACTIVE: {"source": "sample", "sample": "census"},
+    PICKER: "sample",
     UPLOAD_NAME: None,
     UPLOAD_BYTES: None,
-    UPLOAD_SCHEMA: None,
-    SERVER_FILE: None,
-    SERVER_SCHEMA: None,
-    ACTIVE_FP: None,
+    UPLOAD_FILE_ID: None,
+    UPLOADER_VERSION: 0,
+    UPLOAD_ERROR: None,
+    SCHEMAS: {},
+    DRAFTS: {},
+    PENDING: None,
+    WORKLOAD_FP: None,
+    EDITOR_VERSION: 0,
     EPSILON: 1.0,
     DELTA: 1e-6,
     RULE: "rdp",
     MODE: "weighted",
     RELATIVE: True,
-    SHOW_COMPARE: False,
+    PINS: {},
     SHOW_CURVE: False,
     ACC_QUERY: None,
     ACC_EPS: 1.0,
     ACC_DATA_VIEW: False,
+    ACC_ALPHA: None,
     ACC_SIM: None,
     CONFIRM_OPEN: False,
     CONFIRMED: False,
@@ -117,28 +168,123 @@ _DEFAULTS: dict[str, Any] = {
     LAST_RESULT: None,
     RELEASE_ERROR: None,
     LEDGER_DATASET: None,
+    NOTICE: None,
 }
 
 
 def init_state() -> None:
-    """Set every missing key to its default (idempotent)."""
+    """Set every missing durable key to its default (idempotent)."""
     ss = st.session_state
     for key, value in _DEFAULTS.items():
         if key not in ss:
             ss[key] = copy.deepcopy(value)
     if WORKLOAD not in ss:
-        ss[WORKLOAD] = default_workload(ss[SAMPLE] if ss[SOURCE] == "sample" else None)
-    if WORKLOAD_BASE not in ss:
-        ss[WORKLOAD_BASE] = copy.deepcopy(ss[WORKLOAD])
+        active = ss[ACTIVE]
+        ss[WORKLOAD] = default_workload(active.get("sample") if active.get("source") == "sample" else None)
+    if WORKLOAD_ORIGIN not in ss:
+        ss[WORKLOAD_ORIGIN] = copy.deepcopy(ss[WORKLOAD])
 
 
-def reset_workload(sample: str | None) -> None:
-    """Replace the workload by the default for ``sample`` (when the dataset changes)."""
+# ----------------------------------------------------------------------------- widgets
+def widget_key(durable: str, page: str) -> str:
+    """The key of the widget that shows ``durable`` on ``page`` (never a durable key)."""
+    return f"{page}:{durable.removeprefix(KEEP)}"
+
+
+def _write_back(wk: str, durable: str, then: Callable[[], None] | None) -> None:
+    st.session_state[durable] = copy.deepcopy(st.session_state[wk])
+    if then is not None:
+        then()
+
+
+def bind(durable: str, page: str, *, options: Sequence[Any] | None = None,
+         then: Callable[[], None] | None = None) -> dict[str, Any]:
+    """Keyword arguments that make a widget a view of a durable value.
+
+    Seeds the widget's own key from the durable value (so the widget shows it, also after
+    a visit to another page deleted the widget's state) and writes the widget's value back
+    in ``on_change``; ``then`` runs after the write. Pass ``options`` for a choice widget:
+    a durable value that is not an option leaves the widget at its first option. Never pass
+    ``value=``/``index=`` as well (Streamlit warns about two sources of a value).
+    """
     ss = st.session_state
-    ss[WORKLOAD] = default_workload(sample)
-    ss[WORKLOAD_BASE] = copy.deepcopy(ss[WORKLOAD])
-    ss.pop(EDITOR, None)
+    wk = widget_key(durable, page)
+    value = ss[durable]
+    if options is None or value in list(options):
+        ss[wk] = copy.deepcopy(value)
+    return {"key": wk, "on_change": _write_back, "args": (wk, durable, then)}
+
+
+# ----------------------------------------------------------------------------- workload
+def _canonical(rows: list[dict[str, Any]]) -> str:
+    return json.dumps([{k: r.get(k) for k in WORKLOAD_COLUMNS} for r in clean_rows(rows)], sort_keys=True)
+
+
+def workload_edited() -> bool:
+    """True when the workload differs from the default it started from."""
+    ss = st.session_state
+    return _canonical(ss[WORKLOAD]) != _canonical(ss[WORKLOAD_ORIGIN])
+
+
+def set_workload(rows: list[dict[str, Any]], fingerprint: str | None) -> None:
+    """Replace the workload (a new dataset, a reset): it becomes the new unedited origin."""
+    ss = st.session_state
+    ss[WORKLOAD] = copy.deepcopy(rows)
+    ss[WORKLOAD_ORIGIN] = copy.deepcopy(rows)
+    ss[WORKLOAD_FP] = fingerprint
+    ss[EDITOR_VERSION] += 1
+    ss[PINS] = {}
     ss[ACC_QUERY] = None
-    ss[LAST_RELEASE_ID] = None
-    ss[LAST_RESULT] = None
-    ss[RELEASE_ERROR] = None
+    ss[ACC_SIM] = None
+
+
+def clean_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Editor rows → query dicts: blank cells dropped, numbers as floats."""
+    out = []
+    for r in rows:
+        d: dict[str, Any] = {}
+        for k, v in r.items():
+            if v is None or (isinstance(v, float) and math.isnan(v)) or (isinstance(v, str) and not v.strip()):
+                continue
+            d[k] = float(v) if k in ("weight", "target") else (v.strip() if isinstance(v, str) else v)
+        if d:
+            out.append(d)
+    return out
+
+
+def apply_editor_changes(rows: list[dict[str, Any]], changes: dict[str, Any]) -> list[dict[str, Any]]:
+    """The rows a ``st.data_editor`` shows: ``rows`` with its recorded edits applied.
+
+    ``changes`` is the editor's state ``{"edited_rows": {i: {col: value}}, "added_rows":
+    [{col: value}], "deleted_rows": [i]}`` (row positions refer to ``rows``).
+
+    Examples
+    --------
+    >>> apply_editor_changes([{"id": "a", "weight": 1.0}, {"id": "b", "weight": 1.0}],
+    ...     {"edited_rows": {"0": {"weight": 10.0}}, "added_rows": [{"id": "c"}], "deleted_rows": [1]})
+    [{'id': 'a', 'weight': 10.0}, {'id': 'c'}]
+    """
+    out = [dict(r) for r in rows]
+    for i, edit in (changes.get("edited_rows") or {}).items():
+        idx = int(i)
+        if 0 <= idx < len(out):
+            out[idx].update(edit)
+    deleted = {int(i) for i in changes.get("deleted_rows") or []}
+    out = [r for i, r in enumerate(out) if i not in deleted]
+    out += [dict(r) for r in changes.get("added_rows") or []]
+    return out
+
+
+def notice(page: str, text: str) -> None:
+    """Leave a success message for the next run of ``page`` (shown once)."""
+    st.session_state[NOTICE] = {"page": page, "text": text}
+
+
+def pop_notice(page: str) -> str | None:
+    """The message left for ``page``, removed so that it shows once."""
+    ss = st.session_state
+    n = ss.get(NOTICE)
+    if n and n.get("page") == page:
+        ss[NOTICE] = None
+        return str(n["text"])
+    return None

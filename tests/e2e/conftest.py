@@ -45,6 +45,16 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
+#: The ledger the served app writes to (set by ``app_url``); tests read it to check spends.
+SERVED: dict[str, str] = {}
+
+
+@pytest.fixture(scope="session")
+def app_ledger_url(app_url: str) -> str:
+    """The SQLAlchemy URL of the ledger the served app writes to."""
+    return SERVED["ledger_url"]
+
+
 @pytest.fixture(scope="session")
 def app_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     reason = _skip_reason()
@@ -53,7 +63,8 @@ def app_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         pytest.skip(reason)
     home = tmp_path_factory.mktemp("planner_home")
     port = _free_port()
-    env = dict(os.environ, PLANNER_HOME=str(home), PLANNER_LEDGER_URL=f"sqlite:///{home}/ledger.db")
+    SERVED["ledger_url"] = f"sqlite:///{home}/ledger.db"
+    env = dict(os.environ, PLANNER_HOME=str(home), PLANNER_LEDGER_URL=SERVED["ledger_url"])
     log = open(home / "streamlit.log", "wb")  # closed in the teardown
     proc = subprocess.Popen(
         [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",

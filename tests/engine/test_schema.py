@@ -23,6 +23,7 @@ from planner.schema import (
     PrivacyUnit,
     Relation,
     Schema,
+    SchemaProblems,
     dataset_fingerprint,
     suggest_kinds,
 )
@@ -214,6 +215,47 @@ def test_schema_from_dict_errors(mutate: object, pattern: str) -> None:
     mutate(d)  # type: ignore[operator]
     with pytest.raises(SchemaError, match=pattern):
         Schema.from_dict(d)
+
+
+def test_schema_from_dict_lists_every_problem_at_once() -> None:
+    # Issue 12: a form with three wrong columns and a wrong row count shows four problems
+    # in one message, each naming its column or field and the fix (not only the first).
+    d = full_schema().to_dict()
+    d["columns"][1].update(lower=100)  # age: 100 > 90
+    d["columns"][2].update(lower=None)  # income: no lower bound
+    d["columns"][3].update(categories=[])  # region: empty list
+    d["public_n"] = 0
+    with pytest.raises(SchemaProblems) as err:
+        Schema.from_dict(d)
+    probs = err.value.problems
+    assert len(probs) == 4, probs
+    assert "column 'age'" in probs[0] and "swap them" in probs[0]
+    assert "column 'income'" in probs[1] and "needs public bounds" in probs[1]
+    assert "column 'region'" in probs[2] and "non-empty public category list" in probs[2]
+    assert "public_n must be a whole number" in probs[3]
+    assert str(err.value).startswith("4 problems in the schema: (1) column 'age'")
+    assert isinstance(err.value, SchemaError)  # pages and the CLI catch it as before
+
+
+def test_schema_problems_report_a_broken_unit_column_once() -> None:
+    # The privacy unit names 'pid'; when pid's own declaration is wrong, that is the one
+    # problem reported for it (not also "privacy unit column 'pid' is not declared").
+    d = full_schema().to_dict()
+    d["columns"][0].update(kind="date")
+    d["columns"][1].pop("missing")
+    with pytest.raises(SchemaProblems) as err:
+        Schema.from_dict(d)
+    assert len(err.value.problems) == 2, err.value.problems
+    assert "column 'pid': kind must be one of" in err.value.problems[0]
+    assert "column 'age'" in err.value.problems[1]
+
+
+def test_schema_one_problem_keeps_its_own_message() -> None:
+    d = full_schema().to_dict()
+    d["columns"][1].update(lower=100)
+    with pytest.raises(SchemaProblems) as err:
+        Schema.from_dict(d)
+    assert str(err.value) == "column 'age': lower bound 100 must be < upper bound 90; swap them."
 
 
 def test_schema_load_bad_files(tmp_path: Path) -> None:

@@ -1,0 +1,181 @@
+"""Plain-words advice computed from engine results, for the Planner and Release pages.
+
+These are small stand-ins for engine calls that do not exist yet (listed in the branch
+report): each reads engine results only — plans, predictions, the ledger's preview — and
+turns them into a sentence an owner can act on. No privacy decision is taken here: the
+ledger and the planner decide, these functions only compare their numbers.
+
+* :func:`compare_rules` → would be ``planner.workload.compare(...)`` returning, per rule,
+  the typical error relative to the best rule and the reason.
+* :func:`noise_warnings` → would be part of ``planner.allocation.plan_warnings`` (it needs
+  the predictions and the public scales).
+* :func:`largest_fitting_epsilon` → would be ``Ledger.largest_release(fp, make_spends)``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from planner.errors import PlannerError
+from planner.workload import Plan, Prediction
+
+#: Two rules whose typical errors differ by less than this factor are called equal.
+TIE = 1.005
+
+_GAUSSIAN = ("gaussian", "discrete_gaussian")
+
+RULE_NAMES = {
+    "basic": "basic composition (add up every ε)",
+    "advanced": "advanced composition (Kairouz, Oh and Viswanath)",
+    "rdp": "Rényi DP (Mironov)",
+    "zcdp": "zero-concentrated DP (Bun and Steinke)",
+}
+
+
+@dataclass(frozen=True)
+class RuleRow:
+    rule: str
+    factor: float | None  # typical error ÷ the best rule's typical error (None: not applicable)
+    used_epsilon: float | None
+    note: str
+
+
+@dataclass(frozen=True)
+class RuleComparison:
+    rows: tuple[RuleRow, ...]
+    best: tuple[str, ...]
+    headline: str
+    why: str
+
+
+def _join(names: list[str]) -> str:
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+
+
+def compare_rules(plans: dict[str, Plan | PlannerError], rule_in_force: str, delta: float) -> RuleComparison:
+    """Which rule buys the smallest errors for this workload, by how much, and why.
+
+    The planner minimises Σ weight × (error ÷ scale)² (the allocation's ``objective``);
+    √(objective ÷ best objective) is how much larger a rule's typical error is.
+    """
+    ok = {r: p for r, p in plans.items() if isinstance(p, Plan)}
+    if not ok:
+        return RuleComparison((), (), "No composition rule applies to this workload.", "")
+    best_obj = min(p.allocation.objective for p in ok.values())
+    rows: list[RuleRow] = []
+    for rule, p in plans.items():
+        if isinstance(p, Plan):
+            f = math.sqrt(p.allocation.objective / best_obj) if best_obj > 0 else 1.0
+            rows.append(RuleRow(rule, f, p.allocation.used_epsilon, ""))
+        else:
+            rows.append(RuleRow(rule, None, None, f"does not apply: {p}"))
+    best = tuple(r.rule for r in rows if r.factor is not None and r.factor <= TIE)
+    worse = [r for r in rows if r.factor is not None and r.factor > TIE]
+    head = f"For this workload, **{_join(list(best))}** give{'s' if len(best) == 1 else ''} the smallest errors"
+    if len(best) > 1:
+        head += " (within 0.5% of each other)"
+    if worse:
+        head += "; " + "; ".join(f"under **{r.rule}** they are **{r.factor:.2f}×** larger" for r in worse)
+    head += "."
+    forced = next((r for r in rows if r.rule == rule_in_force), None)
+    if forced is not None and forced.factor is not None and forced.factor > TIE:
+        head += f" The rule in force, {rule_in_force}, is not the best one here."
+
+    any_plan = next(iter(ok.values()))
+    preds = any_plan.predictions
+    queries = len({p.query_id for p in preds})
+    gaussian = [p.query_id for p in preds if p.mechanism in _GAUSSIAN]
+    zcdp_worse = any(r.rule == "zcdp" for r in worse)
+    if not gaussian and "basic" in best:
+        why = (f"All {queries} queries here use pure-ε noise (Laplace, the exponential mechanism, randomized "
+               "response), and for so few answers adding up their ε (basic composition) is already as tight "
+               "as the other rules. The tighter accountants pay off with many more answers, or with Gaussian "
+               "noise.")
+        if zcdp_worse:
+            why += (f" zCDP measures each pure-ε answer as ρ = ε²/2 and pays again when it converts the total "
+                    f"back to ε at δ = {delta:g}; with few answers that costs more than it saves "
+                    "(Bun and Steinke, *Concentrated differential privacy*, 2016).")
+    elif gaussian and "basic" not in best:
+        why = (f"{len(set(gaussian))} of the {queries} queries use Gaussian noise, whose privacy loss Rényi DP and "
+               "zCDP measure exactly (Mironov, *Rényi differential privacy*, 2017; Bun and Steinke, 2016), "
+               "while basic composition must charge every Gaussian answer a full (ε, δ).")
+    elif "basic" not in best:
+        why = (f"With {queries} queries, the privacy losses of many independent noisy answers partly cancel: "
+               "the tighter rules bound the total by roughly √k times one answer's cost instead of k times "
+               "(Kairouz, Oh and Viswanath, *The composition theorem for differential privacy*, 2015; "
+               "Mironov, 2017).")
+    else:
+        why = ("Basic composition is as tight as the other rules here: the Gaussian answers are too few for the "
+               "tighter accounting of their privacy loss to pay off.")
+    return RuleComparison(tuple(rows), best, head, why)
+
+
+def compare_target_rules(least: dict[str, float | PlannerError], rule_in_force: str) -> str:
+    """Target mode: which rule meets every target with the least ε, and how much more the others need."""
+    ok = {r: e for r, e in least.items() if isinstance(e, float)}
+    if not ok:
+        return "No composition rule applies to this workload."
+    best_eps = min(ok.values())
+    best = [r for r, e in ok.items() if e <= best_eps * TIE]
+    worse = [(r, e / best_eps) for r, e in ok.items() if e > best_eps * TIE]
+    text = (f"To meet every target, **{_join(best)}** need{'s' if len(best) == 1 else ''} the least ε "
+            f"(**{best_eps:.4g}**)")
+    if worse:
+        text += "; " + "; ".join(f"**{r}** needs **{f:.2f}×** as much" for r, f in worse)
+    text += "."
+    if rule_in_force not in best and rule_in_force in ok:
+        text += f" The rule in force, {rule_in_force}, is not the cheapest here."
+    return text
+
+
+def noise_warnings(preds: tuple[Prediction, ...], scales: dict[str, float] | None) -> list[str]:
+    """Answers whose 95% error is at least half their public size: they will be mostly noise.
+
+    ``scales`` are the engine's public magnitudes per query (``default_error_scales``:
+    declared bounds × public row count); ranks and proportions are compared with ½.
+    """
+    out: list[str] = []
+    seen: set[str] = set()
+    for p in preds:
+        if p.query_id in seen:
+            continue
+        if p.unit.startswith("rank"):
+            if p.error_bound_95 >= 0.25:
+                out.append(f"**{p.query_id}** may land anywhere within ±{min(p.error_bound_95, 1.0):.0%} of the rows "
+                           "around the true rank")
+                seen.add(p.query_id)
+        elif p.unit == "proportion":
+            if p.error_bound_95 >= 0.25:
+                out.append(f"**{p.query_id}** is uncertain by ±{p.error_bound_95:.2g} (on a 0–1 scale)")
+                seen.add(p.query_id)
+        elif scales and p.query_id in scales and p.error_bound_95 >= 0.5 * scales[p.query_id]:
+            out.append(f"**{p.query_id}** (±{p.error_bound_95:,.4g} {p.unit}) is uncertain by at least half of its "
+                       f"public size ({scales[p.query_id]:,.4g})")
+            seen.add(p.query_id)
+    return out
+
+
+def largest_fitting_epsilon(fits: Callable[[float], bool], low: float, high: float, rel_tol: float = 1e-3) -> float | None:
+    """The largest ε in [low, high] with ``fits(ε)`` (``fits`` is the ledger's own check of
+    the plan made at ε; it is monotone: a larger ε spends more), rounded down to 4
+    significant digits; None when not even ``low`` fits."""
+    if not fits(low):
+        return None
+    if fits(high):
+        return _round_down(high, fits)
+    lo, hi = low, high
+    while hi / lo - 1 > rel_tol:
+        mid = math.sqrt(lo * hi)
+        if fits(mid):
+            lo = mid
+        else:
+            hi = mid
+    return _round_down(lo, fits)
+
+
+def _round_down(value: float, fits: Callable[[float], bool]) -> float:
+    digits = 3 - math.floor(math.log10(value))
+    r = math.floor(value * 10**digits) / 10**digits
+    return r if r > 0 and fits(r) else value

@@ -1,0 +1,190 @@
+"""The dataset's lifetime budget: set once, on its own; raised only by a recorded decision.
+
+Every release spends part of the lifetime budget (``planner.ledger``). It is set by an
+explicit action of the owner (:func:`set_form`), never by a release; it can never be
+lowered, and raising it (:func:`raise_form`) is recorded in the ledger with its reason.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import streamlit as st
+
+from planner.errors import PlannerError
+
+from . import cached, fmt
+from . import state as S
+
+if TYPE_CHECKING:
+    from planner.ledger import BudgetStatus, ReleasePreview
+
+STATEMENT = (
+    "The **lifetime budget** is the total privacy loss this dataset may ever suffer, over all its "
+    "releases. Every release spends part of it and nothing is ever refunded. Once set it cannot be "
+    "lowered; it can only be **raised by a deliberate decision that is recorded in the ledger** with its "
+    "reason (Ledger page). Every release of this dataset is accounted under the composition rule chosen here."
+)
+
+_ERROR = "keep.lifetime.error"
+#: The lifetime form's values: ``None`` follows the Planner's current value until the owner
+#: types another one (durable, so a visit to another page keeps what was typed).
+DRAFT = "keep.lifetime.draft"
+
+
+def _draft() -> dict[str, Any]:
+    ss = st.session_state
+    if DRAFT not in ss:
+        ss[DRAFT] = {"epsilon": None, "delta": None, "rule": None}
+    return dict(ss[DRAFT])
+
+
+def _values() -> tuple[float | None, float, str]:
+    """(ε, δ, rule) the form shows: what the owner typed, else the Planner's δ and rule."""
+    ss = st.session_state
+    d = _draft()
+    delta = d["delta"] if d["delta"] is not None else ss[S.DELTA]
+    rule = d["rule"] if d["rule"] is not None else ss[S.RULE]
+    return d["epsilon"], float(delta) if isinstance(delta, (int, float)) else 1e-6, rule if rule in S.RULES else "rdp"
+
+
+def _typed(field: str, wk: str) -> None:
+    ss = st.session_state
+    ss[DRAFT] = dict(_draft(), **{field: ss[wk]})
+
+
+def _set(page: str, fingerprint: str, name: str) -> None:
+    """on_click: register the lifetime budget shown in the form."""
+    ss = st.session_state
+    ss[_ERROR] = None
+    for field, suffix in (("epsilon", "eps"), ("delta", "delta"), ("rule", "rule")):
+        wk = f"{page}:lifetime_{suffix}"
+        if wk in ss and ss[wk] != _values()[("epsilon", "delta", "rule").index(field)]:
+            _typed(field, wk)  # a field edited in the same interaction as the click
+    eps, delta, rule = _values()
+    if eps is None:
+        ss[_ERROR] = {"page": page, "text": "Type the lifetime ε: the total this dataset may ever spend."}
+        return
+    try:
+        cached.ledger().register_dataset(fingerprint, name, eps, delta, rule)
+    except PlannerError as exc:
+        ss[_ERROR] = {"page": page, "text": str(exc)}
+        return
+    ss[S.RULE] = rule
+    ss[DRAFT] = {"epsilon": None, "delta": None, "rule": None}
+    S.notice(page, f"Lifetime budget set: ε = {eps:g}, δ = {delta:g}, {rule} rule.")
+
+
+def set_form(data: cached.Active, page: str) -> None:
+    """The fields and the button that set a dataset's lifetime budget (while none is set)."""
+    ss = st.session_state
+    st.markdown(STATEMENT)
+    eps, delta, rule = _values()
+    ss[f"{page}:lifetime_eps"] = eps
+    ss[f"{page}:lifetime_delta"] = delta
+    ss[f"{page}:lifetime_rule"] = rule
+    with st.container(border=True):
+        c1, c2, c3 = st.columns(3)
+        c1.number_input("Lifetime ε (all releases together)", step=0.5, format="%g",
+                        key=f"{page}:lifetime_eps", placeholder="e.g. 2",
+                        on_change=_typed, args=("epsilon", f"{page}:lifetime_eps"),
+                        help="Several releases fit in it; each one spends part of it.")
+        c2.number_input("Lifetime δ", step=1e-7, format="%g", key=f"{page}:lifetime_delta",
+                        on_change=_typed, args=("delta", f"{page}:lifetime_delta"),
+                        help="The small chance the guarantee fails, for all releases together; keep it far below "
+                             "1 ÷ the number of people. Follows the Planner's δ until you type another.")
+        c3.selectbox("Composition rule for every release", S.RULES, key=f"{page}:lifetime_rule",
+                     format_func=rule_label, on_change=_typed, args=("rule", f"{page}:lifetime_rule"),
+                     help="How the ledger adds up the cost of this dataset's releases; fixed with the budget. "
+                          "Follows the Planner's rule until you pick another.")
+        st.button("Set the lifetime budget", type="primary", key=f"{page}:lifetime_set",
+                  on_click=_set, args=(page, data.fingerprint, data.name))
+    err = ss.get(_ERROR)
+    if err and err.get("page") == page:
+        st.error(err["text"])
+
+
+_RULE_SHORT = {"basic": "add up every ε", "advanced": "Kairouz–Oh–Viswanath",
+               "rdp": "Rényi DP", "zcdp": "zero-concentrated DP"}
+
+
+def metrics(status: BudgetStatus) -> None:
+    """Lifetime ε, spent so far, remaining (one row of metrics)."""
+    c1, c2, c3, c4 = st.columns(4)
+    c1.metric("Lifetime ε", f"{status.epsilon_total:g}", help=f"δ = {status.delta_total:g} for all releases together")
+    c2.metric("Spent so far", fmt.eps(status.epsilon_spent), help=f"composed under the {status.rule.value} rule")
+    c3.metric("Remaining", fmt.eps(max(status.epsilon_remaining, 0.0)))
+    c4.metric("Releases", status.releases)
+
+
+def preview_metrics(pv: ReleasePreview) -> None:
+    """Spent so far / this release / remaining afterwards, from the ledger's own check."""
+    c1, c2, c3, c4 = st.columns(4)
+    c1.metric("Lifetime ε", f"{pv.epsilon_total:g}", help=f"δ = {pv.delta_total:g}, {pv.rule.value} rule")
+    c2.metric("Spent so far", fmt.eps(pv.epsilon_spent))
+    c3.metric("This release", fmt.eps(pv.epsilon_release) if pv.fits else f"{pv.epsilon_release:.4g}",
+              help=f"How much the spent total grows, composed under the {pv.rule.value} rule with what was spent "
+                   "before (under basic composition, exactly this release's ε).")
+    if pv.fits:
+        c4.metric("Remaining afterwards", fmt.eps(max(pv.epsilon_remaining_after, 0.0)))
+    else:
+        c4.metric("Remaining now", fmt.eps(max(pv.epsilon_remaining, 0.0)), help="This release does not fit in it.")
+
+
+def _raise(fingerprint: str) -> None:
+    ss = st.session_state
+    ss[_ERROR] = None
+    try:
+        cached.ledger().raise_budget(fingerprint, ss["ledger:raise_eps"], ss["ledger:raise_delta"],
+                                     reason=ss.get("ledger:raise_reason") or "")
+    except PlannerError as exc:
+        ss[_ERROR] = {"page": "ledger", "text": str(exc)}
+        return
+    ss["ledger:raise_reason"] = ""
+    S.notice("ledger", f"Lifetime budget raised to ε = {ss['ledger:raise_eps']:g}, δ = {ss['ledger:raise_delta']:g}; "
+                       "the decision and its reason are recorded below.")
+
+
+def raise_form(status: BudgetStatus) -> None:
+    """Raise the lifetime budget: a deliberate action, recorded with its reason."""
+    ss = st.session_state
+    if ss.get("ledger:raise_for") != status.fingerprint:  # seed from the current budget, once per dataset
+        ss["ledger:raise_for"] = status.fingerprint
+        ss["ledger:raise_eps"] = float(status.epsilon_total)
+        ss["ledger:raise_delta"] = float(status.delta_total)
+    with st.form("ledger_raise_form"):
+        st.markdown("Raising the lifetime budget weakens the promise made to the people in this dataset. Do it only "
+                    "as a decision you can justify; it is recorded with the reason and shown in the ledger export.")
+        c1, c2 = st.columns(2)
+        c1.number_input("New lifetime ε", step=0.5, format="%g", key="ledger:raise_eps")
+        c2.number_input("New lifetime δ", step=1e-7, format="%g", key="ledger:raise_delta")
+        st.text_input("Reason (who decided, and why)", key="ledger:raise_reason",
+                      placeholder="e.g. ethics board decision 2026-11, second publication approved")
+        st.form_submit_button("Raise the lifetime budget", key="ledger:raise", on_click=_raise,
+                              args=(status.fingerprint,))
+    err = ss.get(_ERROR)
+    if err and err.get("page") == "ledger":
+        st.error(err["text"])
+
+
+def over_budget(pv: ReleasePreview) -> str:
+    """Why a release does not fit, in plain words, from the ledger's own check.
+
+    Stand-in for ``ReleasePreview.reason``, whose remedy suggests that a tighter rule "would
+    charge less" — not true for every workload (for the census sample's seven pure-ε queries
+    basic, advanced and RDP charge the same), and the rule is fixed anyway. The numbers are the
+    preview's; the verdict (``fits``) is the ledger's. When the release cannot be accounted at
+    all, the ledger's reason is shown as it is.
+    """
+    import math
+
+    if not math.isfinite(pv.epsilon_release):
+        return pv.reason
+    return (f"This release needs ε = {pv.epsilon_release:.4g} under the {pv.rule.value} rule, but only "
+            f"ε = {max(pv.epsilon_remaining, 0.0):.4g} of the lifetime budget ε = {pv.epsilon_total:g} remains. "
+            "Lower this release's ε (the Planner can pick the most that fits) or drop queries from it. The lifetime "
+            "budget itself can only be raised by a recorded decision of its owner (Ledger page).")
+
+
+def rule_label(rule: str) -> str:
+    return f"{rule} ({_RULE_SHORT.get(rule, rule)})"
