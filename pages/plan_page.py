@@ -5,9 +5,10 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from pages._ui import advice, cached, charts, fmt, frame, lifetime, planning
+from pages._ui import cached, charts, fmt, frame, lifetime, planning
 from pages._ui import state as S
 from pages._ui.preamble import require_dataset
+from planner import advice
 from planner.errors import PlannerError
 
 st.title("Planner")

@@ -65,7 +65,7 @@ def _do_release() -> None:
     except PlannerError as exc:
         ss[S.RELEASE_ERROR] = str(exc)
         return
-    ss[S.LAST_RESULT] = result
+    ss[S.LAST_RESULT] = (data.fingerprint, result)  # the result names the dataset by its key (ds-…)
     ss[S.LAST_RELEASE_ID] = result.release_id
 
 
@@ -89,9 +89,8 @@ if ss[S.CONFIRMED]:  # AppTest drives the dialog through this flag (STYLE.md)
 if ss[S.RELEASE_ERROR]:
     st.error(ss[S.RELEASE_ERROR])
 
-result = ss[S.LAST_RESULT]
-if result is not None and (result.plan_hash != plan_hash or result.fingerprint != data.fingerprint):
-    result = None
+last = ss[S.LAST_RESULT]
+result = last[1] if last is not None and last[0] == data.fingerprint and last[1].plan_hash == plan_hash else None
 
 # ------------------------------------------------------------------------- before the release
 if result is None and stored is None:

@@ -836,17 +836,11 @@ def _compose(spends: Sequence[Spend], rule: CompositionRule, delta: float) -> fl
 
 
 def _remedy(rule: CompositionRule) -> str:
-    tighter = {
-        CompositionRule.BASIC: "advanced or rdp",
-        CompositionRule.ADVANCED: "rdp",
-    }.get(rule)
-    text = "Lower this release's ε or drop queries from it"
-    if tighter is not None:
-        text += (
-            f"; a tighter composition rule ({tighter}) would charge less, but a dataset's rule "
-            "is fixed when its lifetime budget is set"
-        )
-    return text + "; the lifetime budget itself can only be raised by a recorded decision of its owner."
+    """What to do when a release does not fit (true for every workload and rule: the rule is
+    fixed with the lifetime budget, and whether a tighter one would charge less depends on
+    the workload)."""
+    return ("Lower this release's ε (the Planner can pick the most that fits) or drop queries from it; "
+            "the lifetime budget itself can only be raised by a recorded decision of its owner.")
 
 
 def _within_budget(composed: float, total: float) -> bool:

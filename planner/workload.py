@@ -30,16 +30,18 @@ from planner.allocation import (
     plan_warnings,
 )
 from planner.budget import Budget
-from planner.errors import QueryError
+from planner.errors import PlannerError, QueryError
 from planner.queries import Query
 from planner.schema import Schema
 from planner.statistics.base import BETA, Part, Prediction
 
 __all__ = [
+    "CurvePoint",
     "Part",
     "Plan",
     "Prediction",
     "TargetResult",
+    "accuracy_curves",
     "build_items",
     "compare",
     "compare_curve",
@@ -273,3 +275,49 @@ def compare_curve(
     for rule in applicable_rules(items, delta):
         out[rule.value] = [float(x) for x in error_curve(items, np.asarray(epsilons, dtype=float), delta, rule)]
     return out
+
+
+@dataclass(frozen=True, slots=True)
+class CurvePoint:
+    """One point of a query's accuracy curve: a mechanism (or a comparison) at one ε."""
+
+    mechanism: str
+    epsilon: float
+    rmse: float
+    error_bound_95: float
+    unit: str
+    released: bool = True  # False for a comparison the release never draws (randomized response)
+
+
+def accuracy_curves(query: Query, schema: Schema, delta: float,
+                    epsilons: Sequence[float]) -> tuple[list[CurvePoint], list[str]]:
+    """RMSE and 95% bound of one query alone (the whole ε, basic composition), for every
+    mechanism its statistic offers, at each ε; plus the statistic's comparison curves
+    (e.g. randomized response for a proportion) and its notes. Data-independent.
+
+    Returns the points and plain-words notes (a mechanism the planner cannot predict says why).
+    """
+    stat = query.statistic
+    points: list[CurvePoint] = []
+    notes = list(stat.notes(query, schema))
+    for mech in stat.mechanism_names:
+        q = query.replace(mechanism=mech, target=None)
+        try:
+            for e in epsilons:
+                p = plan([q], schema, float(e), delta, CompositionRule.BASIC)
+                for pr in p.predictions:
+                    label = mech.value if len(p.predictions) == 1 else f"{mech.value} ({pr.part})"
+                    points.append(CurvePoint(label, float(e), pr.rmse, pr.error_bound_95, pr.unit))
+        except PlannerError as exc:
+            notes.append(f"{mech.value}: {exc}")
+    comparison = getattr(stat, "comparison", None)
+    if callable(comparison):
+        try:
+            rmse, bound = comparison(query, schema, np.asarray(epsilons, dtype=np.float64))
+        except PlannerError as exc:
+            notes.append(f"comparison: {exc}")
+        else:
+            unit = stat.unit(query, schema)
+            points += [CurvePoint("randomized response (local model, not released)", float(e), float(r), float(b),
+                                  unit, released=False) for e, r, b in zip(epsilons, rmse, bound, strict=True)]
+    return points, notes

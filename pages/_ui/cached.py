@@ -22,7 +22,7 @@ from planner.backends.base import Backend
 from planner.backends.pandas_backend import PandasBackend
 from planner.errors import DataError, PlannerError
 from planner.loader import column_report, load_table
-from planner.queries import VALID_MECHANISMS, Query, QueryKind, queries_from_list
+from planner.queries import Query, queries_from_list
 from planner.schema import ColumnKind, Schema, dataset_fingerprint, suggest_kinds
 
 from . import state as S
@@ -31,7 +31,6 @@ if TYPE_CHECKING:  # imported where used: the Data page draws without the optimi
     from planner import workload
     from planner.ledger import Ledger
 
-LINEAR_KINDS = (QueryKind.COUNT, QueryKind.SUM, QueryKind.HISTOGRAM)
 
 
 # ----------------------------------------------------------------------------- loading
@@ -276,33 +275,15 @@ EPS_GRID: tuple[float, ...] = tuple(float(e) for e in np.geomspace(0.01, 10, 31)
 
 @st.cache_data(max_entries=64)
 def accuracy_curves(query_json: str, schema_json: str, delta: float, epsilons: tuple[float, ...]) -> tuple[pd.DataFrame, list[str]]:
-    """RMSE and 95% bound of one query alone, per applicable mechanism, over ``epsilons``.
-
-    Each point is the planner's own prediction for the query given the whole ε (basic
-    composition of a one-query workload). Returns the curves and notes on mechanisms the
-    planner cannot predict.
-    """
+    """RMSE and 95% bound of one query alone, per applicable mechanism, over ``epsilons``
+    (:func:`planner.workload.accuracy_curves`), as a table for the charts."""
     from planner import workload
 
     schema = Schema.from_json(schema_json)
-    base = json.loads(query_json)
-    rows: list[dict[str, Any]] = []
-    notes: list[str] = []
-    kind = QueryKind(base["kind"])
-    for mech in sorted(m.value for m in VALID_MECHANISMS[kind]):
-        q = dict(base, mechanism=mech)
-        q.pop("target", None)
-        try:
-            qs = queries_from_list([q], schema)
-            for e in epsilons:
-                p = workload.plan(qs, schema, e, delta, "basic")
-                for pr in p.predictions:
-                    label = mech if len(p.predictions) == 1 else f"{mech} ({pr.part})"
-                    rows.append({"mechanism": label, "epsilon": e, "RMSE": pr.rmse,
-                                 "95% bound": pr.error_bound_95, "unit": pr.unit})
-        except PlannerError as exc:
-            notes.append(f"{mech}: {exc}")
-    return pd.DataFrame(rows), notes
+    q = queries_from_list([json.loads(query_json)], schema)[0]
+    points, notes = workload.accuracy_curves(q, schema, delta, epsilons)
+    return pd.DataFrame([{"mechanism": p.mechanism, "epsilon": p.epsilon, "RMSE": p.rmse,
+                          "95% bound": p.error_bound_95, "unit": p.unit} for p in points]), notes
 
 
 @st.cache_data(max_entries=64)
@@ -312,7 +293,7 @@ def lower_bound_curve(query_json: str, schema_json: str, epsilons: tuple[float, 
 
     schema = Schema.from_json(schema_json)
     q = queries_from_list([json.loads(query_json)], schema)[0]
-    if q.kind not in LINEAR_KINDS:
+    if not q.statistic.linear:
         return None
     sens = q.sensitivity(schema).l1
     b = bounds.unbiased_mse_lower_bound(np.asarray(epsilons), sens)

@@ -168,22 +168,8 @@ def raise_form(status: BudgetStatus) -> None:
 
 
 def over_budget(pv: ReleasePreview) -> str:
-    """Why a release does not fit, in plain words, from the ledger's own check.
-
-    Stand-in for ``ReleasePreview.reason``, whose remedy suggests that a tighter rule "would
-    charge less" — not true for every workload (for the census sample's seven pure-ε queries
-    basic, advanced and RDP charge the same), and the rule is fixed anyway. The numbers are the
-    preview's; the verdict (``fits``) is the ledger's. When the release cannot be accounted at
-    all, the ledger's reason is shown as it is.
-    """
-    import math
-
-    if not math.isfinite(pv.epsilon_release):
-        return pv.reason
-    return (f"This release needs ε = {pv.epsilon_release:.4g} under the {pv.rule.value} rule, but only "
-            f"ε = {max(pv.epsilon_remaining, 0.0):.4g} of the lifetime budget ε = {pv.epsilon_total:g} remains. "
-            "Lower this release's ε (the Planner can pick the most that fits) or drop queries from it. The lifetime "
-            "budget itself can only be raised by a recorded decision of its owner (Ledger page).")
+    """Why a release does not fit, in plain words: the ledger's own check and reason."""
+    return pv.reason
 
 
 def rule_label(rule: str) -> str:

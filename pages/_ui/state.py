@@ -96,7 +96,7 @@ CENSUS_WORKLOAD: list[dict[str, Any]] = [
 
 SURVEY_WORKLOAD: list[dict[str, Any]] = [
     {"id": "respondents", "kind": "count", "column": None, "mechanism": "laplace", "weight": 1.0, "target": 50.0},
-    {"id": "doping_share", "kind": "proportion", "column": "used_doping", "mechanism": "randomized_response", "weight": 2.0, "target": 0.1},
+    {"id": "doping_share", "kind": "proportion", "column": "used_doping", "mechanism": "laplace", "weight": 2.0, "target": 0.1},
     {"id": "sport_counts", "kind": "histogram", "column": "sport", "mechanism": "laplace", "weight": 1.0, "target": 50.0},
     {"id": "hours_mean", "kind": "mean", "column": "training_hours", "mechanism": "laplace", "weight": 1.0, "target": 2.0},
 ]

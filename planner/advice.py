@@ -1,15 +1,14 @@
-"""Plain-words advice computed from engine results, for the Planner and Release pages.
+"""Plain-words advice from the engine's own results, for the Planner and Release pages.
 
-These are small stand-ins for engine calls that do not exist yet (listed in the branch
-report): each reads engine results only — plans, predictions, the ledger's preview — and
+Each function reads engine results only — plans, predictions, the ledger's check — and
 turns them into a sentence an owner can act on. No privacy decision is taken here: the
-ledger and the planner decide, these functions only compare their numbers.
+ledger and the planner decide; these functions compare their numbers.
 
-* :func:`compare_rules` → would be ``planner.workload.compare(...)`` returning, per rule,
-  the typical error relative to the best rule and the reason.
-* :func:`noise_warnings` → would be part of ``planner.allocation.plan_warnings`` (it needs
-  the predictions and the public scales).
-* :func:`largest_fitting_epsilon` → would be ``Ledger.largest_release(fp, make_spends)``.
+* :func:`compare_rules` — which rule buys the smallest errors for a workload, by how much,
+  and why (from :func:`planner.workload.compare`'s plans);
+* :func:`compare_target_rules` — the same in target mode (least ε per rule);
+* :func:`noise_warnings` — answers that will be mostly noise;
+* :func:`largest_fitting_epsilon` — the largest release ε the ledger's own check accepts.
 """
 
 from __future__ import annotations
@@ -89,8 +88,8 @@ def compare_rules(plans: dict[str, Plan | PlannerError], rule_in_force: str, del
     gaussian = [p.query_id for p in preds if p.mechanism in _GAUSSIAN]
     zcdp_worse = any(r.rule == "zcdp" for r in worse)
     if not gaussian and "basic" in best:
-        why = (f"All {queries} queries here use pure-ε noise (Laplace, the exponential mechanism, randomized "
-               "response), and for so few answers adding up their ε (basic composition) is already as tight "
+        why = (f"All {queries} queries here use pure-ε noise (Laplace noise, the "
+               "exponential mechanism), and for so few answers adding up their ε (basic composition) is already as tight "
                "as the other rules. The tighter accountants pay off with many more answers, or with Gaussian "
                "noise.")
         if zcdp_worse:
