@@ -64,7 +64,9 @@ def app_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     home = tmp_path_factory.mktemp("planner_home")
     port = _free_port()
     SERVED["ledger_url"] = f"sqlite:///{home}/ledger.db"
-    env = dict(os.environ, PLANNER_HOME=str(home), PLANNER_LEDGER_URL=SERVED["ledger_url"])
+    # The served app and this test process read the same ledger, so they share one planner
+    # home (its server secret and integrity markers), as every process of one organisation must.
+    env = dict(os.environ, PLANNER_HOME=os.environ["PLANNER_HOME"], PLANNER_LEDGER_URL=SERVED["ledger_url"])
     log = open(home / "streamlit.log", "wb")  # closed in the teardown
     proc = subprocess.Popen(
         [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",

@@ -127,7 +127,7 @@ def test_ledger_release_over_budget_raises_and_records_nothing(ledger: Ledger) -
     msg = str(info.value)
     # requested 0.5, remaining 0.3, short by 0.2 (hand arithmetic); plain words, no hashes
     assert "ε = 0.5 " in msg and "ε = 0.3 " in msg and "short by 0.2" in msg
-    assert "Lower this release's ε or drop queries" in msg and "rdp" in msg
+    assert "Lower this release's ε (the Planner can pick the most that fits) or drop queries" in msg
     assert "plan-2" not in msg and FP not in msg
     assert sampler.calls == 0
     assert ledger.status(FP).releases == 1
