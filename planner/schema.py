@@ -643,17 +643,17 @@ class Schema:
 
     @classmethod
     def from_json(cls, text: str | bytes) -> Schema:
-        """Parse JSON text; :class:`SchemaError` (with the line) if it is not valid JSON."""
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise SchemaError(
-                f"the schema is not valid JSON (line {exc.lineno}, column {exc.colno}: "
-                f"{exc.msg}); fix the file or re-save it from the planner."
-            ) from exc
-        except UnicodeDecodeError as exc:
-            raise SchemaError("the schema file is not UTF-8 text; save it as UTF-8 JSON.") from exc
-        return cls.from_dict(data)
+        """Parse JSON text strictly (:func:`planner.strict_json.loads_strict`: bounded depth,
+        no duplicate keys, finite numbers); :class:`SchemaError` (with the line) if it is not
+        valid JSON."""
+        from planner.strict_json import loads_strict
+
+        if isinstance(text, bytes):
+            try:
+                text = text.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise SchemaError("the schema file is not UTF-8 text; save it as UTF-8 JSON.") from exc
+        return cls.from_dict(loads_strict(text, "schema", error=SchemaError))
 
     def save(self, path: str | os.PathLike[str]) -> None:
         """Write the schema as UTF-8 JSON."""
@@ -661,16 +661,15 @@ class Schema:
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> Schema:
-        """Read a schema JSON file; :class:`SchemaError` naming the file if unreadable."""
+        """Read a schema JSON file under the spec-file limits (a regular file, at most 4 MiB,
+        UTF-8, strict JSON: :func:`planner.strict_json.read_json_file`); :class:`SchemaError`
+        naming the file otherwise."""
+        from planner.strict_json import read_json_file
+
         p = Path(path)
+        data = read_json_file(p, "schema", error=SchemaError)
         try:
-            raw = p.read_bytes()
-        except OSError as exc:
-            raise SchemaError(
-                f"cannot read schema file {p.name!r} ({exc.strerror}); check the path."
-            ) from exc
-        try:
-            return cls.from_json(raw)
+            return cls.from_dict(data)
         except SchemaError as exc:
             raise SchemaError(f"schema file {p.name!r}: {exc}") from exc
 

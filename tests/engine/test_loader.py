@@ -253,5 +253,5 @@ def test_validate_command_survey_and_errors(tmp_path: Path) -> None:
     assert r["rows"] == 2000 and r["column_report"]["used_doping"]["usable"] == 2000
     with pytest.raises(PlannerError, match=r"text_in_numeric\.csv|declared numeric"):
         validate_command(str(FIX / "text_in_numeric.csv"), str(FIX / "small.schema.json"))
-    with pytest.raises(SchemaError, match="cannot read schema file"):
+    with pytest.raises(SchemaError, match="cannot open the schema file"):
         validate_command(str(FIX / "good.tsv"), str(tmp_path / "none.json"))

@@ -263,7 +263,7 @@ def test_schema_load_bad_files(tmp_path: Path) -> None:
     p.write_text("{not json", encoding="utf-8")
     with pytest.raises(SchemaError, match=r"bad.json.*not valid JSON \(line 1"):
         Schema.load(p)
-    with pytest.raises(SchemaError, match="cannot read schema file"):
+    with pytest.raises(SchemaError, match="cannot open the schema file .absent.json."):
         Schema.load(tmp_path / "absent.json")
     p.write_text("[]", encoding="utf-8")
     with pytest.raises(SchemaError, match="JSON object"):
@@ -357,3 +357,17 @@ def test_schema_json_round_trip_property(s: Schema) -> None:
     assert back == s
     assert back.schema_hash() == s.schema_hash()
     assert np.isfinite([c.lower for c in s.columns if c.lower is not None]).all()
+
+
+def test_schema_files_are_read_strictly(tmp_path: Path) -> None:
+    # issue 16: a schema file obeys the spec-file limits (duplicate keys, non-finite
+    # numbers, depth, not a regular file) with a message, never a traceback
+    p = tmp_path / "dup.json"
+    p.write_text('{"version": 1, "version": 1, "columns": []}', encoding="utf-8")
+    with pytest.raises(SchemaError, match="twice in one object"):
+        Schema.load(p)
+    p.write_text('{"version": 1, "columns": [{"name": "x", "kind": "numeric", "lower": 0, "upper": NaN}]}')
+    with pytest.raises(SchemaError, match="non-finite"):
+        Schema.load(p)
+    with pytest.raises(SchemaError, match="regular file|not a file"):
+        Schema.load(tmp_path)
