@@ -263,7 +263,7 @@ def test_schema_load_bad_files(tmp_path: Path) -> None:
     p.write_text("{not json", encoding="utf-8")
     with pytest.raises(SchemaError, match=r"bad.json.*not valid JSON \(line 1"):
         Schema.load(p)
-    with pytest.raises(SchemaError, match="cannot open the schema file .absent.json."):
+    with pytest.raises(SchemaError, match=r"cannot open the schema file .absent.json."):
         Schema.load(tmp_path / "absent.json")
     p.write_text("[]", encoding="utf-8")
     with pytest.raises(SchemaError, match="JSON object"):
@@ -369,5 +369,5 @@ def test_schema_files_are_read_strictly(tmp_path: Path) -> None:
     p.write_text('{"version": 1, "columns": [{"name": "x", "kind": "numeric", "lower": 0, "upper": NaN}]}')
     with pytest.raises(SchemaError, match="non-finite"):
         Schema.load(p)
-    with pytest.raises(SchemaError, match="regular file|not a file"):
+    with pytest.raises(SchemaError, match=r"regular file|not a file"):
         Schema.load(tmp_path)
