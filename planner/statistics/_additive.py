@@ -138,7 +138,7 @@ def whole_nonnegative(value: float) -> float:
 
 
 WHOLE_NONNEGATIVE_NOTE: Final = (
-    "released as a whole number ≥ 0: rounding adds no bias; clamping at 0 only ever reduces the error, "
+    "rounding adds no bias; clamping at 0 only ever reduces the error, "
     "and biases a count upwards by at most half the noise scale when the true count is 0 "
     "(negligible once the count is several noise scales above 0)"
 )
