@@ -417,6 +417,8 @@ def cases(df: pd.DataFrame) -> list[Case]:
              od_histogram, lambda a: np.asarray(a["counts"], dtype=np.float64), lambda d: hist_truth),
         Case("mode", {"id": "mo", "kind": "mode", "column": "region", "mechanism": "exponential"}, od_mode,
              lambda a: a["value"], lambda d: None, _mode_gap(df)),
+        Case("mode (ISM)", {"id": "mo", "kind": "mode", "column": "region", "mechanism": "inverse_sensitivity"},
+             od_mode, lambda a: a["value"], lambda d: None, _mode_gap(df)),
     ]
     for alpha in (0.1, 0.5, 0.9):
         kind = {"kind": "median"} if alpha == 0.5 else {"kind": "quantile", "alphas": [alpha]}
@@ -602,7 +604,7 @@ def opendp_inputs_for(case: Case, df: pd.DataFrame) -> dict[str, Any]:
     col = case.query.get("column")
     lo, hi = INCOME
     out: dict[str, Any] = {"n": len(df)}
-    if case.name.startswith("count") or case.name in ("histogram", "mode"):
+    if case.name.startswith("count") or case.name in ("histogram", "mode", "mode (ISM)"):
         out["region_code"] = region_codes(df)
     elif case.name == "proportion":
         out["flag_i64"] = np.array(df["flag"], dtype=np.int64)
