@@ -16,10 +16,12 @@ statistic            add/remove (L1 / L2)     substitute (L1 / L2)
 ===================  =======================  =============================================
 counts               c / c                    2c / √2·c            (a histogram over groups)
 sums                 cM / cM                  2cM / max(√2·cM, Δ_S) (Δ_S: a sum's own, same group)
+centred sums (means) cw/2 / cw/2              cw / cw      (terms clip(x) − (L + U)/2, w = U − L)
 quantile scores      per group, L∞ d = c·max(a, b − a)    d = 2c·max(a, b − a)
 ===================  =======================  =============================================
 
-Proofs. Counts: as a histogram (:mod:`.histogram`). Sums, add/remove: the unit's ≤ c
+Proofs. Counts: as a histogram (:mod:`.histogram`). Centred sums: as sums, each term of
+magnitude ≤ w/2 instead of M (a mean's sums, :mod:`.mean`); under substitution L2 ≤ L1. Sums, add/remove: the unit's ≤ c
 clipped values, each of magnitude ≤ M, split over the groups: Σ_g |Δ_g| ≤ cM and
 √(Σ_g Δ_g²) ≤ cM. Substitute: the removed unit moves the vector by ≤ cM in L1 and the
 added one by ≤ cM; in L2 the worst case is all of one in group A and all of the other in
@@ -78,17 +80,19 @@ from planner.statistics.base import (
 )
 from planner.statistics.count import WHOLE
 from planner.statistics.histogram import bins_sensitivity
-from planner.statistics.mean import RatioModel, ratio
+from planner.statistics.mean import RatioModel, centred_sum_sensitivity, half_width, midpoint
 from planner.statistics.quantile import (
     CANDIDATES,
     EM_SPEC,
     NOT_ISM,
     STEP,
+    RankCounts,
     alpha_fraction,
     candidate_grid,
     level_component,
     level_prediction,
     quantile_scores,
+    rank_counts,
 )
 from planner.statistics.sum import sum_sensitivity
 
@@ -141,6 +145,15 @@ def grouped_sum_sensitivity(q: Query, schema: Schema) -> Sensitivity:
     if schema.relation is Relation.SUBSTITUTE:
         return Sensitivity(2.0 * cm, max(math.sqrt(2.0) * cm, sum_sensitivity(q, schema).l2))
     return Sensitivity(cm, cm)
+
+
+def grouped_centred_sum_sensitivity(q: Query, schema: Schema) -> Sensitivity:
+    """The centred sums-over-groups vector's sensitivity (a grouped mean's; module
+    docstring): each term clip(x) − m₀ has |·| ≤ w/2, so add/remove L1 = L2 = c·w/2,
+    substitute L1 = L2 = c·w (all of both units in one group: a centred sum's own
+    substitution bound, :func:`planner.statistics.mean.centred_sum_sensitivity`)."""
+    d = centred_sum_sensitivity(q, schema)
+    return Sensitivity(d.l1, d.l2)
 
 
 def grouped_score_sensitivity(alpha: float, schema: Schema) -> int:
@@ -326,16 +339,15 @@ class GroupedMean(_Grouped):
 
     def parts(self, q: Query, schema: Schema) -> tuple[QueryPart, ...]:
         size = len(group_labels(q, schema))
-        return (QueryPart("sums", grouped_sum_sensitivity(q, schema), size=size),
+        return (QueryPart("sums", grouped_centred_sum_sensitivity(q, schema), size=size),
                 QueryPart("counts", bins_sensitivity(schema), size=size))
 
     def unit(self, q: Query, schema: Schema) -> str:
         return f"{q.column} units"
 
     def model(self, q: Query, schema: Schema) -> RatioModel:
-        lo, hi = column_of(q, schema).bounds
-        return RatioModel(q.mechanism, grouped_sum_sensitivity(q, schema), bins_sensitivity(schema),
-                          max(abs(lo), abs(hi)), rows_per_group(q, schema))
+        return RatioModel(q.mechanism, grouped_centred_sum_sensitivity(q, schema), bins_sensitivity(schema),
+                          half_width(q, schema), rows_per_group(q, schema), midpoint(q, schema))
 
     def items(self, q: Query, schema: Schema, weight: float, scale: float) -> list[Part]:
         return [Part(q, self.model(q, schema).item(q.id, weight, scale), q.id)]
@@ -352,16 +364,20 @@ class GroupedMean(_Grouped):
         q = part.query
         labs = group_labels(q, schema)
         lo, hi = column_of(q, schema).bounds
-        comp_s, comp_c, draws = self.model(q, schema).components(part, share, vector=True)
+        model = self.model(q, schema)
+        comp_s, comp_c, draws = model.components(part, share, vector=True)
 
         def answer(agg: Aggregate) -> dict[str, JSON]:
             if not isinstance(agg, GroupedAggregate) or agg.labels != labs:
                 raise wrong_aggregate(q, agg)
             means = [g for g in agg.groups if isinstance(g, MeanAggregate)]
-            sums = [float(v) for v in comp_s.invoke([g.sum.value for g in means])]
+            if len(means) != len(labs):
+                raise wrong_aggregate(q, agg)
+            sums = [float(v) for v in comp_s.invoke([model.centred(g.sum.value, g.count.value) for g in means])]
             counts = [float(v) for v in comp_c.invoke([float(g.count.value) for g in means])]
-            return {"labels": list(labs), "values": [ratio(s_, n_, lo, hi) for s_, n_ in zip(sums, counts, strict=True)],
-                    "noisy_sums": list(sums), "noisy_counts": list(counts)}
+            return {"labels": list(labs),
+                    "values": [model.value(s_, n_, lo, hi) for s_, n_ in zip(sums, counts, strict=True)],
+                    "noisy_centred_sums": list(sums), "noisy_counts": list(counts), "centre": model.shift}
 
         return ItemRelease(part, share, pred, draws, answer, f"{comp_s.constructor} / {comp_c.constructor}")
 
@@ -373,14 +389,16 @@ class GroupedMean(_Grouped):
         if not isinstance(agg, GroupedAggregate):
             raise wrong_aggregate(q, agg)
         lo, hi = column_of(q, schema).bounds
+        mid = midpoint(q, schema)
         means = [g for g in agg.groups if isinstance(g, MeanAggregate)]
         s = np.array([g.sum.value for g in means])
         c = np.array([float(g.count.value) for g in means])
         noise = additive(q.mechanism)
-        s_t = noise.simulate(s, pred.scales["sum"], runs, rng)
+        s_t = noise.simulate(s - mid * c, pred.scales["sum"], runs, rng)
         c_t = noise.simulate(c, pred.scales["count"], runs, rng)
-        true = np.where(c > 0, s / np.maximum(c, 1.0), (lo + hi) / 2)
-        return np.asarray(np.clip(s_t / np.maximum(c_t, 1.0), lo, hi) - true, dtype=np.float64)
+        true = np.where(c > 0, s / np.maximum(c, 1.0), mid)
+        est = mid + np.clip(s_t / np.maximum(c_t, 1.0), lo - mid, hi - mid)
+        return np.asarray(est - true, dtype=np.float64)
 
 
 class GroupedQuantile(_Grouped):
@@ -436,7 +454,7 @@ class GroupedQuantile(_Grouped):
                                 n=rows_per_group(q, schema), unit=self.unit(q, schema))
 
     def sub_aggregate(self, q: Query, backend: Backend) -> Aggregate:
-        return backend.candidate_counts(q.column or "", candidate_grid(q, backend.schema).tolist())
+        return rank_counts(backend, q.column or "", candidate_grid(q, backend.schema))
 
     def release(self, part: Part, share: ItemAllocation, pred: Prediction, schema: Schema,
                 rule: CompositionRule) -> ItemRelease:
@@ -452,7 +470,8 @@ class GroupedQuantile(_Grouped):
                 raise wrong_aggregate(q, agg)
             values: list[JSON] = []
             for g in agg.groups:
-                assert isinstance(g, QuantileAggregate)
+                if not isinstance(g, RankCounts):
+                    raise wrong_aggregate(q, agg)
                 values.append(float(grid[int(comp.invoke(quantile_scores(g, fr.numerator, fr.denominator)))]))
             return {"alpha": alpha, "labels": list(labs), "values": values}
 

@@ -1,14 +1,31 @@
-"""Mean of a numeric column: noisy sum ÷ noisy count, or sum ÷ a public row count.
+"""Mean of a numeric column: noisy centred sum ÷ noisy count, or ÷ a public row count.
 
-``sum_over_count`` (default): the clipped sum S and the count C are released with
-independent noise and the mean is clip(S̃/max(C̃, 1), L, U) (Borealis AI's tutorial,
-example 4: about 400× more accurate than the naive "average with Δ = U" there).
-``public_n``: under the substitute relation the row count n is public, the mean S/n has
-sensitivity Δ_S/n and one noisy number is released.
+Both modes release the **centred** sum S' = Σ (clip(x, L, U) − m₀) with m₀ = (L + U)/2,
+the midpoint of the declared bounds (computed from the backend's exact clipped sum S and
+count C as S − m₀·C), and add m₀ back after the noise (post-processing):
+
+``sum_over_count`` (default): S' and the count C are released with independent noise and
+the mean is clip(m₀ + S̃'/max(C̃, 1), L, U) (Borealis AI's tutorial, example 4).
+``public_n``: the mean is m₀ + S̃'/n with n the declared public row count, one noisy
+number. Under substitution n is the table's row count. Under add/remove the release is
+ε-DP whatever the table holds, and exact in expectation when the table has n usable rows;
+otherwise it is biased by (μ − m₀)(C − n)/n (the C − n missing or extra rows counted
+at the midpoint): use it when the public n is the true one (a census count, a register).
+
+Sensitivity of S' (c = rows per privacy unit, w = U − L). Each term clip(x) − m₀ lies in
+[−w/2, w/2]. Add/remove: one unit adds or removes at most c terms, Δ₁ = Δ₂ = c·w/2.
+Substitute: the removed unit's terms total in [−c·w/2, c·w/2] and so do the added
+unit's, Δ₁ = Δ₂ = c·w (with either missing-value rule: a dropped row contributes no
+term, a replaced one a term in the same range). ∎ Never larger than the uncentred sum's
+(:func:`planner.statistics.sum.sum_sensitivity`: c·max(|L|, |U|) ≥ c·w/2 under
+add/remove, and max(U, cU) − min(L, cL) ≥ c·w under substitution): for bounds [0, U]
+it is half, and the count's error enters multiplied by |μ − m₀| ≤ w/2 instead of
+|μ| ≤ max(|L|, |U|), so the mean's error halves (issue 18: OpenDP's Context mean, which
+sums uncentred values, is then about twice as noisy).
 
 Error model (sum over count), data-independent: by the delta method the error is
-≈ (N_S − μ·N_C)/n with μ the true mean; with |μ| ≤ m = max(|L|, |U|) its variance is at
-most (Var N_S + m² Var N_C)/n², the value predicted ("at most": worst case over μ,
+≈ (N_S − (μ − m₀)·N_C)/n with μ the true mean; with |μ − m₀| ≤ m = w/2 its variance is
+at most (Var N_S + m² Var N_C)/n², the value predicted ("at most": worst case over μ,
 first order in the noise).
 
 Budget split (sum over count). Laplace: minimising 2a²/ε_S² + 2b²/ε_C² (a = Δ_S,
@@ -17,15 +34,20 @@ b = m·Δ_C) subject to ε_S + ε_C = ε gives ε_S/ε_C = (a/b)^{2/3}
 subject to ρ_S + ρ_C = ρ (Lagrange: a₂²/ρ_S² = b₂²/ρ_C²) gives ρ_S/ρ_C = a₂/b₂ and
 MSE = (a₂ + b₂)²/(2ρ n²), with a₂, b₂ the L2 sensitivities (b₂ = m·Δ₂(C)); zCDP
 composes the two Gaussians by adding ρ (Bun & Steinke 2016, Lemma 2.3). ∎
+
+Known residual: S − m₀·C is computed in floating point from the exact S, so the value
+noised can differ from the exact centred sum by a few ulps of S (the same residual as a
+float sum's; :mod:`planner.release`).
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
+import numpy.typing as npt
 from scipy import optimize
 
 from planner.allocation import Family, Item, ItemAllocation
@@ -54,7 +76,7 @@ from planner.statistics.base import (
     share_epsilon,
     wrong_aggregate,
 )
-from planner.statistics.sum import mid_magnitude, sum_sensitivity
+from planner.statistics.sum import mid_magnitude
 
 if TYPE_CHECKING:
     from planner.backends.base import Aggregate, Backend
@@ -93,9 +115,32 @@ def laplace_difference_bound(b1: float, b2: float, beta: float) -> float:
     return float(optimize.brentq(tail, 0.0, hi, xtol=1e-12 * hi))
 
 
-def _bound_magnitude(q: Query, schema: Schema) -> float:
+def midpoint(q: Query, schema: Schema) -> float:
+    """m₀ = (L + U)/2 of the query's column: the centre the mean's sum is taken about."""
     lo, hi = column_of(q, schema).bounds
-    return max(abs(lo), abs(hi))
+    return (lo + hi) / 2
+
+
+def half_width(q: Query, schema: Schema) -> float:
+    """w/2 = (U − L)/2: the largest |clip(x) − m₀|, and the largest |μ − m₀|."""
+    lo, hi = column_of(q, schema).bounds
+    return (hi - lo) / 2
+
+
+def centred_sum_sensitivity(q: Query, schema: Schema) -> Sensitivity:
+    """Δ of the centred sum Σ (clip(x) − m₀) (module docstring): c·w/2 under add/remove,
+    c·w under substitution.
+
+    Examples
+    --------
+    >>> from planner.schema import Column, ColumnKind, Schema
+    >>> s = Schema((Column("x", ColumnKind.NUMERIC, lower=0, upper=200_000),))
+    >>> centred_sum_sensitivity(Query("m", "mean", "x", "laplace"), s).l1  # c·w/2, c = 1
+    100000.0
+    """
+    lo, hi = column_of(q, schema).bounds
+    d = schema.c * (hi - lo) * (1.0 if schema.relation is Relation.SUBSTITUTE else 0.5)
+    return Sensitivity(d, d)
 
 
 def _public_n(q: Query) -> bool:
@@ -106,8 +151,9 @@ def _public_n(q: Query) -> bool:
 class RatioModel:
     """The sum-over-count mean's mathematics for given sensitivities (one mean, or the
     vectors of a grouped mean): the allocation item, the noise scales at a share, the
-    prediction and the OpenDP components. ``m`` = max(|L|, |U|), ``n`` the public (or
-    assumed) number of rows the mean is over.
+    prediction and the OpenDP components. ``sum_sens`` is the centred sum's, ``m`` =
+    w/2 (the largest |μ − m₀|), ``n`` the public (or assumed) number of rows the mean is
+    over, ``shift`` = m₀.
     """
 
     mech: MechanismName
@@ -115,6 +161,15 @@ class RatioModel:
     count_sens: Sensitivity
     m: float
     n: float
+    shift: float = 0.0  # m₀: the sum released is Σ (x − m₀), and m₀ is added back
+
+    def centred(self, total: float | npt.NDArray[np.float64], count: float | npt.NDArray[np.float64]) -> Any:
+        """The sum the release noises, S − m₀·C (from the exact aggregates)."""
+        return total - self.shift * count
+
+    def value(self, noisy_sum: float, noisy_count: float, lo: float, hi: float) -> float:
+        """The released mean: clip(m₀ + S̃'/max(C̃, 1), L, U) (post-processing)."""
+        return ratio(noisy_sum, noisy_count, lo - self.shift, hi - self.shift) + self.shift
 
     def item(self, pid: str, weight: float, scale: float) -> Item:
         if self.mech is M.LAPLACE:
@@ -181,26 +236,28 @@ class Mean(Statistic):
     options = (
         OptionSpec("mode", OptionType.CHOICE, "How the mean is released",
                    "sum_over_count: noisy sum ÷ noisy count (the budget split optimally between them); "
-                   "public_n: sum ÷ the declared public row count (substitute relation only).",
+                   "public_n: sum ÷ the declared public row count, about half the error when that count "
+                   "is the table's true one (under add/remove it is biased if the table holds a different "
+                   "number of usable rows).",
                    default=MeanMode.SUM_OVER_COUNT.value, choices=tuple(m.value for m in MeanMode)),
     )
 
     def check_schema(self, q: Query, schema: Schema) -> None:
-        if _public_n(q):
-            if schema.relation is not Relation.SUBSTITUTE:
-                raise QueryError(
-                    f"{q.where}: 'mean with public n' is defined under the substitute relation "
-                    "only (n changes under add/remove); use mode 'sum_over_count' or switch "
-                    "the schema's relation to 'substitute'."
-                )
-            if schema.public_n is None:
-                raise QueryError(
-                    f"{q.where}: 'mean with public n' needs the schema's public_n; declare it "
-                    "or use mode 'sum_over_count'."
-                )
+        if _public_n(q) and schema.public_n is None:
+            raise QueryError(
+                f"{q.where}: 'mean with public n' needs the schema's public_n; declare it "
+                "or use mode 'sum_over_count'."
+            )
+
+    def notes(self, q: Query, schema: Schema) -> tuple[str, ...]:
+        if _public_n(q) and schema.relation is Relation.ADD_REMOVE:
+            return ("The mean is the sum ÷ the declared public row count: exact in expectation when the table "
+                    "holds that many usable rows; each missing or extra row shifts it by about "
+                    "(mean − midpoint of the bounds) ÷ n.",)
+        return ()
 
     def parts(self, q: Query, schema: Schema) -> tuple[QueryPart, ...]:
-        d = sum_sensitivity(q, schema)
+        d = centred_sum_sensitivity(q, schema)
         if _public_n(q):
             assert schema.public_n is not None
             return (QueryPart("mean", scaled_sensitivity(d, schema.public_n)),)
@@ -214,8 +271,8 @@ class Mean(Statistic):
 
     def model(self, q: Query, schema: Schema) -> RatioModel:
         s_part, c_part = self.parts(q, schema)
-        return RatioModel(q.mechanism, s_part.sensitivity, c_part.sensitivity, _bound_magnitude(q, schema),
-                          float(need_public_n(q, schema)))
+        return RatioModel(q.mechanism, s_part.sensitivity, c_part.sensitivity, half_width(q, schema),
+                          float(need_public_n(q, schema)), midpoint(q, schema))
 
     def items(self, q: Query, schema: Schema, weight: float, scale: float) -> list[Part]:
         if _public_n(q):
@@ -225,8 +282,9 @@ class Mean(Statistic):
     def predict(self, part: Part, share: ItemAllocation, schema: Schema, rule: CompositionRule) -> Prediction:
         q = part.query
         unit = self.unit(q, schema)
-        if _public_n(q):
-            return add.predict(part, share, q.mechanism, self.parts(q, schema)[0].sensitivity, unit, component="mean")
+        if _public_n(q):  # exact when the table holds public n usable rows (under add/remove: a model)
+            return add.predict(part, share, q.mechanism, self.parts(q, schema)[0].sensitivity, unit, component="mean",
+                               bound_kind="model" if schema.relation is Relation.ADD_REMOVE else "exact")
         return self.model(q, schema).predict(part, share, unit)
 
     def aggregate(self, q: Query, backend: Backend) -> Aggregate:
@@ -238,6 +296,7 @@ class Mean(Statistic):
                 rule: CompositionRule) -> ItemRelease:
         q = part.query
         lo, hi = column_of(q, schema).bounds
+        mid = midpoint(q, schema)
         if _public_n(q):
             assert schema.public_n is not None
             n_pub = schema.public_n
@@ -247,18 +306,20 @@ class Mean(Statistic):
             def answer_pub(agg: Aggregate) -> dict[str, JSON]:
                 if not isinstance(agg, MeanAggregate):
                     raise wrong_aggregate(q, agg)
-                v = float(comp.invoke(agg.sum.value / n_pub))
+                v = mid + float(comp.invoke((agg.sum.value - mid * agg.count.value) / n_pub))
                 return {"value": v, "clipped_to_bounds": min(max(v, lo), hi)}
 
             return ItemRelease(part, share, pred, (one_draw(part, share, [comp]),), answer_pub, comp.constructor)
-        comp_s, comp_c, draws = self.model(q, schema).components(part, share, vector=False)
+        model = self.model(q, schema)
+        comp_s, comp_c, draws = model.components(part, share, vector=False)
 
         def answer(agg: Aggregate) -> dict[str, JSON]:
             if not isinstance(agg, MeanAggregate):
                 raise wrong_aggregate(q, agg)
-            s = float(comp_s.invoke(agg.sum.value))
+            s = float(comp_s.invoke(model.centred(agg.sum.value, agg.count.value)))
             n = float(comp_c.invoke(agg.count.value))
-            return {"value": ratio(s, n, lo, hi), "noisy_sum": s, "noisy_count": n}
+            return {"value": model.value(s, n, lo, hi), "noisy_centred_sum": s, "noisy_count": n,
+                    "centre": mid}
 
         return ItemRelease(part, share, pred, draws, answer, f"{comp_s.constructor} / {comp_c.constructor}")
 
@@ -267,16 +328,18 @@ class Mean(Statistic):
         if not isinstance(agg, MeanAggregate):
             raise wrong_aggregate(q, agg)
         lo, hi = column_of(q, schema).bounds
+        mid = midpoint(q, schema)
         if _public_n(q):
             n_pub = float(agg.public_n or schema.public_n or 0)
             if n_pub <= 0:
                 raise QueryError(f"query {q.id!r}: a mean over the public n needs 'public_n' in the schema.")
-            true = agg.sum.value / n_pub
+            true = mid + (agg.sum.value - mid * agg.count.value) / n_pub
             return add.simulate(q.mechanism, true, pred.scales["mean"], runs, rng)
         s, c = float(agg.sum.value), float(agg.count.value)
-        true = s / c if c > 0 else (lo + hi) / 2
+        true = s / c if c > 0 else mid
         noise = additive(q.mechanism)
-        s_t = noise.simulate(s, pred.scales["sum"], runs, rng)
+        s_t = noise.simulate(s - mid * c, pred.scales["sum"], runs, rng)
         cs = pred.scales["count"]
         c_t = noise.simulate(c, cs, runs, rng) if math.isfinite(cs) and cs > 0 else np.full(runs, c)
-        return np.asarray(np.clip(s_t / np.maximum(c_t, 1.0), lo, hi) - true, dtype=np.float64)
+        est = mid + np.clip(s_t / np.maximum(c_t, 1.0), lo - mid, hi - mid)
+        return np.asarray(est - true, dtype=np.float64)

@@ -2,18 +2,36 @@
 
 The candidates t₁ < … < t_k are declared (a number of candidates over [L, U], or a step);
 each level α = a/b (lowest terms) is released by report-noisy-max on the integer rank
-scores u_t = −|b·#{x ≤ t} − a·n| (:func:`quantile_scores`), one selection per level.
+scores (:func:`quantile_scores`)
+
+    u_t = −max(b·#{x < t} − a·n, a·n − b·#{x ≤ t}, 0),
+
+b times the distance from the target rank α·n to the ranks [#{x < t}, #{x ≤ t}] the
+candidate t holds: 0 exactly when t is an α-quantile of the data (the smallest t with
+#{x ≤ t} ≥ α·n, numpy's ``inverted_cdf``, holds α·n), one selection per level. Without
+ties (no value equal to a candidate) it is −|b·#{x ≤ t} − a·n|, which is also Smith
+(2011)'s −|(b − a)·#{x < t} − a·#{x > t}| as OpenDP's ``make_quantile_score_candidates``
+computes it. With ties (whole numbers on an integer grid, values clipped to a bound) both
+of those misplace the optimum: −|b·#{x ≤ t} − a·n| counts every tie below t and
+released the candidate below the true median of whole-number data at any ε (before
+issue 18); Smith's score is 0 where #{x < t}/(#{x < t} + #{x > t}) = α, ignoring the
+ties, and OpenDP's ``make_private_quantile`` released a 10th percentile of ages one year
+off at every ε in the issue-18 benchmark. The aggregate therefore carries #{x = t}
+besides #{x ≤ t} (:class:`RankCounts`, from two backend requests: :func:`rank_counts`).
 
 Sensitivity of the scores (c = rows per privacy unit). Claim: ‖u(x) − u(x')‖∞ ≤ c·b
-under substitution and ≤ c·max(a, b − a) under add/remove. Proof. Let C_t = #{x ≤ t} and
-v_t = b·C_t − a·n, so u_t = −|v_t| and |Δu_t| ≤ |Δv_t|. Adding one row changes n by 1 and
-C_t by 1 if the row is ≤ t, else 0: v_t moves by b − a or by −a; removing one row gives
-a − b or +a. Adding a unit's k ≤ c rows moves v_t by a sum of k terms each in
-[−a, b − a]: |Δv_t| ≤ c·max(a, b − a), and removing likewise. Substituting one unit
-removes k₁ ≤ c rows and adds k₂ ≤ c: the positive terms total at most k₁·a + k₂·(b − a)
-≤ c·b and the negative ones at least −c·b. ∎ In rank units (÷ b) the add/remove
-sensitivity is c·max(α, 1 − α): c/2 for the median, half the c·b/b = c of substitution —
-the same as OpenDP's ``make_private_quantile``.
+under substitution and ≤ c·max(a, b − a) under add/remove. Proof. u_t = −max(f_t, g_t, 0)
+with f_t = b·#{x < t} − a·n and g_t = a·n − b·#{x ≤ t}; a maximum of functions that each
+move by at most d moves by at most d, so it suffices to bound f_t and g_t. Adding one
+row moves f_t by b − a (the row is < t) or −a (≥ t), and g_t by a − b (≤ t) or +a
+(> t); removing one row gives the opposite signs. Adding a unit's k ≤ c rows moves each
+by a sum of k terms of magnitude ≤ max(a, b − a), and removing likewise: c·max(a, b − a).
+Substituting one unit removes k₁ ≤ c rows and adds k₂ ≤ c: f_t's positive terms total
+at most k₁·a + k₂·(b − a) ≤ c·b and its negative ones at least −c·b, and g_t's likewise.
+∎ In rank units (÷ b) the add/remove sensitivity is c·max(α, 1 − α): c/2 for the median,
+half the c·b/b = c of substitution — the same as OpenDP's ``make_private_quantile`` (its
+``score_candidates_map``: d_in·max(a, b − a) unsized, (d_in // 2)·b sized), so the noise
+is the same at the same ε (``tests/engine/test_accuracy_vs_opendp.py``).
 
 The scores are not monotone (adding a row moves some up and others down), so the
 selection pays the factor 2 of report-noisy-max: the noise scale on the integer scores
@@ -33,6 +51,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from dataclasses import dataclass
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any, ClassVar, Final
 
@@ -131,20 +150,70 @@ def rank_sensitivity(alpha: float, schema: Schema) -> float:
     return score_sensitivity(alpha, schema) / alpha_fraction(alpha).denominator
 
 
+@dataclass(frozen=True, slots=True)
+class RankCounts(QuantileAggregate):
+    """Counts on a candidate grid for the rank scores: the backend's
+    :class:`~planner.backends.base.QuantileAggregate` (``counts``: values whose smallest
+    candidate ≥ the value is t_i, so #{x ≤ t_i} is their cumulative sum) and ``ties``,
+    #{x = t_i}. Private, like every aggregate.
+    """
+
+    ties: tuple[int, ...] = ()
+
+    def __post_init__(self) -> None:
+        QuantileAggregate.__post_init__(self)
+        if len(self.ties) != len(self.counts):
+            raise QueryError("quantile ties and counts must have the same length.")
+        if any(t < 0 or t > c for t, c in zip(self.ties, self.counts, strict=True)):
+            raise QueryError("a candidate's ties cannot exceed the values counted at it.")
+
+    @property
+    def counts_lt(self) -> npt.NDArray[np.int64]:
+        """#{x < t_i} for each candidate."""
+        return np.asarray(self.counts_le - np.asarray(self.ties, dtype=np.int64), dtype=np.int64)
+
+
+def rank_counts(backend: Backend, column: str, grid: npt.NDArray[np.float64]) -> RankCounts:
+    """#{x ≤ t} and #{x = t} on the grid from two primitive backend requests: the candidate
+    counts, and bin counts over the edges t₁ < … < t_k < t_k + (t_k − t_{k−1}) (bin i is
+    [t_i, t_{i+1}), so the counts below bin i are #{x < t_i}; every clipped value is ≤ U ≤
+    t_k and lands in a bin). A SQL backend batches both into one statement (``prefetch``).
+    """
+    g = [float(t) for t in grid]
+    le = backend.candidate_counts(column, g)
+    top = g[-1] + (g[-1] - g[-2] if len(g) > 1 else 1.0)
+    bins = backend.bin_counts(column, [*g, top])
+    lt = np.concatenate([[0], np.cumsum(np.asarray(bins.counts, dtype=np.int64))[:-1]])
+    ties = le.counts_le - lt
+    return RankCounts(le.candidates, le.counts, le.dropped, tuple(int(t) for t in ties))
+
+
 def quantile_scores(agg: QuantileAggregate, a: int, b: int) -> npt.NDArray[np.int64]:
-    """Integer rank scores u_t = −|b·#{x ≤ t} − a·n| for α = a/b (gcd(a, b) = 1).
+    """Integer rank scores u_t = −max(b·#{x < t} − a·n, a·n − b·#{x ≤ t}, 0) for α = a/b
+    (gcd(a, b) = 1): b times the distance from rank α·n to the ranks t holds.
+
+    A plain :class:`~planner.backends.base.QuantileAggregate` carries no ties: it is read
+    as values strictly between candidates (#{x < t} = #{x ≤ t}), which is what a hand-made
+    aggregate of spread-out data means; a release reads :class:`RankCounts` (the
+    statistic's own aggregate) and refuses anything else.
 
     Examples
     --------
     >>> agg = QuantileAggregate((0.0, 1.0, 2.0), (1, 2, 1))  # #{x ≤ t} = 1, 3, 4; n = 4
-    >>> quantile_scores(agg, 1, 2).tolist()  # −|2·C − 4|
+    >>> quantile_scores(agg, 1, 2).tolist()  # no ties: −|2·#{x ≤ t} − 4|
     [-2, -2, -4]
+    >>> tied = RankCounts((0.0, 1.0, 2.0), (1, 2, 1), 0, (1, 2, 0))  # data 0, 1, 1, 1.5
+    >>> quantile_scores(tied, 1, 2).tolist()  # #{x < t} = 0, 1, 4; #{x ≤ t} = 1, 3, 4
+    [-2, 0, -4]
     """
-    cle = agg.counts_le.astype(np.int64)
+    le = agg.counts_le.astype(np.int64)
+    lt = agg.counts_lt if isinstance(agg, RankCounts) else le
     n = int(agg.n)
     if b * max(n, 1) > _I64_MAX // 4:
         raise ReleaseError("the quantile's rank scores do not fit in 64-bit integers; use a simpler alpha (e.g. 0.9).")
-    return np.asarray(-np.abs(b * cle - a * n), dtype=np.int64)
+    above = b * lt - a * n
+    below = a * n - b * le
+    return np.asarray(-np.maximum(np.maximum(above, below), 0), dtype=np.int64)
 
 
 def selection_noise(family: Family, rule: CompositionRule) -> str:
@@ -241,7 +310,7 @@ class Quantile(Statistic):
                                 n=float(need_public_n(q, schema)), unit=self.unit(q, schema))
 
     def aggregate(self, q: Query, backend: Backend) -> Aggregate:
-        return backend.candidate_counts(q.column or "", candidate_grid(q, backend.schema).tolist())
+        return rank_counts(backend, q.column or "", candidate_grid(q, backend.schema))
 
     def release(self, part: Part, share: ItemAllocation, pred: Prediction, schema: Schema,
                 rule: CompositionRule) -> ItemRelease:
@@ -252,7 +321,7 @@ class Quantile(Statistic):
         grid = candidate_grid(q, schema)
 
         def answer(agg: Aggregate) -> dict[str, JSON]:
-            if not isinstance(agg, QuantileAggregate):
+            if not isinstance(agg, RankCounts):
                 raise wrong_aggregate(q, agg)
             idx = int(comp.invoke(quantile_scores(agg, fr.numerator, fr.denominator)))
             return {"alpha": alpha, "value": float(grid[idx])}
