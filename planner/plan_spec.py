@@ -45,7 +45,6 @@ from planner.events import (
 )
 from planner.queries import Query, queries_from_list
 from planner.schema import Schema
-from planner.workload import compare, plan, plan_for_targets
 
 _EXTRA_KEYS = ("scale", "pinned")
 
@@ -135,6 +134,9 @@ def load_plan_spec(path: str | Path) -> PlanSpec:
 
 def plan_command(path: str | Path) -> dict[str, Any]:
     """``planner plan --spec PLAN.json``: the allocation, and the same workload under every rule."""
+    # imported here: reading a spec (``planner release``'s first step) needs no optimiser
+    from planner.workload import compare, plan, plan_for_targets
+
     spec = load_plan_spec(path)
     if spec.mode == "target":
         res = plan_for_targets(spec.queries, spec.schema, spec.delta, spec.rule, spec.error_scales or None)

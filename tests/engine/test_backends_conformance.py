@@ -525,26 +525,35 @@ def test_typed_parquet_and_csv_identical_in_every_backend(
 
 
 def test_typed_parquet_takes_the_specialised_paths(data_dir: Path) -> None:
-    """The typed file really exercises the bitmap check, per-value bins and integer sums."""
+    """The typed file really exercises the person check, per-value bins and integer sums."""
     from planner.backends.sql import _arithmetic_step
 
     typed_files(data_dir, TYPED_ROWS)
     schema = typed_schema(1)
+    qs = typed_queries()
     duck = DuckDBBackend(open_source("typed.parquet"), schema)
     text = DuckDBBackend(open_source("typed.csv"), schema)
     k_x, k_n = schema.names.index("x"), schema.names.index("n")
-    # person 1 has two rows > c = 1: found by the bitmap (int ids, and plain-digit text ids)
-    assert duck._check_units_by_bitmap("pid") == (len(TYPED_ROWS), True)
-    assert text._check_units_by_bitmap("pid") == (len(TYPED_ROWS), True)
+    # person 1 has two rows > c = 1: the bitmap in the first statement cannot prove
+    # "nobody over c", so a pass by person runs (int ids, and plain-digit text ids)
+    for b in (duck, text):
+        assert b.aggregate_all(qs) is not None
+        assert b.unit_check == "grouping" and b.rows_truncated == 1
     assert duck._value_counted(k_n) and not duck._value_counted(k_x)
     assert not text._value_counted(k_n)  # CSV text: the SQL bin keys
     assert _arithmetic_step(typed_queries()[8].edges(schema)) == 50_000.0  # type: ignore[arg-type]
-    qs = typed_queries()
     assert duck.aggregate_all(qs) == text.aggregate_all(qs)
+    # without person 1's second row nobody is over c: proven inside the one statement
+    typed_files(data_dir, TYPED_ROWS[1:], "unique")
+    for name in ("unique.parquet", "unique.csv"):
+        b = DuckDBBackend(open_source(name), schema)
+        b.prefetch(qs, report=True, digest=True)
+        assert (b.unit_check, b.passes, b.rows_truncated) == ("bitmap", 1, 0)
 
 
 def test_person_check_bitmap_agrees_with_grouping(data_dir: Path) -> None:
-    """Bitmap answer (or None → GROUP BY person) for unique, duplicate, odd and sparse ids."""
+    """Bitmap proof (one pass) or the pass by person, for unique, duplicate, odd and
+    sparse ids: the same rows as pandas either way."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -558,21 +567,25 @@ def test_person_check_bitmap_agrees_with_grouping(data_dir: Path) -> None:
         )
         return DuckDBBackend(open_source("ids.parquet"), schema)
 
-    assert backend([5, 3, 4, -2], 1)._check_units_by_bitmap("pid") == (4, False)
-    assert backend([5, 3, 5, -2], 1)._check_units_by_bitmap("pid") == (4, True)  # 5 twice > c = 1
-    assert backend([5, 3, 5, -2], 2)._check_units_by_bitmap("pid") is None  # c = 2: GROUP BY
-    assert backend(["7", "-12", "0"], 1, True)._check_units_by_bitmap("pid") == (3, False)
-    assert backend(["7", "007"], 1, True)._check_units_by_bitmap("pid") is None  # same person
-    assert backend([0, 1 << 40], 1)._check_units_by_bitmap("pid") is None  # sparse: no bitmap
-    # the answers the backend acts on equal pandas' (which never uses a bitmap)
-    for ids, c in [([5, 3, 5, -2], 1), ([5, 3, 5, -2], 2), (["7", "007"], 1), ([0, 1 << 40], 1)]:
-        as_text = isinstance(ids[0], str)
-        b = backend(ids, c, as_text)
+    cases: list[tuple[list[Any], int, str, int]] = [
+        # ids, c, how the check decides, rows truncated (by hand)
+        ([5, 3, 4, -2], 1, "bitmap", 0),
+        ([5, 3, 5, -2], 1, "grouping", 1),  # 5 twice > c = 1
+        ([5, 3, 5, -2], 2, "grouping", 0),  # duplicates but none over c = 2
+        (["7", "-12", "0", "007x"], 1, "grouping", 0),  # a text id that is no integer
+        (["7", "-12", "0"], 1, "bitmap", 0),  # plain-digit text ids
+        (["7", "007"], 1, "grouping", 1),  # the same person
+        ([0, 1 << 40], 1, "grouping", 0),  # equal residues mod the bitmap's 2^16 bits
+        ([0, 1 << 40, 7], 1, "grouping", 0),
+    ]
+    for ids, c, how, cut in cases:
+        b = backend(ids, c, isinstance(ids[0], str))
         p = PandasBackend(load_table(data_dir / "ids.parquet"), b.schema)
-        assert (b.rows, b.rows_truncated) == (p.rows, p.rows_truncated)
         assert b.clipped_sum("x") == p.clipped_sum("x")
-    with pytest.raises(DataError, match="no value"):  # a NULL id: the GROUP BY reports it
-        backend([1, None, 2], 1)
+        assert (b.rows, b.rows_truncated) == (p.rows, p.rows_truncated) == (len(ids) - cut, cut)
+        assert b.unit_check == how, ids
+    with pytest.raises(DataError, match="no value"):  # a NULL id, found in the first statement
+        backend([1, None, 2], 1).count()
 
 
 @pytest.mark.parametrize(
@@ -767,6 +780,7 @@ def test_bounding_without_ties_takes_the_single_pass(data_dir: Path) -> None:
             unit=PrivacyUnit("pid", c), salt="single",
         )
         duck = DuckDBBackend(open_source("distinct.csv"), schema)
+        assert duck.rows_truncated > 0  # the first statement finds people over c
         assert duck._bounding and not duck._thresholds()[1]
         pand = PandasBackend(load_table(data_dir / "distinct.csv"), schema)
         assert duck.clipped_sum("x") == pand.clipped_sum("x")
