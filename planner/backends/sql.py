@@ -59,6 +59,7 @@ import uuid
 from abc import abstractmethod
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from fractions import Fraction
 from typing import Any, Final
 
 import numpy as np
@@ -108,6 +109,8 @@ WHITESPACE: Final[str] = (
 
 #: Integer-valued numeric columns with at most this many values are binned per value.
 MAX_VALUE_GROUPS: Final[int] = 1 << 16
+#: Bin keys with fewer values than this are counted by one comparison per key and row.
+SMALL_DOMAIN: Final[int] = 12
 
 NUMBER_PATTERN: Final[str] = f"^(?:{_NUMBER_RE})$"
 INT_PATTERN: Final[str] = r"^[+-]?[0-9]+$"
@@ -1270,7 +1273,8 @@ class SqlBackend(Backend):
                 continue
             if isinstance(r, _Stats):
                 k = r.k
-                aggs += ["0" if f"{x}{k}" in never else one(f"{x}{k}") for x in ("u", "cl", "i", "m")]
+                # usable = rows − dropped − unbinned: derived below, not counted per row
+                aggs += ["0"] + ["0" if f"{x}{k}" in never else one(f"{x}{k}") for x in ("cl", "i", "m")]
             elif isinstance(r, _Count):
                 keep = ["TRUE"]
                 if r.k is not None:
@@ -1318,16 +1322,29 @@ class SqlBackend(Backend):
                 layers[5].cols += [(f"gk{j}", e) for j, e in enumerate(keys)]
             src = chain("kept", layers[:3] + layers[3:])
             domains = [self._bin_domain(g) for g in groups]
+            # a few keys: one count per key in the same aggregate (a comparison per row);
+            # more: a histogram (DuckDB counts it in a pass of its own, or in this one)
+            small = [dm[1] - dm[0] < SMALL_DOMAIN for dm in domains]
             one_pass = [self._one_pass_bins and dm[1] - dm[0] < 4096 for dm in domains]
-            hists = [d.histogram(f"gk{j}", domains[j] if one_pass[j] else None) or ""
-                     for j in range(nk)]
-            row = self._run_sql(f"{ctes} SELECT {', '.join(aggs + hists)} FROM {src} z", p)[0]
+            hist_cols: list[str] = []
+            at: list[int] = []
+            for j, (lo, hi) in enumerate(domains):
+                at.append(len(aggs) + len(hist_cols))
+                if small[j]:
+                    hist_cols += [d.count_if(f"gk{j} = {v}") for v in range(lo, hi + 1)]
+                else:
+                    hist_cols.append(d.histogram(f"gk{j}", domains[j] if one_pass[j] else None) or "")
+            row = self._run_sql(f"{ctes} SELECT {', '.join(aggs + hist_cols)} FROM {src} z", p)[0]
             scalar_row = tuple(row[:len(aggs)])
             for j in range(nk):
-                counts = {int(k_): int(v_) for k_, v_ in (row[len(aggs) + j] or {}).items() if v_}
                 lo, hi = domains[j]
-                if any(not lo <= k_ <= hi for k_ in counts):  # cannot happen: keys are clamped
-                    raise QueryError("internal error: a bin key fell outside its range.")
+                if small[j]:
+                    counts = {v: int(c) for v, c in zip(range(lo, hi + 1), row[at[j]:at[j] + hi - lo + 1],
+                                                        strict=True) if c}
+                else:
+                    counts = {int(k_): int(v_) for k_, v_ in (row[at[j]] or {}).items() if v_}
+                    if any(not lo <= k_ <= hi for k_ in counts):  # cannot happen: keys are clamped
+                        raise QueryError("internal error: a bin key fell outside its range.")
                 grouped[j] = counts
         else:
             scalar_src = chain("kept", layers[:3] + layers[6:])
@@ -1358,8 +1375,11 @@ class SqlBackend(Backend):
                     grouped[which[0]][int(row[which[0]])] = int(row[nk])
             scalar_row = scalar_row_ if scalar_row_ is not None else tuple([0] * len(aggs))
         res: dict[_Request, Any] = {}
+        rows_here = int(scalar_row[0] or 0)
         for r, start, width in slots:
             vals = [0 if v is None else int(v) for v in scalar_row[start:start + width]]
+            if isinstance(r, _Stats):
+                vals[0] = self._usable(r.k, rows_here, vals[2], vals[3])
             if isinstance(r, _Digest):
                 res[r] = (int(scalar_row[0] or 0), vals[0] % (1 << 64), vals[1] % (1 << 64))
             else:
@@ -1373,6 +1393,18 @@ class SqlBackend(Backend):
         if unit_check:
             units = tuple(0 if v is None else int(v) for v in scalar_row[unit_at:unit_at + 3])  # type: ignore[assignment]
         return res, units
+
+    def _usable(self, k: int, rows: int, invalid: int, missing: int) -> int:
+        """Rows that enter queries on column k (``u``), from the row, invalid and missing
+        counts: what the missing-value rule drops, and undeclared categories without an
+        "other" bin, are the only rows left out."""
+        col = self.schema.columns[k]
+        replace = col.missing.action is MissingAction.REPLACE
+        if col.kind is ColumnKind.IDENTIFIER:
+            return rows - missing
+        if col.kind is ColumnKind.CATEGORICAL:
+            return rows - (0 if replace else missing) - (0 if col.other_bin else invalid)
+        return rows if replace else rows - missing - invalid
 
     def _never_flags(self) -> set[str]:
         """Flag columns that are FALSE by construction (counted as 0, not per row)."""
@@ -1608,14 +1640,13 @@ class SqlBackend(Backend):
             )
             if _uniform_guess_ok(e, "right"):
                 w, e0 = p(float(e[1] - e[0])), p(float(e[0]))
-                floor = d.floor(f"({v} - {e0}) / {w}")
-                guess = f"CAST(least(greatest({floor}, 0), {nb - 1}) AS BIGINT)"
+                guess = f"CAST(least(greatest({d.floor(gg)}, 0), {nb - 1}) AS BIGINT)"
                 edge = self._edge_fn(e, p)
-                idx = (
-                    f"{gg} - CASE WHEN {v} < {edge(gg)} THEN 1 ELSE 0 END "
-                    f"+ CASE WHEN {v} >= {edge(f'{gg} + 1')} THEN 1 ELSE 0 END"
+                exact = (
+                    f"{guess} - CASE WHEN {v} < {edge(guess)} THEN 1 ELSE 0 END "
+                    f"+ CASE WHEN {v} >= {edge(f'{guess} + 1')} THEN 1 ELSE 0 END"
                 )
-                return guess, idx, key
+                return f"({v} - {e0}) / {w}", self._lazy_exact(gg, guess, exact, e), key
             if e.size > 2000:
                 raise QueryError("more than 2000 irregular bin edges; use evenly spaced bins.")
             whens = " ".join(f"WHEN {v} < {p(float(x))} THEN {i - 1}" for i, x in enumerate(e))
@@ -1627,21 +1658,39 @@ class SqlBackend(Backend):
         key = f"CASE WHEN NOT u{k} THEN -1 ELSE {gi} END"
         if _uniform_guess_ok(grid, "left"):
             w, t0 = p(float(grid[1] - grid[0])), p(float(grid[0]))
-            ceil = f"-{d.floor(f'({t0} - {v}) / {w}')}"
-            guess = f"CAST(least(greatest({ceil}, 0), {n - 1}) AS BIGINT)"
+            guess = f"CAST(least(greatest(-{d.floor(f'-{gg}')}, 0), {n - 1}) AS BIGINT)"
             edge = self._edge_fn(grid, p)
-            idx = (
-                f"{gg} - CASE WHEN {gg} = 0 THEN 0 WHEN {edge(f'{gg} - 1')} >= {v} THEN 1 "
+            exact = (
+                f"{guess} - CASE WHEN {guess} = 0 THEN 0 WHEN {edge(f'{guess} - 1')} >= {v} THEN 1 "
                 f"ELSE 0 END "
-                f"+ CASE WHEN {edge(gg)} < {v} THEN 1 ELSE 0 END"
+                f"+ CASE WHEN {edge(guess)} < {v} THEN 1 ELSE 0 END"
             )
-            return guess, idx, key
+            return f"({v} - {t0}) / {w}", self._lazy_exact(gg, guess, exact, grid), key
         if n > 2000:
             raise QueryError(
                 "more than 2000 irregular quantile candidates; use an evenly spaced grid."
             )
         whens = " ".join(f"WHEN {v} <= {p(float(x))} THEN {i}" for i, x in enumerate(grid))
         return None, f"CASE {whens} ELSE {n} END", key
+
+    def _lazy_exact(self, q: str, guess: str, exact: str, e: np.ndarray) -> str:
+        """The bin index from the quotient q = (x − e₀)/w: the guess itself where q is far
+        from an integer, the guess corrected against the actual edge values elsewhere.
+
+        Far means more than δ away, with δ twice the bound on how far q can be from the
+        exact quotient (two roundings: |q|·2⁻⁵², |q| ≤ n) plus how far any edge is from
+        e₀ + i·w (computed exactly, as fractions): then x and every edge compare as the
+        exact quotient and i do, and the guess is the index ``searchsorted`` gives. Rows
+        near an edge (ties included) take the corrected branch; ``CASE`` evaluates it on
+        those rows only.
+        """
+        n = e.size
+        w = Fraction(float(e[1])) - Fraction(float(e[0]))
+        dev = max(abs(Fraction(float(t)) - (Fraction(float(e[0])) + i * w)) for i, t in enumerate(e)) / w
+        delta = 2 * (n * 2.0**-52 + float(dev)) + 2.0**-40
+        if not delta < 1e-6:  # edges too far from a uniform grid: always correct
+            return exact
+        return f"CASE WHEN abs({q} - round({q})) > {delta!r} THEN {guess} ELSE {exact} END"
 
     def _bin_domain(self, g: _Bins) -> tuple[int, int]:
         """The range of a grouping request's key (see :meth:`_bin_key_sql`)."""

@@ -161,8 +161,12 @@ def _grids() -> dict[str, Any]:
     }
 
 
-def worker_handwritten(path: Path, max_rows: int, memory_limit: str | None) -> dict[str, Any]:
-    """The same aggregates as hand-written DuckDB SQL: two shapes, each timed end to end."""
+HAND_SHAPES = ("grouping-sets", "per-aggregate", "one-pass")
+
+
+def worker_handwritten(path: Path, shape: str, max_rows: int, memory_limit: str | None) -> dict[str, Any]:
+    """The same aggregates as hand-written DuckDB SQL, in one of :data:`HAND_SHAPES`,
+    timed end to end (the person check included)."""
     import numpy as np
 
     con = _duck(memory_limit)
@@ -226,42 +230,47 @@ def worker_handwritten(path: Path, max_rows: int, memory_limit: str | None) -> d
     # income quantile grid: linspace(0, 200000, 1001) has step 200 (exactly i * 200.0):
     # the smallest candidate >= x is ceil(x / 200)
     ikey = "CAST(ceil(income / 200) AS BIGINT)"
-
-    # shape 1: one statement, GROUPING SETS for every binning next to the scalars
     t = time.perf_counter()
     kept = kept_source()
-    rows = con.execute(f"""WITH c AS ({cells(kept)})
-        SELECT NULL::BIGINT, NULL::BIGINT, NULL::BIGINT, NULL::BIGINT, {scal_sql} FROM c
-        UNION ALL
-        SELECT region, sex, CAST(age AS BIGINT), {ikey}, count(*), NULL, NULL, NULL, NULL FROM c
-        GROUP BY GROUPING SETS ((region), (sex), (CAST(age AS BIGINT)), ({ikey}))""").fetchall()
-    parts: list[dict[int, int]] = [{}, {}, {}, {}]
-    scal: tuple[Any, ...] = ()
-    for r in rows:
-        which = [j for j in range(4) if r[j] is not None]
-        if not which and r[5] is not None:
-            scal = tuple(r[4:])
-        elif which:
-            parts[which[0]][int(r[which[0]])] = int(r[4])
-    res1 = finish(scal, *parts)
-    out["one_statement_s"] = time.perf_counter() - t
+    if shape == "grouping-sets":  # one statement: GROUPING SETS next to the scalars
+        rows = con.execute(f"""WITH c AS ({cells(kept)})
+            SELECT NULL::BIGINT, NULL::BIGINT, NULL::BIGINT, NULL::BIGINT, {scal_sql} FROM c
+            UNION ALL
+            SELECT region, sex, CAST(age AS BIGINT), {ikey}, count(*), NULL, NULL, NULL, NULL FROM c
+            GROUP BY GROUPING SETS ((region), (sex), (CAST(age AS BIGINT)), ({ikey}))""").fetchall()
+        parts: list[dict[int, int]] = [{}, {}, {}, {}]
+        scal: tuple[Any, ...] = ()
+        for r in rows:
+            which = [j for j in range(4) if r[j] is not None]
+            if not which and r[5] is not None:
+                scal = tuple(r[4:])
+            elif which:
+                parts[which[0]][int(r[which[0]])] = int(r[4])
+        res = finish(scal, *parts)
+    elif shape == "per-aggregate":  # one statement per aggregate (only the columns each needs)
+        c = cells(kept)
+        scal = con.execute(f"WITH c AS ({c}) SELECT {scal_sql} FROM c").fetchone()
 
-    # shape 2: one statement per aggregate (DuckDB reads only the columns each needs)
-    t = time.perf_counter()
-    kept = kept_source()
-    c = cells(kept)
-    scal = con.execute(f"WITH c AS ({c}) SELECT {scal_sql} FROM c").fetchone()
+        def grouped(expr: str, where: str) -> dict[int, int]:
+            return {int(k): int(v) for k, v in con.execute(
+                f"WITH c AS ({c}) SELECT {expr}, count(*) FROM c WHERE {where} GROUP BY 1").fetchall()}
 
-    def grouped(expr: str, where: str) -> dict[int, int]:
-        return {int(k): int(v) for k, v in con.execute(
-            f"WITH c AS ({c}) SELECT {expr}, count(*) FROM c WHERE {where} GROUP BY 1").fetchall()}
+        res = finish(scal, grouped("region", "region IS NOT NULL"), grouped("sex", "sex IS NOT NULL"),
+                     grouped("CAST(age AS BIGINT)", "age IS NOT NULL"),
+                     grouped(ikey, "income IS NOT NULL"))
+    else:  # one statement, one aggregate: counts per key as histograms (CSV: of the declared keys)
+        csv = path.suffix == ".csv"
 
-    res2 = finish(scal, grouped("region", "region IS NOT NULL"), grouped("sex", "sex IS NOT NULL"),
-                  grouped("CAST(age AS BIGINT)", "age IS NOT NULL"),
-                  grouped(ikey, "income IS NOT NULL"))
-    out["per_aggregate_s"] = time.perf_counter() - t
-    out["aggregates_agree_between_shapes"] = _agree(res1, res2)
-    out["aggregates"] = res1
+        def hist(expr: str, lo: int, hi: int) -> str:
+            return f"histogram_exact({expr}, range({lo}, {hi + 1}))" if csv else f"histogram({expr})"
+
+        row = con.execute(f"""SELECT {scal_sql}, {hist('region', 0, 5)}, {hist('sex', 0, 1)},
+            {hist('CAST(age AS BIGINT)', 18, 90)}, {hist(ikey, 0, 1000)} FROM ({cells(kept)})""").fetchone()
+        maps = [{int(k): int(v) for k, v in (m or {}).items() if k is not None and v and k < 1 << 31}
+                for m in row[5:]]
+        res = finish(tuple(row[:5]), *maps)
+    out["s"] = time.perf_counter() - t
+    out["aggregates"] = res
     out["peak_mb"] = _peak_mb()
     return out
 
@@ -313,16 +322,22 @@ def worker_route(kind: str, path: Path, max_rows: int, memory_limit: str | None)
     if memory_limit:
         os.environ["PLANNER_DUCKDB_MEMORY_LIMIT"] = memory_limit
     t0 = time.perf_counter()
-    engine = make_backend(kind, open_cli_source(path), schema)
-    check_backend(engine)
-    prefetch = getattr(engine, "prefetch", None)
-    if callable(prefetch):
-        prefetch(qs)
-    aggregates = engine.aggregate_all(qs)
-    digest = getattr(engine, "content_digest", None)
-    if callable(digest):
-        out["digest_rows"] = digest().rows
+    try:  # the route of `planner release`: one pass for aggregates, report and digest
+        from planner.backends import BackgroundScan
+
+        engine = BackgroundScan(kind, open_cli_source(path), schema, qs).result()
+        check_backend(engine)
+        aggregates = engine.aggregate_all(qs)
+        out["digest_rows"] = engine.content_digest().rows
+    except ImportError:  # the route before issue #17: check, then one statement for the plan
+        engine = make_backend(kind, open_cli_source(path), schema)
+        check_backend(engine)
+        prefetch = getattr(engine, "prefetch", None)
+        if callable(prefetch):
+            prefetch(qs)
+        aggregates = engine.aggregate_all(qs)
     out["s"] = time.perf_counter() - t0
+    out["passes"] = getattr(engine, "passes", None)
     out["rows_kept"] = engine.rows
     out["aggregates"] = _route_aggregates(aggregates)
     close_backend(engine)
@@ -452,8 +467,8 @@ def main() -> None:
         ml = args.memory_limit
         if kind == "scan":
             res = worker_scan(path, ml)
-        elif kind == "hand":
-            res = worker_handwritten(path, args.max_rows, ml)
+        elif kind.startswith("hand:"):
+            res = worker_handwritten(path, kind[5:], args.max_rows, ml)
         else:
             res = worker_route(kind, path, args.max_rows, ml)
         print(json.dumps(res))
@@ -478,7 +493,11 @@ def main() -> None:
             mb = path.stat().st_size / 1e6
             print(f"\n## {n:.0e} rows {fmt} ({mb:.0f} MB)")
             scan = repeated(args.repeat, lambda p=path: run_worker(["scan", str(p), *extra]))
-            hand = repeated(args.repeat, lambda p=path: run_worker(["hand", str(p), *extra]))
+            hands = {sh: repeated(args.repeat, lambda p=path, sh=sh: run_worker([f"hand:{sh}", str(p), *extra]))
+                     for sh in HAND_SHAPES}
+            ok_hands = {sh: r for sh, r in hands.items() if "error" not in r}
+            hand = (min(ok_hands.values(), key=lambda r: r["s"]) if ok_hands
+                    else next(iter(hands.values())))
             route = repeated(args.repeat, lambda p=path: run_worker(["duckdb", str(p), *extra]))
             others = {k: repeated(1, lambda p=path, k=k: run_worker([k, str(p), *extra]))
                       for k in args.backends}
@@ -497,16 +516,13 @@ def main() -> None:
                 print(f"  {label:34s} {r[key]:7.2f} s{mn:9s} peak {r['peak_mb']:6.0f} MB")
 
             line("bare scan", scan)
-            if "error" not in hand:
-                best_key = min(("one_statement_s", "per_aggregate_s"), key=lambda k: hand[k])
-                line("hand-written, one statement", hand, "one_statement_s")
-                line("hand-written, one per aggregate", hand, "per_aggregate_s")
-                hand_s = hand[best_key]
-                if not hand["aggregates_agree_between_shapes"]:
-                    print("  !! the two hand-written shapes DIFFER")
-            else:
-                line("hand-written", hand)
-                hand_s = float("nan")
+            for sh, r in hands.items():
+                line(f"hand-written, {sh}", r)
+            hand_s = hand["s"] if "error" not in hand else float("nan")
+            if len({json.dumps(r["aggregates"]) for r in ok_hands.values()}) > 1 and not all(
+                _agree(r["aggregates"], hand["aggregates"]) for r in ok_hands.values()
+            ):
+                print("  !! the hand-written shapes DIFFER")
             line("route, in-process aggregate", route)
             for k, r in others.items():
                 line(f"{k}, in-process aggregate", r)
