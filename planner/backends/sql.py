@@ -7,28 +7,41 @@ The two engines differ in a handful of spellings only (:class:`Dialect`).
 
 How each rule of the contract (``planner/backends/base.py``) is compiled:
 
+* **One scan.** The first statement over the data (DuckDB) computes everything asked of
+  it at once: every aggregate of a plan, the column report, the content digest
+  (:mod:`planner.backends.digest`) and the proof that nobody has more than c rows. Scalars
+  and bin counts are one ungrouped aggregate; a bin key with few values is counted by
+  one ``count_if`` per value, a larger one by ``histogram`` (a pass of its own over the
+  needed columns of a Parquet file, or ``histogram_exact`` in the same pass for CSV,
+  which would otherwise be parsed again). Spark gets the person check first and the
+  bins as a ``GROUPING SETS`` aggregate next to the scalars.
 * **Cells** are read exactly like :func:`~planner.backends.pandas_backend.parse_numbers`
-  and :func:`~planner.backends.pandas_backend.canonical_value`: CSV cells arrive as text
-  (pyarrow's NA tokens become NULL, as in the pandas loader), are trimmed of Unicode
-  white space by a regular expression, matched against the same number pattern, then
-  ``TRY_CAST`` to DOUBLE. Typed cells (Parquet, DataFrames) skip the text steps: an
-  integer or floating column is cast to DOUBLE and only NULL / NaN / ±inf are checked.
-  Categorical, boolean and identifier cells are reduced to a *canonical key* (``'n'`` +
-  normalised integer digits or number, ``'t'`` + text) by one SQL expression applied both
-  to the cells (once per distinct cell) and to the declared categories (a registered
-  lookup table joined in), so equality of keys is equality of canonical values.
-* **Missing rule** as explicit ``CASE`` expressions; ``least``/``greatest`` are never
-  applied to a cell (they turn NULL into a bound and NaN into the upper bound,
-  engines.md §3), only to a bin index guessed from a usable (finite) value.
-* **Contribution bounding**: whether anybody has more than c rows is decided first. When
-  every person id is an integer (an integer column, or text that is exactly an integer's
-  digits), DuckDB counts the distinct ids with a bitmap of [min, max]
-  (:meth:`SqlBackend._check_units_by_bitmap`); otherwise a ``GROUP BY`` person counts
-  rows. Only the rows of people over c are ordered by ``md5(salt_key | row key)``, the
-  same text and md5 as :func:`~planner.backends.pandas_backend.bound_contributions`, so
-  every engine keeps the same rows. DuckDB ranks a narrow relation (person, digest as
-  an unsigned 128-bit integer: the hex order) with a window that spills, stores each
-  person's c-th smallest digest, and keeps the rows at or below it in one filtering pass
+  and :func:`~planner.backends.cells.canonical_value`. Most text cells take a fast
+  path that gives the same verdict without the full rules: a number made of digits,
+  '.', 'e' and signs is cast directly (:meth:`Dialect.number_guard` excludes what
+  DuckDB's cast reads beyond the number pattern), a category or boolean token equal to a
+  declared spelling is matched as it is (:meth:`SqlBackend._fast_strings`), an integer id
+  that prints back as its own text is that integer. The other cells (blanks, NA tokens,
+  odd numbers, undeclared values) go through the full rules: pyarrow's NA tokens become
+  NULL as in the pandas loader, Unicode white space is trimmed, the number pattern is
+  matched, and categorical, boolean and identifier cells are reduced to a *canonical
+  key* (``'n'`` + integer digits, ``'f'`` + number, ``'t'`` + text) by the SQL that also
+  keys the declared categories (:meth:`SqlBackend._declared_keys`). ``CASE`` evaluates a
+  branch only on its rows, so those rules cost only where they are needed. Typed cells
+  (Parquet, DataFrames) skip the text steps.
+* **Missing rule** as explicit expressions; a dropped cell's value is left as it is and
+  never read: sums, bins, predicates and row keys all test the usable flag first.
+* **Contribution bounding**: whether anybody has more than c rows is proven inside the
+  first statement when every person id is a plain integer: their residues modulo
+  2^bits are distinct (a bitmap, :meth:`Dialect.bitmap_distinct`, sized from the row
+  count of the Parquet metadata or a CSV estimate), so the ids are. Otherwise a
+  ``GROUP BY`` person counts rows (:meth:`SqlBackend._check_units`), and only when
+  somebody is over c are the requests computed again over the bounded rows. Those
+  rows of people over c are ordered by ``md5(salt_key | row key)``, the same text and
+  md5 as :func:`~planner.backends.pandas_backend.bound_contributions`, so every engine
+  keeps the same rows. DuckDB ranks a narrow relation (person, digest as an unsigned
+  128-bit integer: the hex order) with a window that spills, stores each person's c-th
+  smallest digest, and keeps the rows at or below it in one filtering pass
   (:meth:`SqlBackend._thresholds`); ties on the cut (identical rows) are ranked apart.
   Spark ranks the rows themselves (:meth:`SqlBackend._kept_ranked`).
 * **Sums** are exact: each clipped value is split into integers
@@ -36,13 +49,13 @@ How each rule of the contract (``planner/backends/base.py``) is compiled:
   53-bit fractional parts unless the column is integer-valued), summed exactly (HUGEINT
   in DuckDB, DECIMAL(38, 0) in Spark) and rounded once in Python, which is the float
   pandas returns too.
-* **Bins and quantile grids**: one ``GROUP BY GROUPING SETS`` over every requested bin
-  key, next to one ungrouped aggregate for all scalars: one statement per plan. A bin
-  index is guessed arithmetically and corrected against the actual edge values (computed
-  as ``i·step + e₀`` when that reproduces every edge bit for bit, else read from an
-  array parameter), so ties on edges follow ``searchsorted`` exactly. An integer-valued
-  column with at most :data:`MAX_VALUE_GROUPS` possible values is instead counted per
-  value and binned in Python by ``searchsorted`` itself.
+* **Bins and quantile grids**: a bin index is computed from the quotient
+  (x − e₀)/w; where it is near an integer (ties included) it is corrected against the
+  actual edge values (computed as ``i·step + e₀`` when that reproduces every edge bit for
+  bit, else read from an array parameter), so ties on edges follow ``searchsorted``
+  exactly (:meth:`SqlBackend._lazy_exact`). An integer-valued column with at most
+  :data:`MAX_VALUE_GROUPS` possible values is instead counted per value and binned in
+  Python by ``searchsorted`` itself.
 * Every derived value is computed once in a projection layer of its own and then used
   by name: written out several times inside a ``CASE`` it would be evaluated several
   times per row.
