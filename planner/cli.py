@@ -108,9 +108,22 @@ def _cmd_compose(args: argparse.Namespace) -> Any:
 
 
 def _cmd_release(args: argparse.Namespace) -> Any:
-    from planner.release import cmd_release
+    # The data is read while the release machinery (OpenDP, the ledger, the optimiser) is
+    # imported and the plan is made: only the spec is needed to start the scan.
+    from planner.backends import BackgroundScan, default_backend
+    from planner.plan_spec import load_plan_spec
+    from planner.sources import open_cli_source
 
-    return cmd_release(args.spec, args.data, args.ledger, args.backend, args.spark_master)
+    spec = load_plan_spec(args.spec)
+    kind = (args.backend or default_backend()).strip().lower()
+    scan = BackgroundScan(kind, open_cli_source(args.data), spec.schema, spec.queries,
+                          spark_master=args.spark_master)
+    try:
+        from planner.release import cmd_release
+    except BaseException:
+        scan.cancel()
+        raise
+    return cmd_release(args.spec, args.data, args.ledger, args.backend, args.spark_master, scan=scan)
 
 
 def _cmd_ledger(args: argparse.Namespace) -> Any:

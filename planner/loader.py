@@ -22,14 +22,14 @@ import re
 import unicodedata
 from collections.abc import Mapping
 from pathlib import Path
-from typing import IO, Any, Final, Literal
-
-import pandas as pd
+from typing import IO, TYPE_CHECKING, Any, Final, Literal
 
 from planner.backends.base import ColumnStats
-from planner.backends.pandas_backend import PandasBackend
 from planner.errors import DataError, PlannerError
 from planner.schema import ColumnKind, Schema
+
+if TYPE_CHECKING:  # pandas is imported where a table is loaded: sniffing a CSV needs none
+    import pandas as pd
 
 #: Default upload limit in MB (matches ``server.maxUploadSize`` in .streamlit/config.toml).
 DEFAULT_MAX_MB: Final[float] = 200.0
@@ -388,6 +388,8 @@ def column_report(df: pd.DataFrame, schema: Schema) -> dict[str, Any]:
     Counts only, never values. Data-dependent: for the data owner (MATH.md §7).
     Counts are after contribution bounding (``rows_truncated`` rows removed).
     """
+    from planner.backends.pandas_backend import PandasBackend
+
     return PandasBackend(df, schema).column_report()
 
 
@@ -405,6 +407,8 @@ def check_against_schema(
         values). NaN, ±inf and empty cells are missing values, handled by the declared
         rule and counted, not errors.
     """
+    import pandas as pd
+
     for col in schema.columns:
         if col.name in df.columns and col.kind is ColumnKind.IDENTIFIER:
             s = df[col.name]

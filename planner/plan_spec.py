@@ -61,7 +61,6 @@ from planner.strict_json import (
     strict_number,
     value_class,
 )
-from planner.workload import compare, plan, plan_for_targets
 
 _EXTRA_KEYS = ("scale", "pinned")
 #: The fields of PLAN.json (anything else is a typo worth reporting).
@@ -201,6 +200,9 @@ def load_plan_spec(path: str | Path) -> PlanSpec:
 
 def plan_command(path: str | Path) -> dict[str, Any]:
     """``planner plan --spec PLAN.json``: the allocation, and the same workload under every rule."""
+    # imported here: reading a spec (``planner release``'s first step) needs no optimiser
+    from planner.workload import compare, plan, plan_for_targets
+
     spec = load_plan_spec(path)
     if spec.mode == "target":
         res = plan_for_targets(spec.queries, spec.schema, spec.delta, spec.rule, spec.error_scales or None)

@@ -411,6 +411,7 @@ def cmd_release(
     ledger_url: str | None,
     backend: str | None = None,
     spark_master: str | None = None,
+    scan: Any = None,
 ) -> dict[str, Any]:
     """``planner release PLAN.json DATA``: plan, load, check, release; the report as JSON.
 
@@ -419,30 +420,37 @@ def cmd_release(
     the invoking user can read, or ``DB.duckdb::table``
     (:func:`planner.sources.open_cli_source`; the allow-list guards the web app only). ``backend``: ``pandas``, ``duckdb`` or ``spark`` (default
     :func:`~planner.backends.default_backend`); the report names it under ``"backend"``.
+    ``scan``: a :class:`~planner.backends.BackgroundScan` of this spec and data already
+    started (the command line starts it before importing this module). The data is read
+    once: every aggregate, the column report and the content digest, whose key names the
+    dataset in the ledger (:func:`planner.sources.dataset_key`).
     """
-    from planner.backends import check_backend, close_backend, default_backend, make_backend
+    from planner.backends import BackgroundScan, check_backend, close_backend, default_backend
 
     # One parser for PLAN.json, shared with `planner plan` (planner/plan_spec.py).
     from planner.plan_spec import load_plan_spec
-    from planner.sources import FileSource, open_cli_source, source_fingerprint
+    from planner.sources import FileSource, dataset_key, open_cli_source
     from planner.workload import plan as make_plan
     from planner.workload import plan_for_targets
 
     spec = load_plan_spec(spec_path)
     schema, eps, delta, rl = spec.schema, spec.epsilon, spec.delta, spec.rule
-    if spec.mode == "target":  # release the plan that meets every target (not a weighted split)
-        the_plan = plan_for_targets(spec.queries, schema, delta, rl, spec.error_scales or None).plan
-    else:
-        the_plan = make_plan(spec.queries, schema, eps, delta, rl, spec.error_scales or None, spec.pinned or None)
     kind = (backend or default_backend()).strip().lower()
-    source = open_cli_source(data_path)
-    engine = make_backend(kind, source, schema, spark_master=spark_master)
+    if scan is None:  # read the data while planning
+        scan = BackgroundScan(kind, open_cli_source(data_path), schema, spec.queries, spark_master=spark_master)
+    try:
+        if spec.mode == "target":  # release the plan that meets every target (not a weighted split)
+            the_plan = plan_for_targets(spec.queries, schema, delta, rl, spec.error_scales or None).plan
+        else:
+            the_plan = make_plan(spec.queries, schema, eps, delta, rl, spec.error_scales or None, spec.pinned or None)
+    except BaseException:
+        scan.cancel()
+        raise
+    source = scan.source
+    engine = scan.result()
     try:
         check_backend(engine)
-        prefetch = getattr(engine, "prefetch", None)
-        if callable(prefetch):
-            prefetch(spec.queries)  # every aggregate of the plan in one pass
-        fp = source_fingerprint(source)
+        fp = dataset_key(engine.content_digest())
         default_name = source.files[0].name if isinstance(source, FileSource) and len(source.files) == 1 else source.label
         name = spec.dataset_name or default_name
         ledger = Ledger(ledger_url)

@@ -31,11 +31,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
-from typing import Any, Final
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any, Final
 
 from planner.errors import DataError, SchemaError
+
+if TYPE_CHECKING:  # imported by suggest_kinds only: the CLI starts without pandas
+    import pandas as pd
 
 #: Version of the schema JSON format written by :meth:`Schema.to_dict`.
 SCHEMA_VERSION: Final[int] = 1
@@ -711,6 +712,8 @@ def suggest_kinds(df: pd.DataFrame, max_categories: int = 50) -> dict[str, Colum
     >>> {k: v.value for k, v in suggest_kinds(df).items()}
     {'person_id': 'identifier', 'age': 'numeric', 'ok': 'boolean'}
     """
+    import pandas as pd
+
     out: dict[str, ColumnKind] = {}
     for name in df.columns:
         s = df[name]

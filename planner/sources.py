@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Final, Literal
 
+from planner.backends.digest import ContentDigest
 from planner.errors import DataError
 from planner.loader import (
     _check_binary,
@@ -228,6 +229,22 @@ def sniff_csv(path: Path, label: str, tsv: bool = False) -> tuple[str, tuple[str
     return delimiter, tuple(header), encoding
 
 
+def estimate_csv_rows(source: FileSource) -> int:
+    """About how many rows a CSV source has: its size over the mean line length of its
+    first 64 KiB (a hint for sizing, never a count; nothing depends on it being right)."""
+    total = 0.0
+    for p in source.paths:
+        try:
+            size = p.stat().st_size
+            with p.open("rb") as f:
+                sample = f.read(_SAMPLE)
+        except OSError:
+            continue
+        lines = max(sample.count(b"\n"), 1)
+        total += size / (len(sample) / lines) if sample else 0.0
+    return int(total)
+
+
 def file_source(paths: tuple[Path, ...], label: str, *, temporary: bool = False,
                 keep: tuple[object, ...] = ()) -> FileSource:
     """A :class:`FileSource` of already-trusted paths (all CSV or all Parquet)."""
@@ -354,6 +371,19 @@ def spill_upload(upload: bytes | bytearray | memoryview | IO[bytes], name: str |
         shutil.rmtree(folder, ignore_errors=True)
 
 
+def dataset_key(digest: ContentDigest) -> str:
+    """The ledger's dataset key, from a table's content digest (computed in the scan).
+
+    Not keyed yet: SHA-256 of the digest under a version tag. Like the file hash it
+    replaces, it lets whoever sees it test a guess about the data; the keyed fingerprint
+    (HMAC with a server secret, issue 16) is to replace this one function. The digest
+    itself never leaves the process.
+    """
+    return "cd1-" + hashlib.sha256(
+        f"planner-dataset-key-v1\x00{digest.rows}\x00{digest.hexdigest}".encode()
+    ).hexdigest()
+
+
 def source_fingerprint(source: Source) -> str:
     """The ledger's dataset key: sha256 of the file's bytes (same as the pandas route).
 
@@ -380,6 +410,8 @@ __all__ = [
     "Source",
     "TableSource",
     "data_dir",
+    "dataset_key",
+    "estimate_csv_rows",
     "file_source",
     "open_cli_source",
     "open_source",

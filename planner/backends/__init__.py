@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import importlib.util
 import os
-from typing import IO, Any, Final, Literal
-
-import pandas as pd
+import threading
+from collections.abc import Sequence
+from typing import IO, TYPE_CHECKING, Any, Final, Literal
 
 from planner.backends.base import (
     Aggregate,
@@ -31,9 +31,25 @@ from planner.backends.base import (
     QuantileAggregate,
     SumAggregate,
 )
-from planner.backends.pandas_backend import PandasBackend, bound_contributions, conform_column
 from planner.errors import DataError, PlannerError
+from planner.queries import Query
 from planner.schema import Schema
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from planner.backends.pandas_backend import PandasBackend, bound_contributions, conform_column
+
+#: imported on first use (pandas): the DuckDB route starts without it
+_LAZY: Final[frozenset[str]] = frozenset({"PandasBackend", "bound_contributions", "conform_column"})
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        from planner.backends import pandas_backend
+
+        return getattr(pandas_backend, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 BackendKind = Literal["pandas", "duckdb", "spark"]
 #: Every backend name, in order of preference for the default.
@@ -66,6 +82,8 @@ def default_backend() -> str:
 
 def _load_frame(source: Any) -> pd.DataFrame:
     """A pandas DataFrame of a source (files are loaded with the planner's loader)."""
+    import pandas as pd
+
     from planner.loader import load_table
     from planner.sources import FileSource, TableSource, open_source
 
@@ -124,6 +142,8 @@ def make_backend(
     """
     name = str(kind).strip().lower()
     if name == "pandas":
+        from planner.backends.pandas_backend import PandasBackend
+
         return PandasBackend(_load_frame(source), schema, salt)
     if name == "duckdb":
         from planner.backends.duckdb_backend import DuckDBBackend
@@ -163,6 +183,73 @@ def _spilled(upload: bytes | bytearray | memoryview | IO[bytes], schema: Schema,
     return backend
 
 
+class BackgroundScan:
+    """A backend built and filled in a worker thread: every aggregate of a plan, the column
+    report and the content digest, in one pass over the data (one statement where the
+    engine allows it).
+
+    The command line starts it as soon as the plan spec is read and imports the release
+    machinery and plans meanwhile: DuckDB and Spark release the GIL while they scan.
+    :meth:`result` waits and returns the backend (or raises the scan's error); the caller
+    then owns it and closes it (:func:`close_backend`). :meth:`cancel` stops a scan whose
+    result is no longer wanted.
+
+    Parameters
+    ----------
+    kind, source, schema, spark_master
+        As for :func:`make_backend`.
+    queries : sequence of Query
+        The plan's queries (their aggregates are computed in the same pass).
+    """
+
+    def __init__(self, kind: str, source: Any, schema: Schema, queries: Sequence[Query], *,
+                 spark_master: str | None = None) -> None:
+        self.kind = kind
+        self.source = source
+        self._engine: Backend | None = None
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(
+            target=self._run, args=(schema, tuple(queries), spark_master), name="planner-scan",
+            daemon=True,
+        )
+        self._thread.start()
+
+    def _run(self, schema: Schema, queries: tuple[Query, ...], spark_master: str | None) -> None:
+        try:
+            engine = make_backend(self.kind, self.source, schema, spark_master=spark_master)
+            self._engine = engine
+            prefetch = getattr(engine, "prefetch", None)
+            if callable(prefetch):
+                prefetch(queries, report=True, digest=True)
+            else:
+                engine.column_report()
+                engine.content_digest()
+        except BaseException as exc:  # re-raised by result(), in the caller's thread
+            self._error = exc
+
+    def result(self) -> Backend:
+        """The filled backend (waits for the scan); the scan's error, raised here."""
+        self._thread.join()
+        if self._error is not None:
+            if self._engine is not None:
+                close_backend(self._engine)
+            raise self._error
+        assert self._engine is not None
+        return self._engine
+
+    def cancel(self) -> None:
+        """Stop the scan (DuckDB: interrupt the statement) and release the backend."""
+        con = getattr(self._engine, "_con", None)
+        if con is not None and self._thread.is_alive():
+            try:
+                con.interrupt()
+            except Exception:  # pragma: no cover - the statement may just have finished
+                pass
+        self._thread.join()
+        if self._engine is not None:
+            close_backend(self._engine)
+
+
 def check_backend(backend: Backend, *, allow_invalid: bool = False) -> dict[str, Any]:
     """:func:`planner.loader.check_against_schema` for any backend: its column report.
 
@@ -192,6 +279,7 @@ __all__ = [
     "Aggregate",
     "Backend",
     "BackendKind",
+    "BackgroundScan",
     "BinCounts",
     "BooleanCounts",
     "ColumnStats",

@@ -41,6 +41,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from planner.backends.digest import ContentDigest
 from planner.errors import QueryError
 from planner.queries import Predicate, Query
 from planner.schema import Schema
@@ -255,6 +256,15 @@ class Backend(ABC):
             f"the {type(self).__name__} cannot compute grouped statistics yet; use the pandas or "
             "DuckDB backend for this plan."
         )
+
+    @abstractmethod
+    def content_digest(self) -> ContentDigest:
+        """The table's content digest (:mod:`planner.backends.digest`): every row of the
+        declared columns, before contribution bounding; identical in every backend.
+
+        PRIVATE, like the aggregates: it must never be shown, logged or exported; only a
+        keyed hash of it may leave the process.
+        """
 
     # ------------------------------------------------------------------ derived
     def category_counts(self, column: str) -> BinCounts:

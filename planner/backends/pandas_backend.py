@@ -11,10 +11,8 @@ from __future__ import annotations
 import hashlib
 import math
 import operator
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -23,6 +21,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from planner.backends import digest as dg
 from planner.backends.base import (
     Backend,
     BinCounts,
@@ -32,11 +31,18 @@ from planner.backends.base import (
     QuantileAggregate,
     SumAggregate,
 )
+from planner.backends.cells import (
+    _BOOL_LOOKUP,
+    _NUMBER_RE,
+    NUMERIC_NA_TOKENS,
+    TWO53,
+    _canonical_categories,
+    canonical_value,
+    salt_key,
+)
 from planner.errors import DataError, QueryError
 from planner.queries import Predicate, PredicateOp, bin_labels
 from planner.schema import (
-    FALSE_TOKENS,
-    TRUE_TOKENS,
     Column,
     ColumnKind,
     MissingAction,
@@ -56,8 +62,6 @@ _NUMERIC_OPS: dict[PredicateOp, Callable[[Any, Any], Any]] = {
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
 
-#: Text tokens read as missing in a numeric column (case-insensitive, stripped).
-NUMERIC_NA_TOKENS = frozenset({"nan", "na", "n/a", "null", "none", "-nan", "+nan"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,9 +82,6 @@ class Conformed:
     status: IntArray | None = None
 
 
-_NUMBER_RE = r"[+-]?(?:(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?|(?i:inf|infinity|nan))"
-_NUMBER = re.compile(rf"^{_NUMBER_RE}$")
-_INT = re.compile(r"^[+-]?\d+$")
 _ID_INT_RE = r"^[+-]?\d{1,18}$"
 
 
@@ -128,42 +129,6 @@ def parse_numbers(series: pd.Series) -> tuple[FloatArray, BoolArray]:
     return x, _np_bool(ok_arr)
 
 
-def canonical_value(v: object) -> str | None:
-    """The canonical string of one cell (``None`` for a missing cell).
-
-    Stripped text, except numbers, written the same whatever their type: integers
-    without sign or leading zeros ("+007", 7 and 7.0 → "7"), other finite numbers in
-    shortest form ("2.50" → "2.5"), ±inf as "inf" / "-inf", NaN as missing.
-
-    Examples
-    --------
-    >>> [canonical_value(v) for v in ["+007", 7.0, " 2.50 ", True, "A", float("nan")]]
-    ['7', '7', '2.5', 'True', 'A', None]
-    """
-    if v is None or v is pd.NA:
-        return None
-    if isinstance(v, (bool, np.bool_)):
-        return str(bool(v))
-    if isinstance(v, (int, np.integer)):
-        return str(int(v))
-    if isinstance(v, (float, np.floating)):
-        x = float(v)
-    else:
-        text = str(v).strip()
-        if _INT.match(text):
-            return str(int(text))
-        if not _NUMBER.match(text):
-            return text
-        x = float(text)
-    if math.isnan(x):
-        return None
-    if math.isinf(x):
-        return "inf" if x > 0 else "-inf"
-    if x == math.floor(x) and abs(x) < 2.0**53:
-        return str(int(x))
-    return repr(x)
-
-
 def _factorize(series: pd.Series) -> tuple[list[object], IntArray]:
     """(unique cells, code per row with −1 for NA): canonicalise the few uniques, not every row."""
     if pd.api.types.is_numeric_dtype(series.dtype) or pd.api.types.is_bool_dtype(series.dtype):
@@ -188,25 +153,6 @@ def _canonical_codes(
         table[i] = missing_code if c is None or c == "" else lookup.get(c, other_code)
     table[-1] = missing_code  # idx == −1 (NA) picks the last entry
     return table[idx]
-
-
-def _canonical_categories(column: Column) -> dict[str, int]:
-    lookup: dict[str, int] = {}
-    for i, c in enumerate(column.categories or ()):
-        key = canonical_value(c)
-        if key is None or key in lookup:
-            raise DataError(
-                f"column {column.name!r}: two declared categories denote the same value "
-                "(e.g. '1' and '1.0'); keep one of them."
-            )
-        lookup[key] = i
-    return lookup
-
-
-_BOOL_LOOKUP: dict[str, int] = {
-    **{t.lower(): 1 for t in TRUE_TOKENS if canonical_value(t) == t},
-    **{t.lower(): 0 for t in FALSE_TOKENS if canonical_value(t) == t},
-}
 
 
 def identifier_codes(series: pd.Series) -> IntArray:
@@ -344,9 +290,71 @@ def _stats(
     )
 
 
-TWO53: float = 2.0**53
-#: Clipped values of this magnitude or more cannot be summed exactly by the SQL backends.
-MAX_EXACT_ABS: float = 2.0**62
+def canonical_words(series: pd.Series) -> npt.NDArray[np.uint64]:
+    """Per row, the digest word of a cell read by :func:`canonical_value` (categorical and
+    identifier columns; boolean cells that are not tokens), see
+    :mod:`planner.backends.digest`. Typed columns are converted in bulk; text is
+    classified once per distinct value.
+    """
+    n = len(series)
+    dt = series.dtype
+    if pd.api.types.is_integer_dtype(dt) and not (
+        pd.api.types.is_unsigned_integer_dtype(dt) and n and bool((series.dropna() >= 1 << 63).any())
+    ):
+        na = np.asarray(series.isna().to_numpy(dtype=bool), dtype=bool)
+        v = np.asarray(series.to_numpy(dtype=np.int64, na_value=0), dtype=np.int64)
+        out = v.view(np.uint64) ^ np.uint64(dg.T_INT)
+        out[na] = np.uint64(dg.T_MISS)
+        return out
+    if pd.api.types.is_float_dtype(dt):
+        return dg.number_words(series.to_numpy(dtype=np.float64, na_value=np.nan))
+    uniques, idx = _factorize(series)
+    table = np.empty(len(uniques) + 1, dtype=np.uint64)
+    for i, u in enumerate(uniques):
+        table[i] = dg.text_word(None if u is None else str(u))
+    table[-1] = np.uint64(dg.T_MISS)
+    return np.asarray(table[idx], dtype=np.uint64)
+
+
+def cell_words(series: pd.Series, column: Column) -> list[npt.NDArray[np.uint64]]:
+    """Per row, the digest word(s) of a declared cell (:mod:`planner.backends.digest`): a
+    function of the cell's normalised value under the column's kind only."""
+    kind = column.kind
+    if kind is ColumnKind.NUMERIC:
+        x, parsed = parse_numbers(series)
+        missing = _missing_mask(series) | (parsed & np.isnan(x))
+        unparsed = ~parsed & ~missing
+        if unparsed.any():
+            tok = pc.utf8_lower(_arrow_text(series[unparsed]))
+            na = _np_bool(pc.is_in(tok, value_set=pa.array(sorted(NUMERIC_NA_TOKENS))))
+            missing[np.flatnonzero(unparsed)[na]] = True
+        number = parsed & ~missing
+        value = dg.double_bits(np.where(number, x, 0.0))
+        tag = np.zeros(len(series), dtype=np.uint64)
+        invalid = ~parsed & ~missing
+        if invalid.any():
+            tag[invalid] = canonical_words(series[invalid])
+        tag[missing] = np.uint64(dg.T_MISS)
+        return [value, tag]
+    if kind is ColumnKind.BOOLEAN:
+        codes = _canonical_codes(series, _BOOL_LOOKUP, -1, -2, lower=True)
+        out = np.where(codes > 0, 1, 0).astype(np.uint64) ^ np.uint64(dg.T_BOOL)
+        invalid = codes == -2
+        if invalid.any():
+            out[invalid] = canonical_words(series[invalid])
+        out[codes == -1] = np.uint64(dg.T_MISS)
+        return [np.asarray(out, dtype=np.uint64)]
+    return [canonical_words(series)]
+
+
+def table_digest(df: pd.DataFrame, schema: Schema) -> dg.ContentDigest:
+    """The content digest of a table's declared columns (every row, before bounding)."""
+    words: list[npt.NDArray[np.uint64]] = []
+    for name in sorted(schema.names):
+        words += cell_words(df[name], schema.column(name))
+    h = dg.row_hashes(words) if len(df) else np.zeros(0, dtype=np.uint64)
+    s1, s2 = dg.lane_sums(h)
+    return dg.finish(schema.names, len(df), s1, s2)
 
 
 def float_parts(x: FloatArray) -> tuple[IntArray, IntArray, IntArray, IntArray, IntArray]:
@@ -398,12 +406,6 @@ def exact_sum(values: FloatArray) -> float:
     return math.fsum(x.tolist())
 
 
-def sum_from_parts(ih: int, il: int, f1: int, f2: int) -> float:
-    """The correctly rounded float of Σ s·(ih·2⁵³ + il + f1·2⁻⁵³ + f2·2⁻¹⁰⁶) (signed sums)."""
-    num = ((ih * 2**53 + il) * 2**53 + f1) * 2**53 + f2
-    return float(Fraction(num, 2**106))
-
-
 def numeric_row_key(usable: BoolArray, values: FloatArray) -> list[str]:
     """Per row, the hash-key text of a conformed numeric cell ("x" when not usable)."""
     s, ih, il, f1, f2 = float_parts(np.where(usable, values, 0.0))
@@ -412,11 +414,6 @@ def numeric_row_key(usable: BoolArray, values: FloatArray) -> list[str]:
                                   f1.tolist(), f2.tolist(), strict=True):
         out.append(f"{'-' if sg < 0 else ''}{a}:{b}:{c}:{d}" if ok else "x")
     return out
-
-
-def salt_key(salt: str) -> str:
-    """The 16-character hash key derived from a schema salt (prefix of every row's hash input)."""
-    return hashlib.sha256(salt.encode("utf-8")).hexdigest()[:16]
 
 
 def row_key_parts(conf: Conformed, column: Column) -> list[str]:
@@ -532,11 +529,13 @@ class PandasBackend(Backend):
                 f"fix the schema or the file (the file has {len(df.columns)} columns)."
             )
         self.schema = schema
+        self._all = df
         keep = bound_contributions(df, schema, salt)
         self._truncated = int(len(df) - keep.sum())
         self._df = df.loc[keep, list(schema.names)].reset_index(drop=True) if self._truncated \
             else df[list(schema.names)]
         self._cache: dict[str, Conformed] = {}
+        self._digest: dg.ContentDigest | None = None
 
     @property
     def rows(self) -> int:
@@ -682,3 +681,9 @@ class PandasBackend(Backend):
         view._df = self._df.loc[mask].reset_index(drop=True)
         view._cache = {}
         return view
+
+    def content_digest(self) -> dg.ContentDigest:
+        """:func:`table_digest` of every row (before contribution bounding)."""
+        if self._digest is None:
+            self._digest = table_digest(self._all, self.schema)
+        return self._digest

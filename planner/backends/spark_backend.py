@@ -71,8 +71,63 @@ class SparkDialect(Dialect):
         # Spark sums BIGINT into a BIGINT (overflow): sum as DECIMAL(38, 0) instead
         return f"sum(CAST(CAST({expr} AS BIGINT) AS DECIMAL(38, 0)))"
 
-    def distinct_ints(self, expr: str, lo: str, hi: str) -> str | None:
+    #: Spark proves nothing in the scan: the person check is a GROUP BY of its own
+    single_scan = False
+
+    def histogram(self, expr: str, domain: tuple[int, int] | None = None) -> str | None:
         return None
+
+    def bitmap_distinct(self, expr: str, bits: int) -> str | None:
+        return None
+
+    def number_guard(self, text: str) -> str:
+        # Java's number parsing differs from the pandas rules: every text cell takes
+        # the full rules (the number pattern first)
+        return "FALSE"
+
+    def in_list(self, expr: str, consts: Sequence[str]) -> str:
+        return f"{expr} IN ({', '.join(consts)})"
+
+    # content digest: words are BIGINT as in DuckDB; Spark has no usable hash of them,
+    # so the row hash is spelled out on unsigned values held as exact DECIMAL(38, 0)
+    # (products stay below 2⁹⁶), xor and shifts on the BIGINT with the same bits
+    native_hash = False
+    _D = "DECIMAL(38, 0)"
+
+    def xor(self, a: str, b: str) -> str:
+        return f"({a} ^ {b})"
+
+    def word_bits(self, x: str) -> str:
+        return f"CAST(java_method('java.lang.Double', 'doubleToLongBits', CAST({x} AS DOUBLE)) AS BIGINT)"
+
+    def word_md5(self, text: str) -> str:
+        return f"CAST(conv(substr(md5({text}), 1, 16), 16, -10) AS BIGINT)"
+
+    def _dec(self, value: int) -> str:
+        return f"CAST('{int(value)}' AS {self._D})"
+
+    def _signed(self, u: str) -> str:
+        """An unsigned DECIMAL in [0, 2⁶⁴) as the BIGINT with the same bits."""
+        return (f"CAST(CASE WHEN {u} >= {self._dec(1 << 63)} THEN {u} - {self._dec(1 << 64)} "
+                f"ELSE {u} END AS BIGINT)")
+
+    def u_word(self, w: str) -> str:
+        return (f"(CAST({w} AS {self._D}) + CASE WHEN {w} < 0 THEN {self._dec(1 << 64)} "
+                f"ELSE {self._dec(0)} END)")
+
+    def u_xorshift(self, u: str, shift: int) -> str:
+        b = self._signed(u)
+        return self.u_word(f"({b} ^ shiftrightunsigned({b}, {shift}))")
+
+    def u_xor(self, a: str, b: str) -> str:
+        return self.u_word(f"({self._signed(a)} ^ {self._signed(b)})")
+
+    def u_mul(self, u: str, c: int) -> str:
+        # u·c = u·c_lo + (u·c_hi mod 2³²)·2³² (mod 2⁶⁴): every product below 2⁹⁶
+        hi, lo = c >> 32, c & 0xFFFFFFFF
+        two32, two64 = self._dec(1 << 32), self._dec(1 << 64)
+        return (f"pmod({u} * {self._dec(lo)} + pmod({u} * {self._dec(hi)}, {two32}) * {two32}, "
+                f"{two64})")
 
     def order_key(self, hex_digest: str) -> str:
         # strings compare byte by byte in Spark: the hex text itself is in digest order
@@ -252,12 +307,6 @@ class SparkBackend(SqlBackend):
 
     def _execute(self, sql: str, params: dict[str, Any]) -> list[tuple[Any, ...]]:
         return [tuple(r) for r in self._spark.sql(sql, args=params).collect()]
-
-    def _register(self, name: str, columns: dict[str, list[Any]]) -> None:
-        rows = list(zip(columns["raw"], columns["code"], strict=True))
-        df = self._spark.createDataFrame(rows, "raw STRING, code BIGINT")
-        df.createOrReplaceTempView(name)
-        self._views.append(name)
 
     def close(self) -> None:
         """Drop the temporary views and the cached rows (the session stays up for reuse)."""

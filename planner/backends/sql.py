@@ -7,28 +7,41 @@ The two engines differ in a handful of spellings only (:class:`Dialect`).
 
 How each rule of the contract (``planner/backends/base.py``) is compiled:
 
+* **One scan.** The first statement over the data (DuckDB) computes everything asked of
+  it at once: every aggregate of a plan, the column report, the content digest
+  (:mod:`planner.backends.digest`) and the proof that nobody has more than c rows. Scalars
+  and bin counts are one ungrouped aggregate; a bin key with few values is counted by
+  one ``count_if`` per value, a larger one by ``histogram`` (a pass of its own over the
+  needed columns of a Parquet file, or ``histogram_exact`` in the same pass for CSV,
+  which would otherwise be parsed again). Spark gets the person check first and the
+  bins as a ``GROUPING SETS`` aggregate next to the scalars.
 * **Cells** are read exactly like :func:`~planner.backends.pandas_backend.parse_numbers`
-  and :func:`~planner.backends.pandas_backend.canonical_value`: CSV cells arrive as text
-  (pyarrow's NA tokens become NULL, as in the pandas loader), are trimmed of Unicode
-  white space by a regular expression, matched against the same number pattern, then
-  ``TRY_CAST`` to DOUBLE. Typed cells (Parquet, DataFrames) skip the text steps: an
-  integer or floating column is cast to DOUBLE and only NULL / NaN / ±inf are checked.
-  Categorical, boolean and identifier cells are reduced to a *canonical key* (``'n'`` +
-  normalised integer digits or number, ``'t'`` + text) by one SQL expression applied both
-  to the cells (once per distinct cell) and to the declared categories (a registered
-  lookup table joined in), so equality of keys is equality of canonical values.
-* **Missing rule** as explicit ``CASE`` expressions; ``least``/``greatest`` are never
-  applied to a cell (they turn NULL into a bound and NaN into the upper bound,
-  engines.md §3), only to a bin index guessed from a usable (finite) value.
-* **Contribution bounding**: whether anybody has more than c rows is decided first. When
-  every person id is an integer (an integer column, or text that is exactly an integer's
-  digits), DuckDB counts the distinct ids with a bitmap of [min, max]
-  (:meth:`SqlBackend._check_units_by_bitmap`); otherwise a ``GROUP BY`` person counts
-  rows. Only the rows of people over c are ordered by ``md5(salt_key | row key)``, the
-  same text and md5 as :func:`~planner.backends.pandas_backend.bound_contributions`, so
-  every engine keeps the same rows. DuckDB ranks a narrow relation (person, digest as
-  an unsigned 128-bit integer: the hex order) with a window that spills, stores each
-  person's c-th smallest digest, and keeps the rows at or below it in one filtering pass
+  and :func:`~planner.backends.cells.canonical_value`. Most text cells take a fast
+  path that gives the same verdict without the full rules: a number made of digits,
+  '.', 'e' and signs is cast directly (:meth:`Dialect.number_guard` excludes what
+  DuckDB's cast reads beyond the number pattern), a category or boolean token equal to a
+  declared spelling is matched as it is (:meth:`SqlBackend._fast_strings`), an integer id
+  that prints back as its own text is that integer. The other cells (blanks, NA tokens,
+  odd numbers, undeclared values) go through the full rules: pyarrow's NA tokens become
+  NULL as in the pandas loader, Unicode white space is trimmed, the number pattern is
+  matched, and categorical, boolean and identifier cells are reduced to a *canonical
+  key* (``'n'`` + integer digits, ``'f'`` + number, ``'t'`` + text) by the SQL that also
+  keys the declared categories (:meth:`SqlBackend._declared_keys`). ``CASE`` evaluates a
+  branch only on its rows, so those rules cost only where they are needed. Typed cells
+  (Parquet, DataFrames) skip the text steps.
+* **Missing rule** as explicit expressions; a dropped cell's value is left as it is and
+  never read: sums, bins, predicates and row keys all test the usable flag first.
+* **Contribution bounding**: whether anybody has more than c rows is proven inside the
+  first statement when every person id is a plain integer: their residues modulo
+  2^bits are distinct (a bitmap, :meth:`Dialect.bitmap_distinct`, sized from the row
+  count of the Parquet metadata or a CSV estimate), so the ids are. Otherwise a
+  ``GROUP BY`` person counts rows (:meth:`SqlBackend._check_units`), and only when
+  somebody is over c are the requests computed again over the bounded rows. Those
+  rows of people over c are ordered by ``md5(salt_key | row key)``, the same text and
+  md5 as :func:`~planner.backends.pandas_backend.bound_contributions`, so every engine
+  keeps the same rows. DuckDB ranks a narrow relation (person, digest as an unsigned
+  128-bit integer: the hex order) with a window that spills, stores each person's c-th
+  smallest digest, and keeps the rows at or below it in one filtering pass
   (:meth:`SqlBackend._thresholds`); ties on the cut (identical rows) are ranked apart.
   Spark ranks the rows themselves (:meth:`SqlBackend._kept_ranked`).
 * **Sums** are exact: each clipped value is split into integers
@@ -36,13 +49,13 @@ How each rule of the contract (``planner/backends/base.py``) is compiled:
   53-bit fractional parts unless the column is integer-valued), summed exactly (HUGEINT
   in DuckDB, DECIMAL(38, 0) in Spark) and rounded once in Python, which is the float
   pandas returns too.
-* **Bins and quantile grids**: one ``GROUP BY GROUPING SETS`` over every requested bin
-  key, next to one ungrouped aggregate for all scalars: one statement per plan. A bin
-  index is guessed arithmetically and corrected against the actual edge values (computed
-  as ``i·step + e₀`` when that reproduces every edge bit for bit, else read from an
-  array parameter), so ties on edges follow ``searchsorted`` exactly. An integer-valued
-  column with at most :data:`MAX_VALUE_GROUPS` possible values is instead counted per
-  value and binned in Python by ``searchsorted`` itself.
+* **Bins and quantile grids**: a bin index is computed from the quotient
+  (x − e₀)/w; where it is near an integer (ties included) it is corrected against the
+  actual edge values (computed as ``i·step + e₀`` when that reproduces every edge bit for
+  bit, else read from an array parameter), so ties on edges follow ``searchsorted``
+  exactly (:meth:`SqlBackend._lazy_exact`). An integer-valued column with at most
+  :data:`MAX_VALUE_GROUPS` possible values is instead counted per value and binned in
+  Python by ``searchsorted`` itself.
 * Every derived value is computed once in a projection layer of its own and then used
   by name: written out several times inside a ``CASE`` it would be evaluated several
   times per row.
@@ -59,10 +72,12 @@ import uuid
 from abc import abstractmethod
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from fractions import Fraction
 from typing import Any, Final
 
 import numpy as np
 
+from planner.backends import digest as dg
 from planner.backends.base import (
     Aggregate,
     Backend,
@@ -73,12 +88,13 @@ from planner.backends.base import (
     QuantileAggregate,
     SumAggregate,
 )
-from planner.backends.pandas_backend import (
+from planner.backends.cells import (
     _BOOL_LOOKUP,
     _NUMBER_RE,
     MAX_EXACT_ABS,
     NUMERIC_NA_TOKENS,
     _canonical_categories,
+    canonical_value,
     salt_key,
     sum_from_parts,
 )
@@ -106,10 +122,16 @@ WHITESPACE: Final[str] = (
 
 #: Integer-valued numeric columns with at most this many values are binned per value.
 MAX_VALUE_GROUPS: Final[int] = 1 << 16
+#: Bin keys with fewer values than this are counted by one comparison per key and row.
+SMALL_DOMAIN: Final[int] = 12
 
 NUMBER_PATTERN: Final[str] = f"^(?:{_NUMBER_RE})$"
 INT_PATTERN: Final[str] = r"^[+-]?[0-9]+$"
 _TWO53: Final[float] = 2.0**53
+_TWO53_INT: Final[int] = 1 << 53
+_TWO53_SQL: Final[str] = "9007199254740992"
+#: 2⁶⁴ − 1: ``x & MASK`` is x mod 2⁶⁴ (integer division by 2⁶⁴ is far slower in DuckDB)
+MASK64_SQL: Final[str] = str((1 << 64) - 1)
 _INF: Final[str] = "CAST('Infinity' AS DOUBLE)"
 
 TypeClass = str  # "text" | "int" | "float" | "bool" | "other"
@@ -182,14 +204,89 @@ class Dialect:
         """
         return f"sum(CAST({expr} AS BIGINT))"
 
-    def distinct_ints(self, expr: str, lo: str, hi: str) -> str | None:
-        """The number of distinct values of a BIGINT expression known to lie in [lo, hi].
+    #: the first statement reads every row once and proves nobody is over c there (DuckDB)
+    single_scan = True
 
-        DuckDB sets one bit per value (``bitstring_agg``): hi − lo + 1 bits per thread,
-        against a hash table of every distinct value. ``None``: the engine has no such
-        aggregate (the caller groups by value instead).
+    def histogram(self, expr: str, domain: tuple[int, int] | None = None) -> str | None:
+        """Counts per value of a BIGINT expression as one aggregate (a map), or ``None``
+        where the engine has none (the bins are then a ``GROUPING SETS`` aggregate).
+
+        DuckDB plans ``histogram(x)`` as a ``GROUP BY`` of its own over the statement's
+        input: cheap where reading the input again is (Parquet), but a CSV file would be
+        parsed again, or buffered whole. With ``domain`` = (lo, hi), every value of x in
+        [lo, hi], the counts are one aggregate of the single pass (``histogram_exact``; a
+        value outside lands in another key, which the caller checks).
         """
-        return f"bit_count(bitstring_agg({expr}, {lo}, {hi}))"
+        if domain is None:
+            return f"histogram({expr})"
+        return f"histogram_exact({expr}, range({domain[0]}, {domain[1] + 1}))"
+
+    def bitmap_distinct(self, expr: str, bits: int) -> str | None:
+        """How many distinct values a BIGINT expression takes modulo 2^bits.
+
+        DuckDB sets one bit per residue (``bitstring_agg``: 2^bits bits per thread). If
+        the count equals the number of rows, the values are distinct (equal values have
+        equal residues): no person has two rows. ``None``: the engine has no bitmap.
+        """
+        m = 1 << bits
+        # x & (2^bits − 1) is x mod 2^bits for negative x too (two's complement)
+        return f"bit_count(bitstring_agg(({expr}) & {m - 1}, 0, {m - 1}))"
+
+    def number_guard(self, text: str) -> str:
+        """True only for text that ``TRY_CAST(… AS DOUBLE)`` reads as the pandas rules do.
+
+        DuckDB's cast reads the number pattern's strings (blanks around them trimmed)
+        with the same value, and also '1_000', 'nan(1)' and '+-1'. Text without '_', '('
+        and '+-' is read exactly as the rules read it (fuzz-tested against pyarrow on all
+        one- and two-character strings and 300,000 random ones, and end to end in
+        ``tests/engine/test_backends_conformance.py``). Three substring tests cost less
+        than one regular expression.
+        """
+        return (f"(NOT contains({text}, '_') AND NOT contains({text}, '(') "
+                f"AND NOT contains({text}, '+-'))")
+
+    def in_list(self, expr: str, consts: Sequence[str]) -> str:
+        """``expr`` is one of the constant literals. A ``CASE``: DuckDB turns ``IN`` lists
+        (and ``list_contains``) into a join that every row goes through, even where the
+        test sits in a branch that only a few rows take."""
+        whens = " ".join(f"WHEN {c} THEN TRUE" for c in consts)
+        return f"(CASE {expr} {whens} ELSE FALSE END)"
+
+    # content digest (planner/backends/digest.py): words are BIGINT (the two's complement
+    # of the unsigned word) or, for a numeric column's value, the DOUBLE itself
+    def xor(self, a: str, b: str) -> str:
+        return f"xor({a}, {b})"
+
+    def word_bits(self, x: str) -> str:
+        """The IEEE-754 bits of a DOUBLE as BIGINT."""
+        return f"CAST(CAST(CAST({x} AS DOUBLE) AS BIT) AS BIGINT)"
+
+    def word_md5(self, text: str) -> str:
+        """md5₆₄ of text as BIGINT (the first 16 hex digits, two's complement)."""
+        return (f"CAST(CAST(CAST('0x' || left(md5({text}), 16) AS UBIGINT) AS HUGEINT) - CASE WHEN "
+                f"left(md5({text}), 1) >= '8' THEN {1 << 64} ELSE 0 END AS BIGINT)")
+
+    #: DuckDB's hash() of BIGINT / DOUBLE words is the digest's row hash (checked first)
+    native_hash = True
+
+    def hash_words(self, words: Sequence[str]) -> str:
+        return f"hash({', '.join(words)})"
+
+    # the same arithmetic spelled out (Spark; DuckDB if its hash() ever changes):
+    # unsigned 64-bit values as HUGEINT in [0, 2⁶⁴)
+    def u_word(self, w: str) -> str:
+        return f"(CAST({w} AS HUGEINT) & {MASK64_SQL})"
+
+    def u_xorshift(self, u: str, shift: int) -> str:
+        return f"xor({u}, {u} >> {shift})"
+
+    def u_xor(self, a: str, b: str) -> str:
+        return f"xor({a}, {b})"
+
+    def u_mul(self, u: str, c: int) -> str:
+        """u·c mod 2⁶⁴ (the product fits UHUGEINT; masking, not %, which is far slower)."""
+        return (f"CAST((CAST({u} AS UHUGEINT) * CAST({int(c)} AS UHUGEINT)) & "
+                f"CAST({MASK64_SQL} AS UHUGEINT) AS HUGEINT)")
 
 
 class Params:
@@ -251,7 +348,12 @@ class _Bins:
     grid: tuple[float, ...] | None = None  # quantile candidates
 
 
-_Request = _Stats | _Rows | _Count | _Sum | _Bins
+@dataclass(frozen=True, slots=True)
+class _Digest:
+    """The content digest's row count and lane sums (every row, before bounding)."""
+
+
+_Request = _Stats | _Rows | _Count | _Sum | _Bins | _Digest
 
 
 def _default(req: _Request) -> Any:
@@ -261,6 +363,8 @@ def _default(req: _Request) -> Any:
         return 0
     if isinstance(req, _Count):
         return (0, 0)
+    if isinstance(req, _Digest):
+        return (0, 0, 0)
     return (0, 0, 0, 0)
 
 
@@ -343,6 +447,24 @@ def _arithmetic_step(edges: np.ndarray) -> float | None:
     return None
 
 
+def _bitmap_bits(expected_rows: int | None) -> int:
+    """Bits of the unit-check bitmap: 2^bits ≥ 2 × the expected rows (2¹⁶ … 2²⁸).
+
+    A larger table than expected only makes the check inconclusive (then the exact
+    check by person runs); 2²⁸ bits are 32 MB per thread.
+
+    >>> _bitmap_bits(10_000_000), _bitmap_bits(None), _bitmap_bits(10)
+    (25, 21, 16)
+    """
+    n = expected_rows if expected_rows is not None and expected_rows > 0 else 1 << 20
+    return min(max((2 * n - 1).bit_length(), 16), 28)
+
+
+def _units_proven(total: int, n_int: int, distinct: int) -> bool:
+    """Whether the unit check proves that nobody has more than one row (hence ≤ c)."""
+    return total == 0 or (n_int == total and distinct == total)
+
+
 @dataclass
 class _Compiled:
     """The conformed relation as SQL: a chain of projections ending in ``kept``."""
@@ -362,17 +484,18 @@ class _Layer:
 class SqlBackend(Backend):
     """Exact aggregates computed by a SQL engine (see the module docstring).
 
-    Subclasses provide the engine: :meth:`_execute` (SQL + named parameters → rows),
-    :meth:`_register` (a small table under a generated name) and the source view with
-    its column types. Aggregates are computed lazily and cached; :meth:`prefetch`
-    computes everything a workload needs in one statement.
+    Subclasses provide the engine: :meth:`_execute` (SQL + named parameters → rows) and
+    the source view with its column types. Aggregates are computed lazily and cached;
+    :meth:`prefetch` computes everything a workload needs in one statement (and, with
+    ``report`` / ``digest``, the column report and the content digest in the same scan).
     """
 
     dialect: Dialect = Dialect()
     kind: str = "sql"
 
     def _setup(self, schema: Schema, source_view: str, column_types: dict[str, str],
-               *, csv_text: bool, salt: str | None = None, require_rows: bool = False) -> None:
+               *, csv_text: bool, salt: str | None = None, require_rows: bool = False,
+               expected_rows: int | None = None) -> None:
         absent = [n for n in schema.names if n not in column_types]
         if absent:
             raise DataError(
@@ -381,21 +504,17 @@ class SqlBackend(Backend):
             )
         self.schema = schema
         self._src = source_view
+        #: statements that read the data so far (the release route needs one)
+        self.passes = 0
         self._types = {n: type_class(column_types[n]) for n in schema.names}
         self._csv = csv_text
         self._salt = schema.salt if salt is None else salt
         self._cache: dict[_Request, Any] = {}
         self._collect: set[_Request] | None = None
         self._uid = uuid.uuid4().hex[:12]
-        self._cat_views: dict[int, str] = {}
-        for k, col in enumerate(schema.columns):
+        for col in schema.columns:
             if col.kind is ColumnKind.CATEGORICAL:
                 _canonical_categories(col)  # duplicates → the same DataError as pandas
-                name = f"planner_cat_{self._uid}_{k}"
-                cats = list(col.categories or ())
-                self._register(name, {"raw": cats, "code": list(range(len(cats)))})
-                self._cat_views[k] = name
-        for col in schema.columns:
             if col.kind is ColumnKind.NUMERIC:
                 lo, hi = col.bounds
                 if max(abs(lo), abs(hi)) >= MAX_EXACT_ABS:
@@ -403,20 +522,35 @@ class SqlBackend(Backend):
                         f"column {col.name!r}: bounds beyond ±2^62 cannot be summed exactly "
                         f"by the {self.kind} backend; use the pandas backend or smaller bounds."
                     )
+        self._cat_keys = self._declared_keys()
+        self._hash_native: bool | None = None
+        #: count bins inside the single pass (reading the source again is dear: CSV)
+        self._one_pass_bins = csv_text
         self._require_rows = require_rows
         self._thr: tuple[str, bool] | None = None
-        self._total, self._bounding = self._check_units()
-        if require_rows and self._total == 0:
-            raise DataError("the data has a header but no data rows; use a file with at least one row.")
+        #: bits of the modular bitmap that proves nobody has two rows (single-scan engines)
+        self._bitmap_bits = _bitmap_bits(expected_rows)
+        # rows before bounding and whether anybody has more than c rows: unknown until the
+        # first statement (single scan), or checked now (engines that cannot prove it there)
+        self._total: int = -1
+        self._bounding: bool | None = None
+        #: how "nobody has more than c rows" was decided: "bitmap" (in the first
+        #: statement), "grouping" (a pass by person), None (no person column / not yet)
+        self.unit_check: str | None = None
+        if self.schema.unit.column is None:
+            self._bounding = False
+        elif not self.dialect.single_scan:
+            self.unit_check = "grouping"
+            self._total, self._bounding = self._check_units()
+            if require_rows and self._total == 0:
+                raise DataError(
+                    "the data has a header but no data rows; use a file with at least one row."
+                )
 
     # ------------------------------------------------------------------ engine hooks
     @abstractmethod
     def _execute(self, sql: str, params: dict[str, Any]) -> list[tuple[Any, ...]]:
         """Run one statement; rows as tuples."""
-
-    @abstractmethod
-    def _register(self, name: str, columns: dict[str, list[Any]]) -> None:
-        """Register a small table (public declared values only) under a generated name."""
 
     def _store(self, name: str, sql: str, params: Params) -> bool:
         """Compute a statement once and keep its rows in the engine under ``name``.
@@ -429,6 +563,8 @@ class SqlBackend(Backend):
         return False
 
     def _run_sql(self, sql: str, params: Params) -> list[tuple[Any, ...]]:
+        if self._src in sql:
+            self.passes += 1
         try:
             return self._execute(sql, params.values)
         except (DataError, QueryError):
@@ -481,38 +617,9 @@ class SqlBackend(Backend):
             f"THEN {d.strip(raw, p.const(TRIM_PATTERN))} ELSE {raw} END"
         )
         if self._csv and tc == "text":
-            return f"CASE WHEN {raw} IN ({p.consts(CSV_NULL_TOKENS)}) THEN NULL ELSE {trimmed} END"
+            return (f"CASE WHEN {self.dialect.in_list(raw, [p.const(t) for t in CSV_NULL_TOKENS])} THEN NULL "
+                    f"ELSE {trimmed} END")
         return trimmed
-
-    def _map_sql(self, k: int, p: Params) -> str:
-        """Per DISTINCT raw value of a categorical / boolean column: its code.
-
-        ``mr`` the raw value, ``mc`` the code: −1 missing, −2 undeclared / not a boolean,
-        else the category index (boolean: 0 false, 1 true). Canonicalising the few
-        distinct values instead of every row is what makes the scan cheap.
-        """
-        col = self.schema.columns[k]
-        tc = self._types[col.name]
-        src = self.dialect.ident(col.name)
-        t = self._text("r", tc, p) if tc in ("text", "other") else "r"
-        key = self._canon("t", "text" if tc in ("text", "other") else tc, p)
-        base = (
-            f"SELECT r, {key} AS key FROM (SELECT r, {t} AS t FROM "
-            f"(SELECT DISTINCT {src} AS r FROM {self._src}) d0) d1"
-        )
-        if col.kind is ColumnKind.CATEGORICAL:
-            view = self._cat_views[k]
-            return (
-                f"SELECT d2.r AS mr, CASE WHEN d2.key IS NULL THEN -1 WHEN c.code IS NULL THEN -2 "
-                f"ELSE c.code END AS mc FROM ({base}) d2 LEFT JOIN (SELECT "
-                f"{self._canon('raw', 'text', p)} AS ck, code FROM {view}) c ON d2.key = c.ck"
-            )
-        t_keys = [("n" if v.isdigit() else "t") + v for v, c in _BOOL_LOOKUP.items() if c == 1]
-        f_keys = [("n" if v.isdigit() else "t") + v for v, c in _BOOL_LOOKUP.items() if c == 0]
-        return (
-            f"SELECT r AS mr, CASE WHEN key IS NULL THEN -1 WHEN lower(key) IN ({p.consts(t_keys)}) "
-            f"THEN 1 WHEN lower(key) IN ({p.consts(f_keys)}) THEN 0 ELSE -2 END AS mc FROM ({base}) d3"
-        )
 
     def _num_canon(self, x: str, p: Params) -> str:
         d = self.dialect
@@ -524,161 +631,350 @@ class SqlBackend(Backend):
             f"ELSE 'f' || CAST({x} AS {d.text_type}) END"
         )
 
-    def _cells_sql(self, p: Params, columns: Sequence[int] | None = None, *, pid: bool = True) -> str:
-        """SELECT of the conformed columns u{k} v{k} m{k} i{k} cl{k} d{k} (+ pid) over the source."""
+    def _declared_keys(self) -> dict[int, list[str | None]]:
+        """Per categorical column, the canonical key of each declared category, computed
+        by the engine with the same SQL as the cells' keys (one small statement, no data).
+        """
+        p = Params(self.dialect)
+        exprs: list[str] = []
+        owners: list[int] = []
+        for k, col in enumerate(self.schema.columns):
+            if col.kind is ColumnKind.CATEGORICAL:
+                for c in col.categories or ():
+                    exprs.append(self._canon(p(str(c).strip(WHITESPACE)), "text", p))
+                    owners.append(k)
+        out: dict[int, list[str | None]] = {}
+        if not exprs:
+            return out
+        row = self._run_sql(f"SELECT {', '.join(exprs)}", p)[0]
+        for k, key in zip(owners, row, strict=True):
+            out.setdefault(k, []).append(None if key is None else str(key))
+        return out
+
+    def _fast_strings(self, k: int) -> list[tuple[str, int]]:
+        """(raw text, code) pairs that stand for a declared value of column k exactly as
+        they are: the slow path (trim, NA tokens, canonical key) gives them that code, so
+        a cell equal to one skips it (``CASE a WHEN …``: one comparison per cell).
+        """
+        col = self.schema.columns[k]
+        out: list[tuple[str, int]] = []
+        if col.kind is ColumnKind.CATEGORICAL:
+            for i, (c, key) in enumerate(zip(col.categories or (), self._cat_keys[k], strict=True)):
+                s = str(c).strip(WHITESPACE)
+                if key is not None and s and not (self._csv and s in CSV_NULL_TOKENS):
+                    out.append((s, i))
+        else:  # boolean tokens, in the spellings files use
+            spellings = {v for t in _BOOL_LOOKUP for v in (t, t.upper(), t.capitalize())}
+            for s in sorted(spellings | {"1.0", "0.0"}):
+                canon = canonical_value(s)
+                code = None if canon is None else _BOOL_LOOKUP.get(canon.lower())
+                if code is not None and not (self._csv and s in CSV_NULL_TOKENS):
+                    out.append((s, code))
+        return out
+
+    def _word(self, u: int) -> str:
+        """A constant word as a BIGINT literal (two's complement)."""
+        signed = u - (1 << 64) if u >= 1 << 63 else u
+        return f"CAST({signed} AS BIGINT)"
+
+    def _key_word(self, key: str) -> str:
+        """The digest word of a canonical key (``'n'`` integer / ``'f'`` number / ``'t'``
+        text; NULL: missing): :func:`planner.backends.digest.text_word` in SQL."""
+        d = self.dialect
+        rest = f"substr({key}, 2)"
+        flt = self._word(dg.T_FLT)
+        return (
+            f"CASE WHEN {key} IS NULL THEN {self._word(dg.T_MISS)} "
+            f"WHEN {key} = 'ninf' THEN {d.xor(d.word_bits(_INF), flt)} "
+            f"WHEN {key} = 'n-inf' THEN {d.xor(d.word_bits(f'-{_INF}'), flt)} "
+            f"WHEN substr({key}, 1, 1) = 'n' THEN COALESCE("
+            f"{d.xor(f'TRY_CAST({rest} AS BIGINT)', self._word(dg.T_INT))}, "
+            f"{d.xor(d.word_md5(rest), self._word(dg.T_TXT))}) "
+            f"WHEN substr({key}, 1, 1) = 'f' THEN {d.xor(d.word_bits(f'CAST({rest} AS DOUBLE)'), flt)} "
+            f"ELSE {d.xor(d.word_md5(rest), self._word(dg.T_TXT))} END"
+        )
+
+    def _number_word(self, x: str) -> str:
+        """Word of a number x (DOUBLE, not NaN) in a categorical / identifier column:
+        :func:`planner.backends.digest.number_words`."""
+        d = self.dialect
+        return (
+            f"CASE WHEN abs({x}) < {_TWO53_SQL} AND {x} = {d.floor(x)} "
+            f"THEN {d.xor(f'CAST({x} AS BIGINT)', self._word(dg.T_INT))} "
+            f"ELSE {d.xor(d.word_bits(x), self._word(dg.T_FLT))} END"
+        )
+
+    def _cells_sql(self, p: Params, columns: Sequence[int] | None = None, *, pid: bool = True,
+                   unit_int: bool = False, atoms: bool = False) -> str:
+        """SELECT of the conformed cells over the source.
+
+        Per column k: ``u`` usable, ``v`` value (clipped number / bin code), ``m`` missing,
+        ``i`` invalid, ``cl`` clipped, ``d`` dropped by the missing-value rule; with
+        ``pid`` the person's canonical key; with ``unit_int`` ``iv``, the person id as an
+        integer where it is one in plain form (NULL otherwise); with ``atoms`` the digest
+        words of every declared column (:mod:`planner.backends.digest`): ``wv{k}`` and
+        ``wt{k}`` for a numeric one, ``w{k}`` for the others.
+
+        Text cells take a fast path where the engine can read them exactly as the
+        pandas rules do without them: a number made of digits, '.', 'e' and signs cast
+        directly (:meth:`Dialect.number_guard`), a category or boolean token equal to a
+        declared spelling (:meth:`_fast_strings`), an integer id of digits. The others
+        (blanks, NA tokens, odd numbers, undeclared values) go through the full rules:
+        Unicode trimming, the number pattern, canonical keys. Each derived value lives in
+        a projection layer of its own and ``CASE`` evaluates a branch only on its rows.
+        """
         d = self.dialect
         schema = self.schema
-        ks = sorted(set(range(len(schema.columns)) if columns is None else columns))
-        unit = schema.unit.column if pid else None
-        if unit is not None:
-            uk = schema.names.index(unit)
-            if uk not in ks:
-                ks.append(uk)
+        ks = sorted(set(range(len(schema.columns)) if columns is None or atoms else columns))
+        unit = schema.unit.column if (pid or unit_int) else None
+        uk = schema.names.index(unit) if unit is not None else None
+        if uk is not None and uk not in ks:
+            ks.append(uk)
         if not ks:
             return f"SELECT 1 AS one_ FROM {self._src}"
-        a_layer, b_layer, c_layer, e_layer, e2_layer = _Layer(), _Layer(), _Layer(), _Layer(), _Layer()
-        joins: list[tuple[int, str]] = []
+        L = [_Layer() for _ in range(9)]  # raw, fast, text, key, derived, state, flags, rule, final
+        out: list[str] = []
         for k in ks:
             col = schema.columns[k]
             src = d.ident(col.name)
             tc = self._types[col.name]
-            if col.kind in (ColumnKind.CATEGORICAL, ColumnKind.BOOLEAN):
-                a_layer.add(f"a{k}", src)  # conformed once per distinct value (_map_sql)
-                joins.append((k, self._map_sql(k, p)))
-            elif tc in ("text", "other"):
-                a_layer.add(f"a{k}", self._text(src, tc, p))
+            a = f"a{k}"
+            if tc == "other":
+                L[0].add(a, f"CAST({src} AS {d.text_type})")
                 tc = "text"
             else:
-                a_layer.add(f"a{k}", src)
-            a = f"a{k}"
+                L[0].add(a, src)
             if col.kind is ColumnKind.NUMERIC:
-                lo, hi = col.bounds
-                inf = _INF
-                if tc == "text":
-                    b_layer.add(
-                        f"isn{k}", f"COALESCE({a} IS NOT NULL AND {d.matches(a, p.const(NUMBER_PATTERN))}, FALSE)"
-                    )
-                    b_layer.add(f"{a}", a)
-                    c_layer.add(f"xr{k}", f"CASE WHEN isn{k} THEN TRY_CAST({a} AS DOUBLE) END")
-                    c_layer.add(
-                        f"na{k}",
-                        f"CASE WHEN isn{k} OR {a} IS NULL THEN FALSE "
-                        f"ELSE lower({a}) IN ({p.consts(sorted(NUMERIC_NA_TOKENS))}) END",
-                    )
-                    miss = (
-                        f"({a} IS NULL OR {a} = '' OR na{k} OR (isn{k} AND (xr{k} IS NULL OR "
-                        f"{d.is_nan(f'xr{k}')} OR abs(xr{k}) = {inf})))"
-                    )
-                    inv = f"({a} IS NOT NULL AND {a} <> '' AND NOT isn{k} AND NOT na{k})"
-                elif tc == "bool":
-                    b_layer.add(a, a)
-                    c_layer.add(f"xr{k}", "CAST(NULL AS DOUBLE)")
-                    miss, inv = f"({a} IS NULL)", f"({a} IS NOT NULL)"
-                else:
-                    b_layer.add(a, a)
-                    c_layer.add(f"xr{k}", f"CAST({a} AS DOUBLE)")
-                    miss = f"(xr{k} IS NULL OR {d.is_nan(f'xr{k}')} OR abs(xr{k}) = {inf})"
-                    inv = "FALSE"
-                bad = f"(m{k} OR i{k})"
-                if col.missing.action is MissingAction.REPLACE:
-                    rep = p(float(col.missing.value))  # type: ignore[arg-type]
-                    x = f"CASE WHEN {bad} THEN {rep} ELSE xr{k} END"
-                    usable = "TRUE"
-                else:
-                    x = f"CASE WHEN {bad} THEN NULL ELSE xr{k} END"
-                    usable = f"NOT {bad}"
-                plo, phi = p(float(lo)), p(float(hi))
-                e_layer.add(f"m{k}", miss)
-                e_layer.add(f"i{k}", inv)
-                e2_layer.add(f"u{k}", usable)
-                e2_layer.add(f"x{k}", x)
-                e2_layer.add(f"lo{k}", plo)
-                e2_layer.add(f"hi{k}", phi)
-                continue
-            if col.kind is ColumnKind.CATEGORICAL:
-                labels = col.labels
-                other = p(len(labels) - 1) if col.other_bin else p(-1)
-                missing_code = (
-                    p(labels.index(str(col.missing.value)))
-                    if col.missing.action is MissingAction.REPLACE else p(-1)
-                )
-                craw = f"cr{k}"
-                e_layer.add(f"m{k}", f"{craw} = -1")
-                e_layer.add(f"i{k}", f"{craw} = -2")
-                e_layer.add(
-                    f"x{k}",
-                    f"CAST(CASE WHEN {craw} = -2 THEN {other} WHEN {craw} = -1 THEN {missing_code} "
-                    f"ELSE {craw} END AS BIGINT)",
-                )
-                continue
-            if col.kind is ColumnKind.BOOLEAN:
-                bk = f"cr{k}"
-                e_layer.add(f"m{k}", f"{bk} = -1")
-                e_layer.add(f"i{k}", f"{bk} = -2")
-                if col.missing.action is MissingAction.REPLACE:
-                    rep = p(1 if col.missing.value else 0)
-                    e_layer.add(f"x{k}", f"CAST(CASE WHEN {bk} < 0 THEN {rep} ELSE {bk} END AS BIGINT)")
-                    e_layer.add(f"u{k}", "TRUE")
-                else:
-                    e_layer.add(f"x{k}", f"CAST(CASE WHEN {bk} < 0 THEN 0 ELSE {bk} END AS BIGINT)")
-                    e_layer.add(f"u{k}", f"{bk} >= 0")
-                continue
-            b_layer.add(f"key{k}", self._canon(a, tc, p))
-            # identifier
-            e_layer.add(f"m{k}", f"key{k} IS NULL")
-            e_layer.add(f"i{k}", "FALSE")
-            e_layer.add(f"u{k}", f"key{k} IS NOT NULL")
-            e_layer.add(f"x{k}", "CAST(0 AS BIGINT)")
-            e_layer.add(f"key{k}", f"key{k}")
-        # final layer: v, cl, d per column (+ pid)
-        f_layer = _Layer()
-        for k in ks:
-            col = schema.columns[k]
-            f_layer.add(f"m{k}", f"m{k}")
-            f_layer.add(f"i{k}", f"i{k}")
-            if col.kind is ColumnKind.NUMERIC:
-                f_layer.add(f"u{k}", f"u{k}")
-                f_layer.add(
-                    f"v{k}",
-                    f"CASE WHEN x{k} < lo{k} THEN lo{k} WHEN x{k} > hi{k} THEN hi{k} ELSE x{k} END",
-                )
-                f_layer.add(f"cl{k}", f"(u{k} AND (x{k} < lo{k} OR x{k} > hi{k}))")
-                f_layer.add(f"d{k}", f"NOT u{k}")
-            elif col.kind is ColumnKind.CATEGORICAL:
-                f_layer.add(f"u{k}", f"x{k} >= 0")
-                f_layer.add(f"v{k}", f"x{k}")
-                f_layer.add(f"cl{k}", "FALSE")
-                drop = col.missing.action is MissingAction.DROP
-                f_layer.add(f"d{k}", f"m{k}" if drop else "FALSE")
+                self._numeric_cells(k, col, tc, p, L, atoms)
+            elif col.kind is ColumnKind.IDENTIFIER:
+                self._identifier_cells(k, tc, p, L, atoms, pid=k == uk and pid, iv=k == uk and unit_int)
             else:
-                f_layer.add(f"u{k}", f"u{k}")
-                f_layer.add(f"v{k}", f"x{k}")
-                f_layer.add(f"cl{k}", "FALSE")
-                f_layer.add(f"d{k}", f"NOT u{k}")
-        if unit is not None:
-            f_layer.add("pid", f"key{schema.names.index(unit)}")
+                self._coded_cells(k, col, tc, p, L, atoms)
+            out += [f"{x}{k}" for x in ("u", "v", "m", "i", "cl", "d")]
+            if atoms:
+                out += [f"wv{k}", f"wt{k}"] if col.kind is ColumnKind.NUMERIC else [f"w{k}"]
+        if uk is not None and pid:
+            out.append("pid")
+        if uk is not None and unit_int:
+            out.append("iv")
+        q = f"SELECT {', '.join(f'{e} AS {n}' for n, e in L[0].cols)} FROM {self._src}"
+        for layer in L[1:]:
+            if layer.cols:
+                cols = ", ".join(f"{e} AS {n}" for n, e in layer.cols)
+                q = f"SELECT *, {cols} FROM ({q}) q"
+        return f"SELECT {', '.join(out)} FROM ({q}) q"
 
-        def sel(layer: _Layer, inner: str, keep_star: bool = True) -> str:
-            cols = ", ".join(f"{e} AS {a}" for a, e in layer.cols)
-            star = "*, " if keep_star else ""
-            return f"SELECT {star}{cols} FROM ({inner}) q"
+    def _numeric_cells(self, k: int, col: Column, tc: TypeClass, p: Params,
+                       L: list[_Layer], atoms: bool) -> None:
+        """Layers of a numeric column: the number ``xr`` (NULL if none), ``mi`` missing,
+        ``inv`` invalid (text that is no number), then the rule (replace / drop) and
+        clipping. ``v`` and ``cl`` are only read where ``u`` holds (sums, bins, predicates
+        and row keys all test it first), so a dropped cell's value is left as it is."""
+        d = self.dialect
+        a = f"a{k}"
 
-        q = f"SELECT {', '.join(f'{e} AS {a}' for a, e in a_layer.cols)} FROM {self._src}"
-        # layer b replaces a-columns for text numerics only by re-selecting them: plain SELECT
-        b_cols = [c for c in b_layer.cols if c[0] != c[1]]
-        if b_cols:
-            q = sel(_Layer(b_cols), q)
-        if joins:
-            picks = ", ".join(f"COALESCE(j{k}.mc, -1) AS cr{k}" for k, _ in joins)
-            jsql = " ".join(f"LEFT JOIN ({m}) j{k} ON q.a{k} = j{k}.mr" for k, m in joins)
-            q = f"SELECT q.*, {picks} FROM ({q}) q {jsql}"
-        if c_layer.cols:
-            q = sel(c_layer, q)
-        e_cols = [c for c in e_layer.cols if c[0] != c[1]]
-        q = sel(_Layer(e_cols), q)
-        if e2_layer.cols:
-            q = sel(e2_layer, q)
-        return sel(f_layer, q, keep_star=False)
+        def nan_or_inf(x: str) -> str:
+            return f"({d.is_nan(x)} OR abs({x}) = {_INF})"
+
+        invalid: str | None = None
+        if tc == "text":
+            L[1].add(f"fx{k}", f"CASE WHEN {d.number_guard(a)} THEN TRY_CAST({a} AS DOUBLE) END")
+            L[2].add(f"t{k}", f"CASE WHEN fx{k} IS NULL THEN {self._text(a, 'text', p)} END")
+            L[3].add(f"isn{k}", f"CASE WHEN fx{k} IS NULL AND t{k} IS NOT NULL THEN "
+                                f"{d.matches(f't{k}', p.const(NUMBER_PATTERN))} END")
+            L[4].add(f"xs{k}", f"CASE WHEN isn{k} THEN TRY_CAST(t{k} AS DOUBLE) END")
+            L[4].add(f"na{k}", f"CASE WHEN fx{k} IS NULL AND t{k} IS NOT NULL AND NOT isn{k} THEN "
+                               f"{d.in_list(f'lower(t{k})', [p.const(t) for t in sorted(NUMERIC_NA_TOKENS)])} END")
+            L[5].add(f"xr{k}", f"COALESCE(fx{k}, xs{k})")
+            L[5].add(f"in{k}", f"COALESCE(fx{k} IS NULL AND t{k} IS NOT NULL AND t{k} <> '' "
+                               f"AND NOT isn{k} AND NOT na{k}, FALSE)")
+            L[6].add(f"mi{k}", f"CASE WHEN xr{k} IS NULL THEN NOT in{k} ELSE {nan_or_inf(f'xr{k}')} END")
+            invalid = d.xor(d.word_md5(f"t{k}"), self._word(dg.T_TXT))
+        elif tc == "bool":  # a boolean cell is no number: invalid unless NULL
+            L[5].add(f"xr{k}", "CAST(NULL AS DOUBLE)")
+            L[5].add(f"in{k}", f"{a} IS NOT NULL")
+            L[6].add(f"mi{k}", f"{a} IS NULL")
+            invalid = (f"CASE WHEN {a} THEN {self._word(dg.text_word('True'))} "
+                       f"ELSE {self._word(dg.text_word('False'))} END")
+        elif tc == "int":
+            L[5].add(f"xr{k}", f"CAST({a} AS DOUBLE)")
+            L[6].add(f"mi{k}", f"{a} IS NULL")
+        else:  # float
+            L[5].add(f"xr{k}", f"CAST({a} AS DOUBLE)")
+            L[6].add(f"mi{k}", f"xr{k} IS NULL OR {nan_or_inf(f'xr{k}')}")
+        bad = f"(mi{k} OR in{k})" if invalid is not None else f"mi{k}"
+        if atoms:  # the value (0.0 unless a number: NaN is missing) and a tag, 0 for numbers
+            if tc == "int":
+                L[6].add(f"wv{k}", f"COALESCE(xr{k}, CAST(0 AS DOUBLE))")
+                L[6].add(f"wt{k}", f"CASE WHEN {a} IS NULL THEN {self._word(dg.T_MISS)} "
+                                   f"ELSE CAST(0 AS BIGINT) END")
+            else:
+                number = f"(xr{k} IS NOT NULL AND NOT {d.is_nan(f'xr{k}')})"
+                tag = (f"WHEN in{k} THEN {invalid} " if invalid is not None else "")
+                L[6].add(f"wv{k}", f"CASE WHEN {number} THEN xr{k} ELSE CAST(0 AS DOUBLE) END")
+                L[6].add(f"wt{k}", f"CASE WHEN {number} THEN CAST(0 AS BIGINT) {tag}"
+                                   f"ELSE {self._word(dg.T_MISS)} END")
+        lo, hi = col.bounds
+        if col.missing.action is MissingAction.REPLACE:
+            rep = p(float(col.missing.value))  # type: ignore[arg-type]
+            L[7].add(f"x{k}", f"CASE WHEN {bad} THEN {rep} ELSE xr{k} END")
+            L[7].add(f"u{k}", "TRUE")
+        else:
+            L[7].add(f"x{k}", f"xr{k}")
+            L[7].add(f"u{k}", f"NOT {bad}")
+        L[7].add(f"m{k}", f"mi{k}")
+        L[7].add(f"i{k}", f"in{k}" if invalid is not None else "FALSE")
+        plo, phi = p(float(lo)), p(float(hi))
+        L[8].add(f"v{k}", f"least(greatest(x{k}, {plo}), {phi})")
+        L[8].add(f"cl{k}", f"(u{k} AND (x{k} < {plo} OR x{k} > {phi}))")
+        L[8].add(f"d{k}", f"NOT u{k}")
+
+    def _coded_cells(self, k: int, col: Column, tc: TypeClass, p: Params,
+                     L: list[_Layer], atoms: bool) -> None:
+        """Layers of a categorical or boolean column: code ``cr`` (−1 missing, −2
+        undeclared / not a token, else the category index or 0 / 1) and digest word ``w``."""
+        d = self.dialect
+        a = f"a{k}"
+        categorical = col.kind is ColumnKind.CATEGORICAL
+        if categorical:
+            keys = self._cat_keys[k]
+            consts = [self._word(dg.text_word(canonical_value(c) or "")) for c in col.categories or ()]
+        else:
+            consts = [self._word(v ^ dg.T_BOOL) for v in (0, 1)]
+        miss = self._word(dg.T_MISS)
+        key: str | None = None
+        first = ""
+        if tc == "text":
+            fast = self._fast_strings(k)
+            whens = " ".join(f"WHEN {p.const(s_)} THEN {c}" for s_, c in fast)
+            L[1].add(f"fc{k}", f"CASE WHEN {a} IS NULL THEN -1 ELSE CASE {a} {whens} END END"
+                     if whens else f"CASE WHEN {a} IS NULL THEN -1 END")
+            L[2].add(f"t{k}", f"CASE WHEN fc{k} IS NULL THEN {self._text(a, 'text', p)} END")
+            L[3].add(f"key{k}", f"CASE WHEN fc{k} IS NULL THEN {self._canon(f't{k}', 'text', p)} END")
+            key = f"key{k}"
+            first = f"WHEN fc{k} IS NOT NULL THEN fc{k} "
+            # declared values and tokens by their (constant) word, the others by their key
+            known = (f"WHEN fc{k} = -1 THEN {miss} WHEN fc{k} IS NOT NULL THEN CASE fc{k} "
+                     + " ".join(f"WHEN {i} THEN {c}" for i, c in enumerate(consts)) + " END ")
+            other = self._key_word(key)
+        elif tc == "int":
+            known = f"WHEN {a} IS NULL THEN {miss} "
+            other = d.xor(f"CAST({a} AS BIGINT)", self._word(dg.T_INT))
+            if categorical:
+                ints = [(int(key_[1:]), i) for i, key_ in enumerate(keys)
+                        if key_ is not None and key_[:1] == "n" and key_[1:].lstrip("-").isdigit()]
+                whens = " ".join(f"WHEN {p(v)} THEN {i}" for v, i in ints)
+                code = f"CASE {a} {whens} ELSE -2 END" if ints else "-2"
+            else:
+                code = f"CASE {a} WHEN 1 THEN 1 WHEN 0 THEN 0 ELSE -2 END"
+                known += f"WHEN {a} = 1 THEN {consts[1]} WHEN {a} = 0 THEN {consts[0]} "
+            L[5].add(f"cr{k}", f"CASE WHEN {a} IS NULL THEN -1 ELSE {code} END")
+        elif tc == "bool":
+            w_true, w_false = self._word(dg.text_word("True")), self._word(dg.text_word("False"))
+            if categorical:
+                whens = " ".join(f"WHEN {a} = {'TRUE' if key_ == 'tTrue' else 'FALSE'} THEN {i}"
+                                 for i, key_ in enumerate(keys) if key_ in ("tTrue", "tFalse"))
+                L[5].add(f"cr{k}", f"CASE WHEN {a} IS NULL THEN -1 {whens} ELSE -2 END")
+            else:
+                L[5].add(f"cr{k}", f"CASE WHEN {a} IS NULL THEN -1 WHEN {a} THEN 1 ELSE 0 END")
+                w_true, w_false = consts[1], consts[0]
+            known = f"WHEN {a} IS NULL THEN {miss} WHEN {a} THEN {w_true} WHEN NOT {a} THEN {w_false} "
+            other = miss
+        else:  # float: the canonical key of every cell (numbers in a categorical column)
+            L[3].add(f"key{k}", self._canon(a, "float", p))
+            key = f"key{k}"
+            known = f"WHEN {a} IS NULL OR {d.is_nan(a)} THEN {miss} "
+            other = self._number_word(a)
+        if key is not None:
+            if categorical:
+                match = " ".join(f"WHEN {key} = {p(ck)} THEN {i}" for i, ck in enumerate(keys)
+                                 if ck is not None)
+            else:
+                t_keys = [("n" if v.isdigit() else "t") + v for v, c in _BOOL_LOOKUP.items() if c == 1]
+                f_keys = [("n" if v.isdigit() else "t") + v for v, c in _BOOL_LOOKUP.items() if c == 0]
+                match = (f"WHEN {d.in_list(f'lower({key})', [p.const(t) for t in t_keys])} THEN 1 "
+                         f"WHEN {d.in_list(f'lower({key})', [p.const(t) for t in f_keys])} THEN 0")
+            L[5].add(f"cr{k}", f"CASE {first}WHEN {key} IS NULL THEN -1 {match} ELSE -2 END")
+        if atoms:
+            if categorical or tc in ("int", "bool"):
+                L[6].add(f"w{k}", f"CASE {known}ELSE {other} END")
+            else:  # boolean text / float: tokens are 0 / 1, other cells read like categories
+                L[6].add(f"w{k}", f"CASE {known}WHEN cr{k} = 1 THEN {consts[1]} "
+                                  f"WHEN cr{k} = 0 THEN {consts[0]} ELSE {other} END")
+        cr = f"cr{k}"
+        L[7].add(f"m{k}", f"{cr} = -1")
+        L[7].add(f"i{k}", f"{cr} = -2")
+        L[7].add(f"cl{k}", "FALSE")
+        if categorical:
+            labels = col.labels
+            other_bin = len(labels) - 1 if col.other_bin else -1
+            missing_code = (labels.index(str(col.missing.value))
+                            if col.missing.action is MissingAction.REPLACE else -1)
+            L[6].add(f"x{k}", f"CAST(CASE WHEN {cr} = -2 THEN {other_bin} WHEN {cr} = -1 THEN "
+                              f"{missing_code} ELSE {cr} END AS BIGINT)")
+            L[7].add(f"u{k}", f"x{k} >= 0")
+            L[7].add(f"v{k}", f"x{k}")
+            L[7].add(f"d{k}", f"{cr} = -1" if col.missing.action is MissingAction.DROP else "FALSE")
+            return
+        if col.missing.action is MissingAction.REPLACE:
+            rep = 1 if col.missing.value else 0
+            L[6].add(f"x{k}", f"CAST(CASE WHEN {cr} < 0 THEN {rep} ELSE {cr} END AS BIGINT)")
+            L[6].add(f"ub{k}", "TRUE")
+        else:
+            L[6].add(f"x{k}", f"CAST(CASE WHEN {cr} < 0 THEN 0 ELSE {cr} END AS BIGINT)")
+            L[6].add(f"ub{k}", f"{cr} >= 0")
+        L[7].add(f"u{k}", f"ub{k}")
+        L[7].add(f"v{k}", f"x{k}")
+        L[7].add(f"d{k}", f"NOT ub{k}")
+
+    def _identifier_cells(self, k: int, tc: TypeClass, p: Params, L: list[_Layer], atoms: bool,
+                          *, pid: bool, iv: bool) -> None:
+        """Layers of an identifier column: present or missing; the canonical key ``pid``
+        (bounding), the plain integer ``iv`` (the unit check), the digest word ``w``."""
+        d = self.dialect
+        a = f"a{k}"
+        t_int = self._word(dg.T_INT)
+        if tc == "text":
+            # an integer written in canonical form (its digits print back as the text):
+            # DuckDB's cast also reads '0x10', '1_000', '7.5' and ' 7' as integers
+            L[1].add(f"ti{k}", f"TRY_CAST({a} AS BIGINT)")
+            L[2].add(f"fi{k}", f"CASE WHEN CAST(ti{k} AS {d.text_type}) = {a} THEN ti{k} END")
+            L[3].add(f"t{k}", f"CASE WHEN fi{k} IS NULL THEN {self._text(a, 'text', p)} END")
+            L[4].add(f"key{k}", f"CASE WHEN fi{k} IS NULL THEN {self._canon(f't{k}', 'text', p)} END")
+            present = f"(fi{k} IS NOT NULL OR key{k} IS NOT NULL)"
+            canon = f"CASE WHEN fi{k} IS NOT NULL THEN 'n' || CAST(fi{k} AS {d.text_type}) ELSE key{k} END"
+            plain = f"fi{k}"
+            word = (f"CASE WHEN fi{k} IS NOT NULL THEN {d.xor(f'fi{k}', t_int)} "
+                    f"ELSE {self._key_word(f'key{k}')} END")
+        elif tc == "int":  # an integer is its own canonical value: no text per row
+            present = f"{a} IS NOT NULL"
+            canon = self._canon(a, tc, p)
+            plain = a
+            word = (f"CASE WHEN {a} IS NULL THEN {self._word(dg.T_MISS)} "
+                    f"ELSE {d.xor(f'CAST({a} AS BIGINT)', t_int)} END")
+        else:
+            L[3].add(f"key{k}", self._canon(a, tc, p))
+            present = f"key{k} IS NOT NULL"
+            canon = f"key{k}"
+            plain = "CAST(NULL AS BIGINT)"
+            if tc == "float":
+                word = (f"CASE WHEN {a} IS NULL OR {d.is_nan(a)} THEN {self._word(dg.T_MISS)} "
+                        f"ELSE {self._number_word(a)} END")
+            else:
+                word = self._key_word(f"key{k}")
+        L[5].add(f"ok{k}", present)
+        if atoms:
+            L[6].add(f"w{k}", word)
+        if pid:
+            L[6].add("pid", canon)
+        if iv:
+            L[6].add("iv", plain)
+        L[7].add(f"u{k}", f"ok{k}")
+        L[7].add(f"v{k}", "CAST(0 AS BIGINT)")
+        L[7].add(f"m{k}", f"NOT ok{k}")
+        L[7].add(f"i{k}", "FALSE")
+        L[7].add(f"cl{k}", "FALSE")
+        L[7].add(f"d{k}", f"NOT ok{k}")
 
     def _conformed_ks(self) -> list[int]:
         return list(range(len(self.schema.columns)))
@@ -855,14 +1151,12 @@ class SqlBackend(Backend):
         return sign, ih, il, f1, f2
 
     def _check_units(self) -> tuple[int, bool]:
-        """(rows before bounding, whether some person has more than c rows)."""
+        """(rows before bounding, whether some person has more than c rows), exactly:
+        a ``GROUP BY`` person (a pass of its own; the single-scan proof came first)."""
         p = Params(self.dialect)
         unit = self.schema.unit.column
         if unit is None:
             return -1, False  # no bounding: nothing is truncated (total = rows)
-        fast = self._check_units_by_bitmap(unit)
-        if fast is not None:
-            return fast
         uk = self.schema.names.index(unit)
         cells = self._cells_sql(p, [uk])
         c = p(self.schema.unit.max_rows)
@@ -883,52 +1177,6 @@ class SqlBackend(Backend):
             )
         return total, over > 0
 
-    def _check_units_by_bitmap(self, unit: str) -> tuple[int, bool] | None:
-        """:meth:`_check_units` without grouping by person, when every id is an integer.
-
-        If every person id is an integer in plain form (an integer column, or text that is
-        exactly an integer's decimal digits), the canonical keys of two ids are equal
-        exactly when the integers are, so the people are distinct exactly when the number
-        of distinct integers (one bit per value of [min, max], :meth:`Dialect.distinct_ints`)
-        equals the number of rows; then nobody has more than c ≥ 1 rows. ``None`` (the
-        caller groups by person) when an id is missing or not a plain integer, the range
-        is too wide for a bitmap, the engine has none, or someone has 2 ≤ rows and c > 1.
-        """
-        d = self.dialect
-        if d.distinct_ints("x", "0", "0") is None:
-            return None
-        tc = self._types[unit]
-        a = d.ident(unit)
-        p = Params(d)
-        if tc == "int":
-            ints = f"SELECT TRY_CAST({a} AS BIGINT) AS iv FROM {self._src}"
-        elif tc == "text":
-            # a plain integer prints back as its own text: "7", "-12" (not "007", "+7", "7.0")
-            ints = (
-                f"SELECT CASE WHEN CAST(b AS {d.text_type}) = t THEN b END AS iv FROM "
-                f"(SELECT t, TRY_CAST(t AS BIGINT) AS b FROM "
-                f"(SELECT {self._text(a, 'text', p)} AS t FROM {self._src}) q0) q1"
-            )
-        else:
-            return None
-        total, n_int, lo, hi = self._run_sql(
-            f"SELECT count(*), count(iv), min(iv), max(iv) FROM ({ints}) q", p
-        )[0]
-        if not total:
-            return 0, False
-        if n_int != total:
-            return None
-        width = int(hi) - int(lo) + 1
-        if width > min(1 << 30, 8 * int(total) + (1 << 20)):
-            return None  # sparse ids: a bitmap of the range would be large
-        distinct_sql = d.distinct_ints("iv", p(int(lo)), p(int(hi)))
-        distinct = int(self._run_sql(f"SELECT {distinct_sql} FROM ({ints}) q", p)[0][0])
-        if distinct == total:
-            return int(total), False
-        if self.schema.unit.max_rows == 1:
-            return int(total), True
-        return None
-
     # ------------------------------------------------------------------ execution
     def _values(self, reqs: Sequence[_Request]) -> list[Any]:
         missing = [r for r in reqs if r not in self._cache]
@@ -940,18 +1188,67 @@ class SqlBackend(Backend):
         return [self._cache[r] for r in reqs]
 
     def _run(self, reqs: Iterable[_Request]) -> None:
-        """Compute requests in ONE statement (plus the base stats of every column).
+        """Compute requests, normally in ONE statement and one scan of the data.
 
-        The statement reads ``kept`` twice: one ungrouped aggregate for every scalar
-        (counts, exact sums) and one ``GROUPING SETS`` aggregate for every bin request
-        (DuckDB streams both from one scan). Each derived value is computed once, in
-        its own projection layer, and referenced by name: an expression written out
-        several times inside a ``CASE`` is evaluated several times per row.
+        The first statement of a single-scan engine (DuckDB) reads every row once and
+        computes, next to the requests, the proof that nobody has more than c rows
+        (:meth:`_units_proven`). When the proof fails, the exact check by person runs
+        (:meth:`_check_units`); when someone is over c, the requests are computed again
+        over the bounded rows (the content digest stays: it covers every row).
+        """
+        todo: list[_Request] = list(dict.fromkeys([_Rows(), *reqs]))
+        if self._bounding is None:
+            res, units = self._statement(todo, bounded=False, unit_check=True)
+            total = int(res[_Rows()])
+            nulls, n_int, distinct = units
+            unit = self.schema.unit.column
+            if nulls:
+                raise DataError(
+                    f"identifier column {unit!r} has {nulls} row(s) with no value; every row "
+                    "must name its person. Fill them in or remove those rows."
+                )
+            if self._require_rows and total == 0:
+                raise DataError(
+                    "the data has a header but no data rows; use a file with at least one row."
+                )
+            self._total = total
+            if _units_proven(total, n_int, distinct):
+                self.unit_check, self._bounding = "bitmap", False
+            else:
+                self.unit_check, self._bounding = "grouping", self._check_units()[1]
+            if self._bounding:
+                res = {r: v for r, v in res.items() if isinstance(r, _Digest)}
+            self._cache.update(res)
+            todo = [r for r in todo if r not in self._cache]
+            if not todo:
+                return
+        digest = [r for r in todo if isinstance(r, _Digest)]
+        if digest and (self._bounding or not self.dialect.single_scan):
+            # every row, not the bounded ones (and on Spark, not its cached bounded view)
+            res, _ = self._statement([_Rows(), *digest], bounded=False, unit_check=False)
+            self._cache.update({r: v for r, v in res.items() if isinstance(r, _Digest)})
+            todo = [r for r in todo if not isinstance(r, _Digest)]
+        res, _ = self._statement(todo, bounded=bool(self._bounding), unit_check=False)
+        self._cache.update(res)
+        if self._require_rows and self._cache[_Rows()] == 0 and self._total <= 0:
+            raise DataError("the data has a header but no data rows; use a file with at least one row.")
+
+    def _statement(self, todo: list[_Request], *, bounded: bool, unit_check: bool
+                   ) -> tuple[dict[_Request, Any], tuple[int, int, int]]:
+        """One statement computing ``todo`` (and, with ``unit_check``, the counts that
+        prove nobody has more than c rows: NULL ids, plain-integer ids, distinct ones).
+
+        Without bounding the rows are the conformed cells, read in a single pass: one
+        ungrouped aggregate holds every scalar (counts, exact sums, the digest's lane
+        sums) and, where the engine has ``histogram`` (DuckDB), every bin count too.
+        Elsewhere (Spark) the bins are a ``GROUPING SETS`` aggregate next to it (the
+        engine caches the bounded rows). Each derived value is computed once, in its own
+        projection layer, and referenced by name.
         """
         d = self.dialect
-        todo: list[_Request] = list(dict.fromkeys([_Rows(), *reqs]))
         scalars = [r for r in todo if not isinstance(r, _Bins)]
         groups = [r for r in todo if isinstance(r, _Bins)]
+        digest = any(isinstance(r, _Digest) for r in todo)
         used: set[int] = set()
         for r in todo:
             if isinstance(r, (_Stats, _Sum, _Bins)):
@@ -961,15 +1258,27 @@ class SqlBackend(Backend):
                     used.add(r.k)
                 if r.predicate is not None:
                     used.add(self.schema.names.index(r.predicate.column))
+        uk = None
+        unit = self.schema.unit.column
+        if unit_check and unit is not None:
+            uk = self.schema.names.index(unit)
+            used.add(uk)
+        else:
+            unit_check = False
         p = Params(d)
-        ctes = self._kept_with(p, sorted(used))
+        if bounded:
+            ctes = self._kept_with(p, sorted(used))
+        else:
+            cells = self._cells_sql(p, sorted(used), pid=False, unit_int=unit_check, atoms=digest)
+            ctes = f"WITH kept AS {d.cte_hint}({cells})"
         aggs: list[str] = ["count(*)"]
         slots: list[tuple[_Request, int, int]] = []  # request, first agg index, width
-        sum_layers: list[_Layer] = [_Layer(), _Layer(), _Layer()]
+        layers: list[_Layer] = [_Layer() for _ in range(7)]  # sums ×3, bin guess/index, digest
 
         def one(cond: str) -> str:
             return "count(*)" if cond == "TRUE" else d.count_if(cond)
 
+        never = self._never_flags()
         for r in scalars:
             start = len(aggs)
             if isinstance(r, _Rows):
@@ -977,7 +1286,8 @@ class SqlBackend(Backend):
                 continue
             if isinstance(r, _Stats):
                 k = r.k
-                aggs += [one(f"u{k}"), one(f"cl{k}"), one(f"i{k}"), one(f"m{k}")]
+                # usable = rows − dropped − unbinned: derived below, not counted per row
+                aggs += ["0"] + ["0" if f"{x}{k}" in never else one(f"{x}{k}") for x in ("cl", "i", "m")]
             elif isinstance(r, _Count):
                 keep = ["TRUE"]
                 if r.k is not None:
@@ -988,70 +1298,224 @@ class SqlBackend(Backend):
                 m = usable if r.predicate is None else f"{usable} AND {self._predicate_sql(r.predicate, p)}"
                 aggs += [one(m), one(usable)]
             elif isinstance(r, _Sum):
-                aggs += self._sum_sql(r.k, p, sum_layers)
+                aggs += self._sum_sql(r.k, p, layers[:3])
+            elif isinstance(r, _Digest):
+                aggs += self._digest_sql(layers)
             slots.append((r, start, len(aggs) - start))
-        scalar_src = "kept"
-        for layer in sum_layers:
-            if layer.cols:
-                cols = ", ".join(f"{e} AS {a}" for a, e in layer.cols)
-                scalar_src = f"(SELECT *, {cols} FROM {scalar_src} s)"
+        unit_at = len(aggs)
+        if unit_check and uk is not None:
+            bitmap = d.bitmap_distinct("iv", self._bitmap_bits)
+            aggs += [one(f"m{uk}"), "count(iv)", bitmap if bitmap is not None else "0"]
         # bins of small integer-valued columns: counted per value, binned in Python
         by_value = {g: _Bins(g.k) for g in groups
                     if (g.edges is not None or g.grid is not None) and self._value_counted(g.k)}
         wanted = groups
         groups = list(dict.fromkeys(by_value.get(g, g) for g in groups))
         keys: list[str] = []
-        layers: list[_Layer] = [_Layer(), _Layer()]  # guessed bin index, exact bin index
         for j, g in enumerate(groups):
             guess, idx, key = self._bin_key_sql(g, p, j)
             keys.append(key)
             if guess is not None:
-                layers[0].add(f"gg{j}", guess)
+                layers[3].add(f"gg{j}", guess)
             if idx is not None:
-                layers[1].add(f"gi{j}", idx)
-        inner = "SELECT * FROM kept"
-        for layer in layers:
-            if layer.cols:
-                cols = ", ".join(f"{e} AS {a}" for a, e in layer.cols)
-                inner = f"SELECT *, {cols} FROM ({inner}) y"
-        if keys:
-            inner = f"SELECT *, {', '.join(f'{e} AS gk{j}' for j, e in enumerate(keys))} FROM ({inner}) y"
-        key_cols = [f"gk{j}" for j in range(len(keys))]
-        if keys:
-            # scalars once over all rows; bin counts per grouping set (count only), one statement
-            nulls = ", ".join(f"CAST(NULL AS BIGINT) AS {c}" for c in key_cols)
-            sets = ", ".join(f"({c})" for c in key_cols)
-            zeros = ", ".join(f"CAST(NULL AS DECIMAL(38, 0)) AS s{j}" for j in range(1, len(aggs)))
-            sql = (
-                f"{ctes} SELECT {nulls}, {', '.join(f'CAST({a} AS DECIMAL(38, 0)) AS s{j}' for j, a in enumerate(aggs))} "
-                f"FROM {scalar_src} sc UNION ALL "
-                f"SELECT {', '.join(key_cols)}, CAST(count(*) AS DECIMAL(38, 0)) AS s0"
-                f"{', ' + zeros if zeros else ''} FROM ({inner}) z GROUP BY GROUPING SETS ({sets})"
-            )
-        else:
-            sql = f"{ctes} SELECT {', '.join(aggs)} FROM {scalar_src} sc"
-        rows = self._run_sql(sql, p)
+                layers[4].add(f"gi{j}", idx)
+
+        def chain(base: str, ls: Sequence[_Layer]) -> str:
+            for layer in ls:
+                if layer.cols:
+                    cols = ", ".join(f"{e} AS {a}" for a, e in layer.cols)
+                    base = f"(SELECT *, {cols} FROM {base} s)"
+            return base
+
         nk = len(keys)
         grouped: list[dict[int, int]] = [{} for _ in groups]
-        scalar_row: tuple[Any, ...] | None = None
-        for row in rows:
-            which = [j for j in range(nk) if row[j] is not None]
-            if not which:
-                scalar_row = tuple(row[nk:])
+        hist = d.histogram("x")
+        if hist is not None:  # one ungrouped aggregate
+            if keys:
+                layers[5].cols += [(f"gk{j}", e) for j, e in enumerate(keys)]
+            src = chain("kept", layers[:3] + layers[3:])
+            domains = [self._bin_domain(g) for g in groups]
+            # a few keys: one count per key in the same aggregate (a comparison per row);
+            # more: a histogram (DuckDB counts it in a pass of its own, or in this one)
+            small = [dm[1] - dm[0] < SMALL_DOMAIN for dm in domains]
+            one_pass = [self._one_pass_bins and dm[1] - dm[0] < 4096 for dm in domains]
+            hist_cols: list[str] = []
+            at: list[int] = []
+            for j, (lo, hi) in enumerate(domains):
+                at.append(len(aggs) + len(hist_cols))
+                if small[j]:
+                    hist_cols += [d.count_if(f"gk{j} = {v}") for v in range(lo, hi + 1)]
+                else:
+                    hist_cols.append(d.histogram(f"gk{j}", domains[j] if one_pass[j] else None) or "")
+            row = self._run_sql(f"{ctes} SELECT {', '.join(aggs + hist_cols)} FROM {src} z", p)[0]
+            scalar_row = tuple(row[:len(aggs)])
+            for j in range(nk):
+                lo, hi = domains[j]
+                if small[j]:
+                    counts = {v: int(c) for v, c in zip(range(lo, hi + 1), row[at[j]:at[j] + hi - lo + 1],
+                                                        strict=True) if c}
+                else:
+                    counts = {int(k_): int(v_) for k_, v_ in (row[at[j]] or {}).items() if v_}
+                    if any(not lo <= k_ <= hi for k_ in counts):  # cannot happen: keys are clamped
+                        raise QueryError("internal error: a bin key fell outside its range.")
+                grouped[j] = counts
+        else:
+            scalar_src = chain("kept", layers[:3] + layers[6:])
+            inner = chain("kept", layers[3:5])
+            if keys:
+                inner = f"(SELECT *, {', '.join(f'{e} AS gk{j}' for j, e in enumerate(keys))} FROM {inner} y)"
+            key_cols = [f"gk{j}" for j in range(nk)]
+            if keys:
+                # scalars once over all rows; bin counts per grouping set (count only)
+                nulls = ", ".join(f"CAST(NULL AS BIGINT) AS {c}" for c in key_cols)
+                sets = ", ".join(f"({c})" for c in key_cols)
+                zeros = ", ".join(f"CAST(NULL AS DECIMAL(38, 0)) AS s{j}" for j in range(1, len(aggs)))
+                sql = (
+                    f"{ctes} SELECT {nulls}, "
+                    f"{', '.join(f'CAST({a} AS DECIMAL(38, 0)) AS s{j}' for j, a in enumerate(aggs))} "
+                    f"FROM {scalar_src} sc UNION ALL "
+                    f"SELECT {', '.join(key_cols)}, CAST(count(*) AS DECIMAL(38, 0)) AS s0"
+                    f"{', ' + zeros if zeros else ''} FROM {inner} z GROUP BY GROUPING SETS ({sets})"
+                )
             else:
-                grouped[which[0]][int(row[which[0]])] = int(row[nk])
-        if scalar_row is None:  # no rows at all (cannot happen: () always yields one row)
-            scalar_row = tuple([0] * len(aggs))
+                sql = f"{ctes} SELECT {', '.join(aggs)} FROM {scalar_src} sc"
+            scalar_row_: tuple[Any, ...] | None = None
+            for row in self._run_sql(sql, p):
+                which = [j for j in range(nk) if row[j] is not None]
+                if not which:
+                    scalar_row_ = tuple(row[nk:])
+                else:
+                    grouped[which[0]][int(row[which[0]])] = int(row[nk])
+            scalar_row = scalar_row_ if scalar_row_ is not None else tuple([0] * len(aggs))
+        res: dict[_Request, Any] = {}
+        rows_here = int(scalar_row[0] or 0)
         for r, start, width in slots:
             vals = [0 if v is None else int(v) for v in scalar_row[start:start + width]]
-            self._cache[r] = vals[0] if isinstance(r, _Rows) else tuple(vals)
+            if isinstance(r, _Stats):
+                vals[0] = self._usable(r.k, rows_here, vals[2], vals[3])
+            if isinstance(r, _Digest):
+                res[r] = (int(scalar_row[0] or 0), vals[0] % (1 << 64), vals[1] % (1 << 64))
+            else:
+                res[r] = vals[0] if isinstance(r, _Rows) else tuple(vals)
         for g, counts in zip(groups, grouped, strict=True):
-            self._cache[g] = counts
+            res[g] = counts
         for g in wanted:
             if g in by_value:
-                self._cache[g] = self._bins_of_values(g, self._cache[by_value[g]])
-        if self._require_rows and self._cache[_Rows()] == 0 and self._total <= 0:
-            raise DataError("the data has a header but no data rows; use a file with at least one row.")
+                res[g] = self._bins_of_values(g, res[by_value[g]])
+        units = (0, 0, 0)
+        if unit_check:
+            units = tuple(0 if v is None else int(v) for v in scalar_row[unit_at:unit_at + 3])  # type: ignore[assignment]
+        return res, units
+
+    def _usable(self, k: int, rows: int, invalid: int, missing: int) -> int:
+        """Rows that enter queries on column k (``u``), from the row, invalid and missing
+        counts: what the missing-value rule drops, and undeclared categories without an
+        "other" bin, are the only rows left out."""
+        col = self.schema.columns[k]
+        replace = col.missing.action is MissingAction.REPLACE
+        if col.kind is ColumnKind.IDENTIFIER:
+            return rows - missing
+        if col.kind is ColumnKind.CATEGORICAL:
+            return rows - (0 if replace else missing) - (0 if col.other_bin else invalid)
+        return rows if replace else rows - missing - invalid
+
+    def _never_flags(self) -> set[str]:
+        """Flag columns that are FALSE by construction (counted as 0, not per row)."""
+        out: set[str] = set()
+        for k, col in enumerate(self.schema.columns):
+            if col.kind is not ColumnKind.NUMERIC:
+                out.add(f"cl{k}")
+            if col.kind is ColumnKind.IDENTIFIER or (
+                col.kind is ColumnKind.NUMERIC and self._types[col.name] in ("int", "float")
+            ):
+                out.add(f"i{k}")
+        return out
+
+    def _digest_words(self) -> list[tuple[str, bool]]:
+        """(column, is a DOUBLE) of the digest's words: the declared columns by sorted name."""
+        out: list[tuple[str, bool]] = []
+        for name in sorted(self.schema.names):
+            k = self.schema.names.index(name)
+            if self.schema.columns[k].kind is ColumnKind.NUMERIC:
+                out += [(f"wv{k}", True), (f"wt{k}", False)]
+            else:
+                out.append((f"w{k}", False))
+        return out
+
+    def _native_hash(self) -> bool:
+        """Whether the engine's ``hash()`` of the words is the digest's row hash.
+
+        Checked once per backend on fixed words (negative integers, −0, ±inf, a
+        subnormal, several words) against :func:`planner.backends.digest.row_hashes`: a
+        release of the engine that hashes differently falls back to the arithmetic.
+        """
+        if self._hash_native is None:
+            d = self.dialect
+            ok = False
+            if d.native_hash:
+                rows = [(2.5, -3, 7), (-0.0, (1 << 63) - 1, -(1 << 63)), (float("inf"), 0, 1),
+                        (5e-324, -1, 12345678901234567)]
+                p = Params(d)
+                exprs = []
+                for x, b, c in rows:
+                    hx = d.hash_words([f"CAST({p(x)} AS DOUBLE)", f"CAST({p(b)} AS BIGINT)",
+                                       f"CAST({p(c)} AS BIGINT)"])
+                    exprs += [hx, d.hash_words([d.xor(hx, f"CAST({dg.K_LANE2} AS UBIGINT)")])]
+                try:
+                    got = [int(v) for v in self._run_sql(f"SELECT {', '.join(exprs)}", p)[0]]
+                except DataError:
+                    got = []
+                words = [dg.double_bits(np.asarray([r[0] for r in rows]))] + [
+                    np.asarray([r[i] for r in rows], dtype=np.int64).view(np.uint64) for i in (1, 2)]
+                h = dg.row_hashes(words)
+                want = [int(v) for pair in zip(h, dg.murmur(h ^ np.uint64(dg.K_LANE2)), strict=True)
+                        for v in pair]
+                ok = got == want
+            self._hash_native = ok
+        return self._hash_native
+
+    def _digest_sql(self, layers: list[_Layer]) -> list[str]:
+        """The two lane sums of the content digest (:mod:`planner.backends.digest`) over the
+        words of the cells; adds the row-hash steps as projection layers from ``layers[6]``."""
+        d = self.dialect
+        words = self._digest_words()
+        while len(layers) < 7:
+            layers.append(_Layer())
+        if self._native_hash():
+            layers[6].add("dh0", d.hash_words([w for w, _ in words]))
+            layers.append(_Layer([("dh1", d.hash_words([d.xor("dh0", f"CAST({dg.K_LANE2} AS UBIGINT)")]))]))
+            return ["sum(dh0)", "sum(dh1)"]
+        # the same arithmetic spelled out, on unsigned 64-bit values
+        def layer(cols: list[tuple[str, str]]) -> None:
+            layers.append(_Layer(cols))
+
+        names = []
+        cols = []
+        for i, (w, is_double) in enumerate(words):
+            src = d.word_bits(f"CASE WHEN {w} = 0 THEN CAST(0 AS DOUBLE) ELSE {w} END") if is_double else w
+            cols.append((f"du{i}", d.u_word(src)))
+            names.append(f"du{i}")
+        layers[6].cols += cols
+
+        def murmur(ins: list[str], tag: str) -> list[str]:
+            # three layers: a deep chain of nested selects is more than Spark's analyzer
+            # resolves (its expressions inline column names only)
+            a = [f"{tag}a{i}" for i in range(len(ins))]
+            b = [f"{tag}b{i}" for i in range(len(ins))]
+            c = [f"{tag}c{i}" for i in range(len(ins))]
+            layer([(o, d.u_mul(d.u_xorshift(x, 32), dg.MURMUR)) for o, x in zip(a, ins, strict=True)])
+            layer([(o, d.u_mul(d.u_xorshift(x, 32), dg.MURMUR)) for o, x in zip(b, a, strict=True)])
+            layer([(o, d.u_xorshift(x, 32)) for o, x in zip(c, b, strict=True)])
+            return c
+
+        m = murmur(names, "dm")
+        h = m[0]
+        for i in range(1, len(m)):
+            layer([(f"dc{i}", d.u_xor(d.u_mul(d.u_xorshift(h, 32), dg.MURMUR), m[i]))])
+            h = f"dc{i}"
+        layer([("dg0", d.u_xor(h, d.u_word(self._word(dg.K_LANE2))))])
+        g = murmur(["dg0"], "dn")[0]
+        return [f"sum({h})", f"sum({g})"]
 
     def _int_valued(self, k: int) -> bool:
         """Whether every usable clipped value of numeric column k is an integer.
@@ -1189,14 +1653,13 @@ class SqlBackend(Backend):
             )
             if _uniform_guess_ok(e, "right"):
                 w, e0 = p(float(e[1] - e[0])), p(float(e[0]))
-                floor = d.floor(f"({v} - {e0}) / {w}")
-                guess = f"CAST(least(greatest({floor}, 0), {nb - 1}) AS BIGINT)"
+                guess = f"CAST(least(greatest({d.floor(gg)}, 0), {nb - 1}) AS BIGINT)"
                 edge = self._edge_fn(e, p)
-                idx = (
-                    f"{gg} - CASE WHEN {v} < {edge(gg)} THEN 1 ELSE 0 END "
-                    f"+ CASE WHEN {v} >= {edge(f'{gg} + 1')} THEN 1 ELSE 0 END"
+                exact = (
+                    f"{guess} - CASE WHEN {v} < {edge(guess)} THEN 1 ELSE 0 END "
+                    f"+ CASE WHEN {v} >= {edge(f'{guess} + 1')} THEN 1 ELSE 0 END"
                 )
-                return guess, idx, key
+                return f"({v} - {e0}) / {w}", self._lazy_exact(gg, guess, exact, e), key
             if e.size > 2000:
                 raise QueryError("more than 2000 irregular bin edges; use evenly spaced bins.")
             whens = " ".join(f"WHEN {v} < {p(float(x))} THEN {i - 1}" for i, x in enumerate(e))
@@ -1208,21 +1671,51 @@ class SqlBackend(Backend):
         key = f"CASE WHEN NOT u{k} THEN -1 ELSE {gi} END"
         if _uniform_guess_ok(grid, "left"):
             w, t0 = p(float(grid[1] - grid[0])), p(float(grid[0]))
-            ceil = f"-{d.floor(f'({t0} - {v}) / {w}')}"
-            guess = f"CAST(least(greatest({ceil}, 0), {n - 1}) AS BIGINT)"
+            guess = f"CAST(least(greatest(-{d.floor(f'-{gg}')}, 0), {n - 1}) AS BIGINT)"
             edge = self._edge_fn(grid, p)
-            idx = (
-                f"{gg} - CASE WHEN {gg} = 0 THEN 0 WHEN {edge(f'{gg} - 1')} >= {v} THEN 1 "
+            exact = (
+                f"{guess} - CASE WHEN {guess} = 0 THEN 0 WHEN {edge(f'{guess} - 1')} >= {v} THEN 1 "
                 f"ELSE 0 END "
-                f"+ CASE WHEN {edge(gg)} < {v} THEN 1 ELSE 0 END"
+                f"+ CASE WHEN {edge(guess)} < {v} THEN 1 ELSE 0 END"
             )
-            return guess, idx, key
+            return f"({v} - {t0}) / {w}", self._lazy_exact(gg, guess, exact, grid), key
         if n > 2000:
             raise QueryError(
                 "more than 2000 irregular quantile candidates; use an evenly spaced grid."
             )
         whens = " ".join(f"WHEN {v} <= {p(float(x))} THEN {i}" for i, x in enumerate(grid))
         return None, f"CASE {whens} ELSE {n} END", key
+
+    def _lazy_exact(self, q: str, guess: str, exact: str, e: np.ndarray) -> str:
+        """The bin index from the quotient q = (x − e₀)/w: the guess itself where q is far
+        from an integer, the guess corrected against the actual edge values elsewhere.
+
+        Far means more than δ away, with δ twice the bound on how far q can be from the
+        exact quotient (two roundings: |q|·2⁻⁵², |q| ≤ n) plus how far any edge is from
+        e₀ + i·w (computed exactly, as fractions): then x and every edge compare as the
+        exact quotient and i do, and the guess is the index ``searchsorted`` gives. Rows
+        near an edge (ties included) take the corrected branch; ``CASE`` evaluates it on
+        those rows only.
+        """
+        n = e.size
+        w = Fraction(float(e[1])) - Fraction(float(e[0]))
+        dev = max(abs(Fraction(float(t)) - (Fraction(float(e[0])) + i * w)) for i, t in enumerate(e)) / w
+        delta = 2 * (n * 2.0**-52 + float(dev)) + 2.0**-40
+        if not delta < 1e-6:  # edges too far from a uniform grid: always correct
+            return exact
+        return f"CASE WHEN abs({q} - round({q})) > {delta!r} THEN {guess} ELSE {exact} END"
+
+    def _bin_domain(self, g: _Bins) -> tuple[int, int]:
+        """The range of a grouping request's key (see :meth:`_bin_key_sql`)."""
+        col = self.schema.columns[g.k]
+        if g.edges is None and g.grid is None:
+            if col.kind is ColumnKind.NUMERIC:
+                lo, hi = col.bounds
+                return int(lo) - 1, int(hi)
+            return -1, len(col.labels) if col.kind is ColumnKind.CATEGORICAL else 1
+        if g.edges is not None:
+            return -2, len(g.edges) - 1
+        return -1, len(g.grid or ())
 
     def _edge_fn(self, e: np.ndarray, p: Params) -> Callable[[str], str]:
         """SQL of edge ``e[i]`` for an index expression i in [0, len(e) − 1]."""
@@ -1243,7 +1736,8 @@ class SqlBackend(Backend):
 
     @property
     def rows_truncated(self) -> int:
-        return 0 if self._total < 0 else self._total - self.rows
+        rows = self.rows  # the first statement also learns the rows before bounding
+        return 0 if self._total < 0 else self._total - rows
 
     def column_stats(self, column: str) -> ColumnStats:
         k, col = self._col(column)
@@ -1326,8 +1820,9 @@ class SqlBackend(Backend):
         return super().column_report()
 
     # ------------------------------------------------------------------ batching
-    def prefetch(self, queries: Iterable[Query]) -> None:
-        """Compute every aggregate the queries need in one statement (one pass)."""
+    def prefetch(self, queries: Iterable[Query], *, report: bool = False, digest: bool = False) -> None:
+        """Compute every aggregate the queries need in one statement (one pass); with
+        ``report`` the column report's counts and with ``digest`` the content digest too."""
         self._collect = set()
         try:
             for q in queries:
@@ -1335,8 +1830,19 @@ class SqlBackend(Backend):
             todo = self._collect
         finally:
             self._collect = None
+        if report:
+            todo |= {_Rows(), *(_Stats(k) for k in range(len(self.schema.columns)))}
+        if digest:
+            todo.add(_Digest())
+        todo = {r for r in todo if r not in self._cache}
         if todo:
             self._run(todo)
+
+    def content_digest(self) -> dg.ContentDigest:
+        """The content digest (:mod:`planner.backends.digest`) of every row, computed in the
+        engine; in the same scan as the aggregates when requested with :meth:`prefetch`."""
+        rows, s1, s2 = self._values([_Digest()])[0]
+        return dg.finish(self.schema.names, rows, s1, s2)
 
     def aggregate_all(self, queries: Iterable[Query]) -> dict[str, Aggregate]:
         qs = list(queries)

@@ -12,6 +12,8 @@ skipped (with the reason printed) only when no Java runtime is present.
 
 from __future__ import annotations
 
+import io
+import math
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -525,26 +527,35 @@ def test_typed_parquet_and_csv_identical_in_every_backend(
 
 
 def test_typed_parquet_takes_the_specialised_paths(data_dir: Path) -> None:
-    """The typed file really exercises the bitmap check, per-value bins and integer sums."""
+    """The typed file really exercises the person check, per-value bins and integer sums."""
     from planner.backends.sql import _arithmetic_step
 
     typed_files(data_dir, TYPED_ROWS)
     schema = typed_schema(1)
+    qs = typed_queries()
     duck = DuckDBBackend(open_source("typed.parquet"), schema)
     text = DuckDBBackend(open_source("typed.csv"), schema)
     k_x, k_n = schema.names.index("x"), schema.names.index("n")
-    # person 1 has two rows > c = 1: found by the bitmap (int ids, and plain-digit text ids)
-    assert duck._check_units_by_bitmap("pid") == (len(TYPED_ROWS), True)
-    assert text._check_units_by_bitmap("pid") == (len(TYPED_ROWS), True)
+    # person 1 has two rows > c = 1: the bitmap in the first statement cannot prove
+    # "nobody over c", so a pass by person runs (int ids, and plain-digit text ids)
+    for b in (duck, text):
+        assert b.aggregate_all(qs) is not None
+        assert b.unit_check == "grouping" and b.rows_truncated == 1
     assert duck._value_counted(k_n) and not duck._value_counted(k_x)
     assert not text._value_counted(k_n)  # CSV text: the SQL bin keys
     assert _arithmetic_step(typed_queries()[8].edges(schema)) == 50_000.0  # type: ignore[arg-type]
-    qs = typed_queries()
     assert duck.aggregate_all(qs) == text.aggregate_all(qs)
+    # without person 1's second row nobody is over c: proven inside the one statement
+    typed_files(data_dir, TYPED_ROWS[1:], "unique")
+    for name in ("unique.parquet", "unique.csv"):
+        b = DuckDBBackend(open_source(name), schema)
+        b.prefetch(qs, report=True, digest=True)
+        assert (b.unit_check, b.passes, b.rows_truncated) == ("bitmap", 1, 0)
 
 
 def test_person_check_bitmap_agrees_with_grouping(data_dir: Path) -> None:
-    """Bitmap answer (or None → GROUP BY person) for unique, duplicate, odd and sparse ids."""
+    """Bitmap proof (one pass) or the pass by person, for unique, duplicate, odd and
+    sparse ids: the same rows as pandas either way."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -558,21 +569,25 @@ def test_person_check_bitmap_agrees_with_grouping(data_dir: Path) -> None:
         )
         return DuckDBBackend(open_source("ids.parquet"), schema)
 
-    assert backend([5, 3, 4, -2], 1)._check_units_by_bitmap("pid") == (4, False)
-    assert backend([5, 3, 5, -2], 1)._check_units_by_bitmap("pid") == (4, True)  # 5 twice > c = 1
-    assert backend([5, 3, 5, -2], 2)._check_units_by_bitmap("pid") is None  # c = 2: GROUP BY
-    assert backend(["7", "-12", "0"], 1, True)._check_units_by_bitmap("pid") == (3, False)
-    assert backend(["7", "007"], 1, True)._check_units_by_bitmap("pid") is None  # same person
-    assert backend([0, 1 << 40], 1)._check_units_by_bitmap("pid") is None  # sparse: no bitmap
-    # the answers the backend acts on equal pandas' (which never uses a bitmap)
-    for ids, c in [([5, 3, 5, -2], 1), ([5, 3, 5, -2], 2), (["7", "007"], 1), ([0, 1 << 40], 1)]:
-        as_text = isinstance(ids[0], str)
-        b = backend(ids, c, as_text)
+    cases: list[tuple[list[Any], int, str, int]] = [
+        # ids, c, how the check decides, rows truncated (by hand)
+        ([5, 3, 4, -2], 1, "bitmap", 0),
+        ([5, 3, 5, -2], 1, "grouping", 1),  # 5 twice > c = 1
+        ([5, 3, 5, -2], 2, "grouping", 0),  # duplicates but none over c = 2
+        (["7", "-12", "0", "007x"], 1, "grouping", 0),  # a text id that is no integer
+        (["7", "-12", "0"], 1, "bitmap", 0),  # plain-digit text ids
+        (["7", "007"], 1, "grouping", 1),  # the same person
+        ([0, 1 << 40], 1, "grouping", 0),  # equal residues mod the bitmap's 2^16 bits
+        ([0, 1 << 40, 7], 1, "grouping", 0),
+    ]
+    for ids, c, how, cut in cases:
+        b = backend(ids, c, isinstance(ids[0], str))
         p = PandasBackend(load_table(data_dir / "ids.parquet"), b.schema)
-        assert (b.rows, b.rows_truncated) == (p.rows, p.rows_truncated)
         assert b.clipped_sum("x") == p.clipped_sum("x")
-    with pytest.raises(DataError, match="no value"):  # a NULL id: the GROUP BY reports it
-        backend([1, None, 2], 1)
+        assert (b.rows, b.rows_truncated) == (p.rows, p.rows_truncated) == (len(ids) - cut, cut)
+        assert b.unit_check == how, ids
+    with pytest.raises(DataError, match="no value"):  # a NULL id, found in the first statement
+        backend([1, None, 2], 1).count()
 
 
 @pytest.mark.parametrize(
@@ -767,6 +782,7 @@ def test_bounding_without_ties_takes_the_single_pass(data_dir: Path) -> None:
             unit=PrivacyUnit("pid", c), salt="single",
         )
         duck = DuckDBBackend(open_source("distinct.csv"), schema)
+        assert duck.rows_truncated > 0  # the first statement finds people over c
         assert duck._bounding and not duck._thresholds()[1]
         pand = PandasBackend(load_table(data_dir / "distinct.csv"), schema)
         assert duck.clipped_sum("x") == pand.clipped_sum("x")
@@ -786,3 +802,216 @@ def test_duckdb_memory_limit_from_the_environment(monkeypatch: pytest.MonkeyPatc
     monkeypatch.setenv("PLANNER_DUCKDB_MEMORY_LIMIT", "lots")
     with pytest.raises(PlannerError, match="PLANNER_DUCKDB_MEMORY_LIMIT"):
         DuckDBBackend(frame, schema)
+
+
+# ------------------------------------------------------------------ content digest
+# planner/backends/digest.py: the dataset's content digest, computed in the scan. Every
+# backend must give the same hex digest for the same table (a); it must not change with
+# row order, line endings, a final newline, CSV versus Parquet, undeclared columns (b);
+# and it must change when any declared cell does (c).
+def digests(source: str, schema: Schema, spark: Any = None) -> dict[str, str]:
+    """Hex digest per backend (DuckDB twice: its hash() and the arithmetic spelled out)."""
+    src = open_source(source)
+    frames = [load_table(p) for p in src.files]  # type: ignore[union-attr]
+    frame = frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
+    out = {"pandas": PandasBackend(frame, schema).content_digest().hexdigest}
+    duck = DuckDBBackend(src, schema)
+    out["duckdb"] = duck.content_digest().hexdigest
+    assert duck._native_hash()  # DuckDB's hash() is the digest's row hash (self-test)
+    arith = DuckDBBackend(src, schema)
+    arith._hash_native = False
+    out["duckdb arithmetic"] = arith.content_digest().hexdigest
+    if spark is not None:
+        from planner.backends.spark_backend import SparkBackend
+
+        out["spark"] = SparkBackend(src, schema, spark=spark).content_digest().hexdigest
+    return out
+
+
+def one_digest(d: dict[str, str]) -> str:
+    assert len(set(d.values())) == 1, d
+    return next(iter(d.values()))
+
+
+def test_content_digest_identical_in_every_backend(data_dir: Path, spark: Any) -> None:
+    """(a) on the edge-case table (NULL, NaN, ±inf, text in numbers, NA tokens, undeclared
+    and blank-padded categories, boolean spellings) and the typed table as CSV and Parquet."""
+    (data_dir / "edge.csv").write_text(EDGE_CSV)
+    one_digest(digests("edge.csv", edge_schema(DROP), spark))
+    typed_files(data_dir, TYPED_ROWS)
+    one_digest(digests("typed.csv", typed_schema(1), spark))
+    one_digest(digests("typed.parquet", typed_schema(1), spark))
+
+
+def test_content_digest_identical_on_generated_and_tied_tables(data_dir: Path) -> None:
+    """(a) for pandas and DuckDB on larger tables: odd cells, duplicate people, identical rows."""
+    generated().to_csv(data_dir / "gen.csv", index=False)
+    one_digest(digests("gen.csv", generated_schema()))
+    df = tied_rows()
+    df.to_csv(data_dir / "ties.csv", index=False)
+    typed = df.copy()
+    typed["n"] = typed["n"].astype("Int64")
+    typed.to_parquet(data_dir / "ties.parquet")
+    assert one_digest(digests("ties.csv", tied_schema(2))) == one_digest(
+        digests("ties.parquet", tied_schema(2))
+    )
+
+
+def test_content_digest_ignores_row_order(data_dir: Path) -> None:
+    text = EDGE_CSV.splitlines()
+    (data_dir / "a.csv").write_text("\n".join(text) + "\n")
+    (data_dir / "b.csv").write_text("\n".join([text[0], *reversed(text[1:])]) + "\n")
+    schema = edge_schema(DROP)
+    assert one_digest(digests("a.csv", schema)) == one_digest(digests("b.csv", schema))
+
+
+def test_content_digest_ignores_line_endings_and_the_final_newline(data_dir: Path) -> None:
+    lines = EDGE_CSV.splitlines()
+    (data_dir / "lf.csv").write_text("\n".join(lines) + "\n")
+    (data_dir / "crlf.csv").write_bytes(("\r\n".join(lines) + "\r\n").encode())
+    (data_dir / "nofinal.csv").write_text("\n".join(lines))
+    schema = edge_schema(DROP)
+    want = one_digest(digests("lf.csv", schema))
+    assert one_digest(digests("crlf.csv", schema)) == want
+    assert one_digest(digests("nofinal.csv", schema)) == want
+
+
+def test_content_digest_same_for_csv_and_parquet_of_the_same_values(data_dir: Path, spark: Any) -> None:
+    """Typed Parquet (int64, float64 with NaN/±inf/subnormal, strings with blanks, bool with
+    NULL) and its CSV text ("true", "nan", quoted " B ") hold the same normalised values."""
+    typed_files(data_dir, TYPED_ROWS)
+    schema = typed_schema(1)
+    assert one_digest(digests("typed.csv", schema, spark)) == one_digest(
+        digests("typed.parquet", schema, spark)
+    )
+
+
+def test_content_digest_ignores_undeclared_columns(data_dir: Path) -> None:
+    df = pd.read_csv(io.StringIO(EDGE_CSV), dtype=str, keep_default_na=False)
+    df.to_csv(data_dir / "plain.csv", index=False)
+    wide = df.assign(extra=[f"secret {i}" for i in range(len(df))], other=1.5)
+    wide[["extra", "flag", "cat", "other", "x", "pid"]].to_csv(data_dir / "wide.csv", index=False)
+    changed = wide.assign(extra="something else")
+    changed[["extra", "flag", "cat", "other", "x", "pid"]].to_csv(data_dir / "wide2.csv", index=False)
+    schema = edge_schema(DROP)
+    want = one_digest(digests("plain.csv", schema))
+    assert one_digest(digests("wide.csv", schema)) == want
+    assert one_digest(digests("wide2.csv", schema)) == want
+
+
+def _changed_cells(rows: list[tuple[Any, ...]]) -> list[list[tuple[Any, ...]]]:
+    """One table per declared cell of ``rows`` with that cell changed: a number by a small
+    step, text by one character, a missing cell made present, a present one missing."""
+    out = []
+    for i, row in enumerate(rows):
+        for j, v in enumerate(row):
+            if v is None:
+                new: Any = [5, 1.25, 40, "A", True][j]
+            elif isinstance(v, bool):
+                new = not v
+            elif isinstance(v, float) and (math.isnan(v) or math.isinf(v)):
+                new = 1.5 if math.isnan(v) else -v  # NaN is missing like NULL: make it present
+            elif isinstance(v, (int, float)):
+                new = v + 1 if j != 1 else float(np.nextafter(v, np.inf))  # x: one ulp
+            else:
+                new = v + "x"
+            changed = list(row)
+            changed[j] = new
+            out.append([*rows[:i], tuple(changed), *rows[i + 1:]])
+    return out
+
+
+def test_content_digest_changes_when_any_declared_cell_changes(data_dir: Path) -> None:
+    """(c) for every one of the typed table's 60 cells, in Parquet (pandas and DuckDB), and
+    for whole-row and swap changes; the row order stays the same in every variant."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    schema = typed_schema(1)
+
+    def write(rows: list[tuple[Any, ...]], name: str) -> None:
+        cols = list(zip(*rows, strict=True))
+        pq.write_table(pa.table({
+            "pid": pa.array(cols[0], type=pa.int64()), "x": pa.array(cols[1], type=pa.float64()),
+            "n": pa.array(cols[2], type=pa.int64()), "cat": pa.array(cols[3], type=pa.string()),
+            "flag": pa.array(cols[4], type=pa.bool_()),
+        }), data_dir / name)
+
+    write(TYPED_ROWS, "base.parquet")
+    base = one_digest(digests("base.parquet", schema))
+    variants = _changed_cells(TYPED_ROWS)
+    assert len(variants) == 12 * 5
+    seen = {base}
+    for v, rows in enumerate(variants):
+        write(rows, f"v{v}.parquet")
+        d = one_digest(digests(f"v{v}.parquet", schema))
+        assert d not in seen, f"cell change #{v} left the digest unchanged"
+        seen.add(d)
+    swapped = list(TYPED_ROWS)
+    a, b = swapped[0], swapped[1]  # swap the x values of two rows: same column multiset
+    swapped[0], swapped[1] = (a[0], b[1], *a[2:]), (b[0], a[1], *b[2:])
+    write(swapped, "swap.parquet")
+    write([*TYPED_ROWS, TYPED_ROWS[0]], "dup.parquet")  # one row twice
+    write(TYPED_ROWS[1:], "drop.parquet")
+    for name in ("swap.parquet", "dup.parquet", "drop.parquet"):
+        assert one_digest(digests(name, schema)) not in seen, name
+
+
+def test_content_digest_changes_with_text_cells_of_a_csv(data_dir: Path) -> None:
+    """(c) for text the fast paths do not read: an undeclared category, invalid text in a
+    numeric or boolean column, a blank becoming a value, a new spelling of a category."""
+    schema = edge_schema(DROP)
+    (data_dir / "edge.csv").write_text(EDGE_CSV)
+    base = one_digest(digests("edge.csv", schema))
+    for old, new in [("3,NaN,Z,", "3,NaN,Y,"), ("6,abc,", "6,abd,"), (",maybe\n", ",perhaps\n"),
+                     ("2,,B", "2,5,B"), ("4,inf,,", "4,inf,A,"), ("010,n/a", "011,n/a"),
+                     ("5,-inf, B ,", "5,-inf,B2,")]:
+        assert old in EDGE_CSV
+        (data_dir / "changed.csv").write_text(EDGE_CSV.replace(old, new, 1))
+        assert one_digest(digests("changed.csv", schema)) != base, (old, new)
+    # the same normalised values: "010" is person 10, " B " is category B, "NA" is missing
+    for old, new in [("010,n/a", "10,n/a"), ("5,-inf, B ,", "5,-inf,B,"), ("6,abc,NA,", "6,abc,,")]:
+        (data_dir / "same.csv").write_text(EDGE_CSV.replace(old, new, 1))
+        assert one_digest(digests("same.csv", schema)) == base, (old, new)
+
+
+def test_content_digest_is_private_in_repr() -> None:
+    from planner.backends.digest import ContentDigest
+
+    d = ContentDigest(3, "ab" * 32)
+    assert "ab" * 4 not in repr(d) and repr(d) == "ContentDigest(rows=3)"
+
+
+def test_csv_fast_paths_read_odd_cells_like_pandas(data_dir: Path) -> None:
+    """The fast paths' guard (planner/backends/sql.py: Dialect.number_guard) on every one-
+    and two-character string over the characters a number can contain and the ones
+    DuckDB's cast also takes ('_', '(', signs, blanks, letters): pandas and DuckDB agree on
+    every count, sum and digest, in a numeric, a categorical and an identifier column."""
+    import csv
+    import itertools
+
+    alphabet = "0123456789.eE+-_( ainfx"
+    cells = ["".join(p) for n in (1, 2) for p in itertools.product(alphabet, repeat=n)]
+    cells += ["1_000", "nan(1)", "+-1", " +-1", "1e400", "1e-400", "-0", "+007", "7.", ".5e1",
+              "Infinity", "-inf", "NaN", "NA", "none", "N/A", "\u00a07", "7\u2003", "0x10"]
+    with (data_dir / "odd.csv").open("w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["pid", "x", "cat"])
+        for i, c in enumerate(cells):
+            w.writerow([c if i % 2 else str(i), c, c])
+    schema = Schema(
+        (
+            Column("pid", ColumnKind.IDENTIFIER),
+            Column("x", ColumnKind.NUMERIC, DROP, -1e6, 1e6),
+            Column("cat", ColumnKind.CATEGORICAL, DROP, categories=("7", "1", "inf", "a", "e")),
+        ),
+        salt="odd",
+    )
+    qs = [q("s", QueryKind.SUM, "x", M.LAPLACE), q("c", QueryKind.HISTOGRAM, "cat", M.LAPLACE)]
+    frame = load_table(data_dir / "odd.csv")
+    pand = PandasBackend(frame, schema)
+    duck = DuckDBBackend(open_source("odd.csv"), schema)
+    assert duck.aggregate_all(qs) == pand.aggregate_all(qs)
+    assert duck.column_report() == pand.column_report()
+    assert duck.content_digest().hexdigest == pand.content_digest().hexdigest
+    assert pand.column_stats("x").invalid > 100 and pand.column_stats("x").usable > 100

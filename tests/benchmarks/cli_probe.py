@@ -1,0 +1,95 @@
+"""Run ``planner`` under a probe that reports its start-up (used by ``bench_backends.py``).
+
+    python tests/benchmarks/cli_probe.py REPORT.json release --spec ... --data ...
+
+Writes ``{"first_scan": t, "fingerprint_s": s}`` to REPORT.json: the wall-clock time
+(``time.time()``) of the first statement that reads the data (DuckDB / Spark: the first
+SQL naming the source view; pandas: the loader), and the seconds spent fingerprinting
+files (a pass over the file's bytes). Modules are patched as they are imported (a
+meta-path hook), so the probe imports nothing the command would not import itself.
+"""
+
+from __future__ import annotations
+
+import importlib.abc
+import importlib.machinery
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]
+STATE: dict[str, Any] = {"first_scan": None, "fingerprint_s": 0.0}
+
+
+def _mark() -> None:
+    if STATE["first_scan"] is None:
+        STATE["first_scan"] = time.time()
+
+
+def _patch(name: str, module: Any) -> None:
+    if name == "planner.backends.sql":
+        run_sql = module.SqlBackend._run_sql
+
+        def _run_sql(self: Any, sql: str, params: Any) -> Any:
+            if getattr(self, "_src", "\x00") in sql:
+                _mark()
+            return run_sql(self, sql, params)
+
+        module.SqlBackend._run_sql = _run_sql
+    elif name == "planner.loader":
+        load_table = module.load_table
+
+        def _load_table(*a: Any, **k: Any) -> Any:
+            _mark()
+            return load_table(*a, **k)
+
+        module.load_table = _load_table
+    elif name == "planner.schema":
+        fingerprint = module.dataset_fingerprint
+
+        def _fingerprint(*a: Any, **k: Any) -> Any:
+            t = time.perf_counter()
+            try:
+                return fingerprint(*a, **k)
+            finally:
+                STATE["fingerprint_s"] += time.perf_counter() - t
+
+        module.dataset_fingerprint = _fingerprint
+
+
+class _Hook(importlib.abc.MetaPathFinder):
+    targets = frozenset({"planner.backends.sql", "planner.loader", "planner.schema"})
+
+    def find_spec(self, name: str, path: Any, target: Any = None) -> Any:
+        if name not in self.targets:
+            return None
+        spec = importlib.machinery.PathFinder.find_spec(name, path, target)
+        if spec is None or spec.loader is None:
+            return spec
+        loader: Any = spec.loader
+        exec_module = loader.exec_module
+
+        def _exec_module(module: Any) -> None:
+            exec_module(module)
+            _patch(name, module)
+
+        loader.exec_module = _exec_module
+        return spec
+
+
+def main() -> int:
+    report, argv = sys.argv[1], sys.argv[2:]
+    sys.meta_path.insert(0, _Hook())
+    sys.path.insert(0, str(ROOT))
+    try:
+        from planner.cli import main as cli_main
+
+        return cli_main(argv)
+    finally:
+        Path(report).write_text(json.dumps(STATE))
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
