@@ -92,7 +92,7 @@ from scipy import special
 
 from planner import divergences as dv
 from planner.accountants.base import ROUND_UP, Accountant, FloatArray, round_up
-from planner.budget import CompositionRule, check_delta
+from planner.budget import DEFAULT_ORDERS, CompositionRule, check_delta
 from planner.errors import BudgetError
 from planner.events import (
     ApproxEvent,
@@ -404,6 +404,54 @@ class _WithoutReplacement(_Pair):
         return self._poisson().pure_epsilon()
 
 
+#: Rényi orders of the envelope of a Rényi-certified part (every 8th of the shared grid).
+_ENVELOPE_ORDERS: Final = np.asarray(DEFAULT_ORDERS[::8], dtype=np.float64)
+
+
+@dataclass(frozen=True)
+class _RenyiEnvelope(_Pair):
+    """A symmetric pair dominating every mechanism (here: a composition of events certified
+    only through Rényi DP / zCDP) whose RDP curve is at most ε_R(α) at the given orders.
+
+    Notes
+    -----
+    An (α, ε_R)-RDP mechanism satisfies, for every ε, δ(ε) ≤ e^{(α−1)(ε_R − ε)}(1 − 1/α)^{α−1}/α
+    [CKS20, Prop. 12; BBGHS20, Thm 21] in both directions, so v(ε) = min(1, min_α of that)
+    bounds its curve for ε ≥ 0, and e^ε v(−ε) bounds δ̄ = δ − (1 − e^ε) below 0
+    (H_γ(P‖Q) = 1 − γ + γH_{1/γ}(Q‖P)). v is not convex in e^ε (a minimum over orders);
+    :func:`_connect_dots` convexifies it by chords, which stay above the true (convex)
+    curve, so the grid pair it builds dominates the mechanism and composes with the other
+    events' pairs by FFT — tighter than adding the two parts by basic composition.
+    """
+
+    values: tuple[float, ...]
+
+    def delta(self, eps: FloatArray, add: bool = False) -> FloatArray:
+        e = _as_array(eps)
+        flat = np.abs(e).ravel()
+        a = _ENVELOPE_ORDERS
+        r = np.asarray(self.values, dtype=np.float64)
+        const = (a - 1.0) * (np.log1p(-1.0 / a) + r) - np.log(a)
+        best = np.full(flat.shape, np.inf)
+        for k in range(a.size):  # running minimum over the orders
+            np.minimum(best, const[k] - (a[k] - 1.0) * flat, out=best)
+        v = np.minimum(np.exp(best), 1.0).reshape(e.shape)
+        neg = e < 0
+        with np.errstate(over="ignore"):
+            out = np.where(neg, -np.expm1(np.minimum(e, 0.0)) + np.exp(np.minimum(e, 0.0)) * v, v)
+        return np.asarray(np.clip(out, 0.0, 1.0), dtype=np.float64)
+
+    def loss_range(self, add: bool = False) -> tuple[float, float]:
+        return -math.inf, math.inf
+
+    @classmethod
+    def of(cls, events: Sequence[PrivacyEvent]) -> _RenyiEnvelope:
+        from planner.accountants.rdp import rdp_curve
+
+        curve = rdp_curve(list(events), _ENVELOPE_ORDERS)
+        return cls(tuple(float(v) for v in curve.epsilons))
+
+
 def _base_pair(event: PrivacyEvent) -> _Pair | None:
     """The dominating pair of one (unsampled) mechanism event, or None if it has none."""
     if isinstance(event, LaplaceEvent):
@@ -452,7 +500,10 @@ class _Split:
     relations: frozenset[str]
 
 
-def _split(events: Sequence[PrivacyEvent]) -> _Split:
+def _split(events: Sequence[PrivacyEvent], *, renyi_exponential: bool = False) -> _Split:
+    """Group the events by dominating pair (continuous Gaussians merged into one); events
+    without a pair — and, with ``renyi_exponential``, exponential mechanisms (ε²/8-zCDP) —
+    are set aside for the Rényi part."""
     counts: dict[_Pair, int] = {}
     rest: list[PrivacyEvent] = []
     mu_sq = 0.0
@@ -476,7 +527,7 @@ def _split(events: Sequence[PrivacyEvent]) -> _Split:
         if isinstance(e, GaussianEvent) and not e.discrete:
             mu_sq += n / e.noise_multiplier**2  # Gaussians compose to one Gaussian [DRS22]
             return
-        pair = event_pair(e)
+        pair = None if (renyi_exponential and isinstance(e, ExponentialEvent)) else event_pair(e)
         if pair is None:
             rest.extend([e] * n) if n <= 16 else rest.append(SelfComposedEvent(e, n))
             return
@@ -519,11 +570,13 @@ class _Dist:
     inf: float
     h: float = 0.0
     start: int = 0
+    #: Floating-point noise of each mass (FFT rounding), estimated after composition.
+    noise: float = 0.0
 
     @classmethod
-    def grid(cls, h: float, start: int, mass: FloatArray, inf: float) -> _Dist:
+    def grid(cls, h: float, start: int, mass: FloatArray, inf: float, noise: float = 0.0) -> _Dist:
         losses = np.asarray((start + np.arange(mass.size)) * h, dtype=np.float64)
-        return cls(losses, mass, inf, h, start)
+        return cls(losses, mass, inf, h, start, noise)
 
 
 def _search_upper(pair: _Pair, add: bool, tau: float) -> float:
@@ -573,53 +626,92 @@ def _search_lower(pair: _Pair, add: bool, tau: float) -> float:
     return lo
 
 
+def _grid_masses(x: FloatArray, up: npt.NDArray[np.bool_], d: FloatArray, dbar: FloatArray) -> FloatArray:
+    """P-masses xᵢ(sᵢ − sᵢ₋₁) of the grid distribution whose curve interpolates the values
+    (δ where ``up``, δ̄ = δ − (1 − x) elsewhere; both at x = 1); slopes of segments above
+    x = 1 from δ, below from δ̄ (slope s + 1); left of the bottom point the chord to
+    (0, δ̄ = 0), right of the top point flat (the rest of the mass is at +∞)."""
+    seg_up = up[:-1] & up[1:]
+    dx = x[1:] - x[:-1]
+    slope = np.where(seg_up, (d[1:] - d[:-1]) / dx, (dbar[1:] - dbar[:-1]) / dx)
+    left = (d[0] - 1.0) / x[0] if up[0] else dbar[0] / x[0]
+    s_left = np.concatenate([[left], slope])
+    up_left = np.concatenate([[bool(up[0])], seg_up])
+    s_right = np.concatenate([slope, [0.0 if up[-1] else 1.0]])
+    up_right = np.concatenate([seg_up, [bool(up[-1])]])
+    # a δ̄-slope on the left of a δ-slope: δ̄ slope = δ slope + 1
+    return np.asarray(x * (s_right - s_left + np.where(up_right & ~up_left, 1.0, 0.0)), dtype=np.float64)
+
+
 def _connect_dots(pair: _Pair, add: bool, h: float, lo: float, hi: float) -> _Dist:
     """The pessimistic grid distribution of ``pair`` on {i·h}, i from ⌊lo/h⌋ to ⌈hi/h⌉.
 
     Notes
     -----
     For a distribution on the grid, δ(ε) is linear in x = e^ε between grid points, and the
-    P-mass at εᵢ is ωᵢ = xᵢ(sᵢ − sᵢ₋₁), sᵢ the slope of δ in x on [xᵢ, xᵢ₊₁]. Taking the
-    true values δ(εᵢ) at the grid points gives the piecewise-linear interpolant of a curve
-    convex in x, which lies above the true curve everywhere: the grid pair dominates
-    [DGKKM22]. Beyond the top point the curve is held at δ(ε_b) (that mass goes to +∞);
-    below the bottom one it follows the chord to (0, 1), so the mass below is lumped at ε_a.
-    Slopes of segments above 0 come from δ, those below from δ̄ = δ − (1 − x) (whose slope
-    is s + 1), so each mass is a difference of small numbers in its own tail. Negative
-    masses (rounding noise) are set to 0, which only adds mass (pessimistic).
+    P-mass at εᵢ is ωᵢ = xᵢ(sᵢ − sᵢ₋₁), sᵢ the slope of δ in x on [xᵢ, xᵢ₊₁]. Taking values
+    vᵢ ≥ δ(εᵢ) at the grid points (the true values, for the exact curves) gives the
+    piecewise-linear interpolant, which lies above the true curve everywhere because the
+    true curve is convex in x; when the vᵢ are convex too the masses are ≥ 0 and the grid
+    pair dominates the true one [DGKKM22]. Where a mass comes out negative (rounding, or an
+    upper bound that is not convex, such as a minimum over Rényi orders), vᵢ is replaced by
+    the chord of its neighbours — still ≥ the true curve, by convexity — until none is
+    (convexification; masses below 1e-9 of the local values are rounding and set to 0).
+    Beyond the top point the curve is held at v_b (that mass goes to +∞); below the bottom
+    one it follows the chord to (0, 1), so the mass below is lumped at ε_a. Slopes above 0
+    come from δ, those below from δ̄ = δ − (1 − x), so each mass is a difference of small
+    numbers in its own tail.
     """
     a = math.floor(lo / h + 1e-9)
     b = max(math.ceil(hi / h - 1e-9), a + 1)
     idx = np.arange(a, b + 1)
     eps = np.asarray(idx * h, dtype=np.float64)
     x = np.exp(eps)
-    dx = x[1:] - x[:-1]
-    upper = idx >= 0
+    up = idx >= 0
     lower = idx <= 0
     d = np.zeros(idx.size)
     dbar = np.zeros(idx.size)
-    if upper.any():
-        d[upper] = pair.delta(eps[upper], add)
+    if up.any():
+        d[up] = pair.delta(eps[up], add)
     if lower.any():
         dbar[lower] = pair.delta_bar(eps[lower], add)
-    seg_up = idx[:-1] >= 0  # segment [i, i+1] above 0
-    s = np.where(seg_up, (d[1:] - d[:-1]) / dx, 0.0)  # slope of δ (upper segments)
-    sb = np.where(~seg_up, (dbar[1:] - dbar[:-1]) / dx, 0.0)  # slope of δ̄ = s + 1 (lower)
-    # slope left of the bottom point (chord to x = 0) and right of the top point (flat)
-    if idx[0] >= 0:
-        left_s = (d[0] - 1.0) / x[0]
-        left_up = True
-    else:
-        left_s = dbar[0] / x[0]
-        left_up = False
-    s_left = np.concatenate([[left_s], np.where(seg_up, s, sb)])
-    up_left = np.concatenate([[left_up], seg_up])
-    s_right = np.concatenate([np.where(seg_up, s, sb), [0.0 if idx[-1] >= 0 else 1.0]])
-    up_right = np.concatenate([seg_up, [bool(idx[-1] >= 0)]])
-    # both slopes of the same kind: plain difference; δ̄ on the left, δ on the right: +1
-    diff = s_right - s_left + np.where(up_right & ~up_left, 1.0, 0.0)
-    mass = np.maximum(x * diff, 0.0)
-    inf = max(float(d[-1]) if idx[-1] >= 0 else 0.0, pair.inf_mass(add))
+    zero = np.flatnonzero(idx == 0)
+    for _ in range(400):
+        mass = _grid_masses(x, up, d, dbar)
+        scale = np.abs(np.where(up, d, dbar))
+        local = np.convolve(scale, np.ones(3), mode="same")
+        bad = mass < -1e-9 * local
+        if not bad.any():
+            break
+        # replace each bad value by the chord of its neighbours (in its own representation)
+        i = np.flatnonzero(bad)
+        inner = i[(i > 0) & (i < idx.size - 1)]
+        w = (x[inner] - x[inner - 1]) / (x[inner + 1] - x[inner - 1])
+        vu = d[inner - 1] + w * (d[inner + 1] - d[inner - 1])
+        vl = dbar[inner - 1] + w * (dbar[inner + 1] - dbar[inner - 1])
+        mid = np.isin(inner, zero)  # x = 1: the neighbours sit in different representations
+        if mid.any():
+            j = inner[mid]
+            left_d = dbar[j - 1] + 1.0 - x[j - 1]
+            vm = left_d + w[mid] * (d[j + 1] - left_d)
+            d[j] = vm
+            dbar[j] = vm
+        su = ~mid & up[inner]
+        d[inner[su]] = vu[su]
+        sl = ~mid & ~up[inner]
+        dbar[inner[sl]] = vl[sl]
+        if bad[0]:  # the bottom point: chord from (0, δ̄ = 0) to its right neighbour
+            if up[0]:
+                d[0] = 1.0 + (d[1] - 1.0) * x[0] / x[1]
+            else:
+                dbar[0] = dbar[1] * x[0] / x[1]
+        if bad[-1]:  # the top point: the curve decreases, so its left neighbour bounds it
+            if up[-1]:
+                d[-1] = d[-2]
+            else:
+                dbar[-1] = dbar[-2] + x[-1] - x[-2]
+    mass = np.maximum(_grid_masses(x, up, d, dbar), 0.0)
+    inf = max(float(d[-1]) if up[-1] else 0.0, pair.inf_mass(add))
     return _Dist.grid(h, a, mass, inf)
 
 
@@ -696,20 +788,27 @@ def _compose_fft(parts: Sequence[tuple[_Dist, int]]) -> tuple[_Dist, int]:
     res = sfft.irfft(spec, n)
     # position r holds grid index ≡ shift + r (mod n): rotate so position j is index lo + j
     roll = (lo - shift) % n
-    res = np.maximum(np.concatenate([res[roll:], res[:roll]]), 0.0)
+    res = np.concatenate([res[roll:], res[:roll]])
+    # FFT rounding: masses that should be 0 come out as ±noise; the largest negative one
+    # measures it. Negative masses are set to 0 (only adds mass); the noise of the others is
+    # charged against δ when ε is read (:func:`_epsilon_of`).
+    noise = max(-float(res.min()), 4.0 * np.finfo(float).eps * float(res.max()))
     inf = min(-math.expm1(log_keep) + upper_out, 1.0)
-    return _Dist.grid(h, lo, res, inf), n
+    return _Dist.grid(h, lo, np.maximum(res, 0.0), inf, noise), n
 
 
 def _epsilon_of(dist: _Dist, delta: float) -> float:
     """Least ε ≥ 0 with δ(ε) = inf + Σ_{Lⱼ > ε} ωⱼ(1 − e^{ε − Lⱼ}) ≤ δ, solved exactly.
 
     Between consecutive atoms δ(ε) = inf + S₁ − e^ε S₂ (S₁, S₂ the sums of ωⱼ and ωⱼe^{−Lⱼ}
-    over the atoms above), so the crossing is ε = ln((inf + S₁ − δ)/S₂).
+    over the atoms above), so the crossing is ε = ln((inf + S₁ − δ)/S₂). A composed grid's
+    floating-point noise (per mass) times the number of positive-loss masses is taken off δ
+    first, so rounding of the FFT cannot make ε smaller.
     """
-    if dist.inf > delta:
-        return math.inf
     keep = (dist.mass > 0) & (dist.losses > 0)  # atoms at L ≤ 0 never count for ε ≥ 0
+    delta = delta - dist.noise * float(np.count_nonzero(dist.losses > 0))
+    if dist.inf > delta or delta <= 0:
+        return math.inf
     L, w = dist.losses[keep], dist.mass[keep]
     if L.size == 0:
         return 0.0
@@ -846,6 +945,23 @@ def _ranges(groups: Sequence[tuple[_Pair, int]], add_dirs: Sequence[bool]) -> tu
     return var_total, float(k_total), ranges
 
 
+def _aligned(groups: Sequence[tuple[_Pair, int]], h: float) -> float:
+    """Shrink h so that the largest loss of the bounded group with the largest k·L_max is a
+    grid point: its extreme atoms (Laplace's ±ε₀, randomized response's ±ε₀) then sit on
+    the grid, where connect-the-dots keeps them exactly; off-grid, an atom is spread over
+    the two neighbouring points, which matters when δ is small enough for ε to sit among
+    the composition's largest losses (a few events)."""
+    best = 0.0
+    top = 0.0
+    for pair, k in groups:
+        hi = max(pair.loss_range(False)[1], pair.loss_range(True)[1])
+        if math.isfinite(hi) and hi > 0 and k * hi > best:
+            best, top = k * hi, hi
+    if top <= 0:
+        return h
+    return top / math.ceil(top / h - 1e-9)
+
+
 @functools.lru_cache(maxsize=64)
 def _plan(groups: tuple[tuple[_Pair, int], ...], tol: float) -> _Plan:
     """Compose ``groups`` (both directions when one is asymmetric) at accuracy ``tol``.
@@ -860,7 +976,7 @@ def _plan(groups: tuple[tuple[_Pair, int], ...], tol: float) -> _Plan:
     if all(x is not None for x in exact):
         return _Plan(tuple(x for x in exact if x is not None), "exact", 0.0, 0)
     var, count, ranges = _ranges(groups, add_dirs)
-    h = math.sqrt(4.0 * tol * max(var, 1e-300) / count)
+    h = _aligned(groups, math.sqrt(4.0 * tol * max(var, 1e-300) / count))
     while True:
         try:
             out: list[_Dist] = []
@@ -936,32 +1052,32 @@ def pld_epsilon(events: Sequence[PrivacyEvent], delta: float, *, with_error: boo
     check_relations(evs)
     if d == 0.0:
         return PldResult(_pure_total(evs), d, "pure")
-    sp = _split(evs)
+    # Exponential mechanisms compose better by their ε²/8-zCDP bound when they are many and
+    # small (the per-event bounded-range envelope is loose under composition): both ways
+    # are valid bounds, and the smaller is kept.
+    splits = [_split(evs)]
+    if any(isinstance(p, _BoundedRange) for p, _ in splits[0].groups):
+        splits.append(_split(evs, renyi_exponential=True))
+    return min((_split_epsilon(sp, d, with_error) for sp in splits), key=lambda r: r.epsilon)
+
+
+def _split_epsilon(sp: _Split, d: float, with_error: bool) -> PldResult:
     if not sp.groups:
         from planner.accountants.rdp import rdp_epsilon
 
-        return PldResult(rdp_epsilon(list(sp.rdp_events), d)[0], d, "rdp", error=None if not with_error else 0.0)
-    groups = _canonical(sp.groups)
-    plan = _plan(groups, _TOL)
-    if not sp.rdp_events:
-        eps = round_up(_plan_epsilon(plan, groups, d))
-        err: float | None = 0.0 if plan.method == "exact" else None
-        if with_error and plan.method != "exact":
-            coarse = _plan(groups, _TOL * 4.0)
-            err = max(round_up(_plan_epsilon(coarse, groups, d)) - eps, 0.0)
-        return PldResult(eps, d, plan.method, plan.grid, plan.points, err)
-    # hybrid: the zCDP-only events by RDP, added by basic composition
-    from planner.accountants.rdp import rdp_epsilon
-
-    fr = np.concatenate([np.geomspace(1e-4, 0.5, 32), 1.0 - np.geomspace(1e-4, 0.5, 32)[::-1][1:]])
-    best = math.inf
-    for f in fr:
-        e1 = _plan_epsilon(plan, groups, d * f)
-        if not math.isfinite(e1):
-            continue
-        e2 = rdp_epsilon(list(sp.rdp_events), d * (1.0 - f))[0]
-        best = min(best, e1 + e2)
-    return PldResult(round_up(best), d, "fft + rdp", plan.grid, plan.points, None)
+        return PldResult(rdp_epsilon(list(sp.rdp_events), d)[0], d, "rdp", error=None)
+    groups = list(sp.groups)
+    if sp.rdp_events:
+        groups.append((_RenyiEnvelope.of(sp.rdp_events), 1))
+    canon = _canonical(tuple(groups))
+    plan = _plan(canon, _TOL)
+    method = plan.method if not sp.rdp_events else "fft, with a Rényi envelope for the zCDP-certified part"
+    eps = round_up(_plan_epsilon(plan, canon, d))
+    err: float | None = 0.0 if plan.method == "exact" else None
+    if with_error and plan.method != "exact":
+        coarse = _plan(canon, _TOL * 4.0)
+        err = max(round_up(_plan_epsilon(coarse, canon, d)) - eps, 0.0)
+    return PldResult(eps, d, method, plan.grid, plan.points, err)
 
 
 def pld_delta(events: Sequence[PrivacyEvent], epsilon: float) -> float:
