@@ -114,8 +114,9 @@ from planner.events import (
 #: measured at about 0.4·_TOL relative to ε (DP-SGD cases against a grid 200× finer), the
 #: same as Google dp-accounting's PLD at its default 1e-4 grid.
 _TOL: Final[float] = 1e-4
-#: Mass of one event's curve left beyond its grid (moved to +∞), shared by all events.
-_TAIL_MASS: Final[float] = 1e-15
+#: Mass of one event's loss distribution left beyond its grid on each side (above: moved to
+#: +∞; below: lumped at the grid's bottom). k events add at most k·1e-20 to δ.
+_TAIL_MASS: Final[float] = 1e-20
 #: Mass of the composition allowed beyond the FFT window on each side (Chernoff bounds).
 _WINDOW_MASS: Final[float] = 1e-15
 #: Largest FFT length used (a coarser grid is taken beyond it; still a valid upper bound).
@@ -925,24 +926,26 @@ class _Plan:
     points: int
 
 
-def _ranges(groups: Sequence[tuple[_Pair, int]], add_dirs: Sequence[bool]) -> tuple[float, float, dict[tuple[int, bool], tuple[float, float]]]:
-    """Each group's loss range per direction (tails beyond it at most ``_TAIL_MASS`` in all),
-    and the composed variance V and number of events K (from a coarse pass)."""
-    ranges: dict[tuple[int, bool], tuple[float, float]] = {}
-    var_total = 0.0
-    k_total = 0
-    for gi, (pair, k) in enumerate(groups):
-        tau = _TAIL_MASS / (k * len(groups))
-        v_dir = 0.0
-        for add in add_dirs:
-            lo = _search_lower(pair, add, tau)
-            hi = _search_upper(pair, add, tau)
-            ranges[(gi, add)] = (lo, hi)
-            h0 = max((hi - lo) / _COARSE_POINTS, 1e-12)
-            v_dir = max(v_dir, _moments(_connect_dots(pair, add, h0, lo, hi))[1])
-        var_total += k * v_dir
-        k_total += k
-    return var_total, float(k_total), ranges
+@functools.lru_cache(maxsize=512)
+def _profile(pair: _Pair, add: bool) -> tuple[float, float, float]:
+    """(lo, hi, variance) of one event's loss in one direction: the range beyond which at
+    most ``_TAIL_MASS`` lies on each side (moved to +∞ above, lumped at lo below), and the
+    variance of a coarse discretisation (it sizes the grid)."""
+    lo = _search_lower(pair, add, _TAIL_MASS)
+    hi = _search_upper(pair, add, _TAIL_MASS)
+    h0 = max((hi - lo) / _COARSE_POINTS, 1e-12)
+    return lo, hi, _moments(_connect_dots(pair, add, h0, lo, hi))[1]
+
+
+@functools.lru_cache(maxsize=256)
+def _one_step(pair: _Pair, add: bool, h: float) -> _Dist:
+    """One event's grid distribution at step h (cached: the inverse problems of the training
+    planner compose the same step many times)."""
+    lo, hi, _ = _profile(pair, add)
+    dist = _connect_dots(pair, add, h, lo, hi)
+    dist.mass.setflags(write=False)
+    dist.losses.setflags(write=False)
+    return dist
 
 
 def _aligned(groups: Sequence[tuple[_Pair, int]], h: float) -> float:
@@ -975,15 +978,15 @@ def _plan(groups: tuple[tuple[_Pair, int], ...], tol: float) -> _Plan:
     exact = [_exact(groups, add) for add in add_dirs]
     if all(x is not None for x in exact):
         return _Plan(tuple(x for x in exact if x is not None), "exact", 0.0, 0)
-    var, count, ranges = _ranges(groups, add_dirs)
+    var = sum(k * max(_profile(p, add)[2] for add in add_dirs) for p, k in groups)
+    count = float(sum(k for _, k in groups))
     h = _aligned(groups, math.sqrt(4.0 * tol * max(var, 1e-300) / count))
     while True:
         try:
             out: list[_Dist] = []
             points = 0
             for add in add_dirs:
-                parts = [(_connect_dots(p, add, h, *ranges[(gi, add)]), k) for gi, (p, k) in enumerate(groups)]
-                dist, n = _compose_fft(parts)
+                dist, n = _compose_fft([(_one_step(p, add, h), k) for p, k in groups])
                 out.append(dist)
                 points = max(points, n)
             return _Plan(tuple(out), "fft", h, points)

@@ -470,8 +470,10 @@ def _wor_cgf(q: float, base: PrivacyEvent) -> FloatArray:
     curve[2:] = event_rdp(base, np.arange(2, maxj + 1, dtype=np.float64))
     eps_j = curve[jint]
     with np.errstate(over="ignore", divide="ignore"):
-        log_em1 = math.log(math.expm1(eps_inf)) if math.isfinite(eps_inf) else math.inf
-        cap = np.minimum(math.log(2.0), jf * log_em1)  # ln min{2, (e^{ε∞} − 1)^j}
+        if math.isfinite(eps_inf):  # ln min{2, (e^{ε∞} − 1)^j}
+            cap = np.minimum(math.log(2.0), jf * math.log(math.expm1(eps_inf)))
+        else:
+            cap = np.full(jf.shape, math.log(2.0))
         t2 = np.log(np.minimum(4.0 * np.expm1(eps_j), np.exp(eps_j) * np.exp(cap)))
         t3 = (jf - 1.0) * eps_j + cap
         terms = np.where(jint == 2, t2, t3) + log_c + jf * math.log(q)
