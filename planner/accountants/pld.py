@@ -83,7 +83,7 @@ import math
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import ClassVar, Final, cast
+from typing import Any, ClassVar, Final, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -119,6 +119,8 @@ _TOL: Final[float] = 1e-4
 _TAIL_MASS: Final[float] = 1e-20
 #: Mass of the composition allowed beyond the FFT window on each side (Chernoff bounds).
 _WINDOW_MASS: Final[float] = 1e-15
+#: Values per batched FFT call (groups are transformed in blocks of this many points).
+_FFT_BATCH: Final[int] = 1 << 21
 #: Largest FFT length used (a coarser grid is taken beyond it; still a valid upper bound).
 _MAX_POINTS: Final[int] = 1 << 22
 #: Largest number of composed atoms computed exactly (the binomial path).
@@ -151,6 +153,9 @@ class _Pair(ABC):
 
     #: True when (Q, P) is (P, Q) relabelled: both directions have the same curve.
     symmetric: ClassVar[bool] = True
+    #: False when ``delta`` is an upper bound that need not be convex in e^ε (it is then
+    #: convexified before discretisation).
+    convex: ClassVar[bool] = True
 
     @abstractmethod
     def delta(self, eps: FloatArray, add: bool = False) -> FloatArray:
@@ -409,34 +414,78 @@ class _WithoutReplacement(_Pair):
 _ENVELOPE_ORDERS: Final = np.asarray(DEFAULT_ORDERS[::8], dtype=np.float64)
 
 
+def _zcdp_log_delta(rho: float, eps: FloatArray) -> FloatArray:
+    """ln of min over real α > 1 of e^{(α−1)(ρα − ε)}(1 − 1/α)^{α−1}/α, the tightest
+    Rényi → (ε, δ) bound [CKS20, Prop. 12] of a ρ-zCDP mechanism, vectorised over ε ≥ 0.
+
+    The exponent g(α) has g′(α) = 2ρα − ρ − ε + ln(1 − 1/α) and g″ = 2ρ + 1/(α−1) − 1/α > 0,
+    so the minimiser is the root of g′, found by safeguarded Newton on ln(α − 1) (any α
+    gives a valid bound; the root gives the least). The resulting curve is smooth and, as checked over ρ
+    from 1e-4 to 5, convex in e^ε, so it needs no convexification (which would be applied
+    anyway: :func:`_connect_dots` checks every mass).
+    """
+    e = np.maximum(_as_array(eps), 0.0)
+    # g′ in y = ln(α − 1): f(y) = 2ρ(1 + e^y) − ρ − ε + y − ln(1 + e^y), increasing; Newton
+    # from a start above the root (f ≥ 0 there), kept inside a shrinking bracket
+    lo = np.full(e.shape, -60.0)
+    hi = np.full(e.shape, 60.0)
+    # start: the root without the ln term, α₀ = (ε + ρ)/(2ρ) (there f = ln(1 − 1/α₀) < 0)
+    y = np.log(np.maximum((e + rho) / (2.0 * rho) - 1.0, 1e-9))
+    for _ in range(40):
+        ey = np.exp(np.minimum(y, 60.0))
+        f = 2.0 * rho * (1.0 + ey) - rho - e + y - np.log1p(ey)
+        hi = np.where(f > 0, y, hi)
+        lo = np.where(f > 0, lo, y)
+        step = f / (2.0 * rho * ey + 1.0 / (1.0 + ey))
+        nxt = y - step
+        y = np.where((nxt > lo) & (nxt < hi), nxt, (lo + hi) / 2.0)
+        if bool(np.all(np.abs(step) < 1e-12 * np.maximum(1.0, np.abs(y)))):
+            break
+    a = 1.0 + np.exp(y)
+    return np.asarray((a - 1.0) * (rho * a - e + np.log1p(-1.0 / a)) - np.log(a), dtype=np.float64)
+
+
 @dataclass(frozen=True)
 class _RenyiEnvelope(_Pair):
     """A symmetric pair dominating every mechanism (here: a composition of events certified
-    only through Rényi DP / zCDP) whose RDP curve is at most ε_R(α) at the given orders.
+    only through Rényi DP / zCDP) whose RDP curve is at most ε_R(α).
 
     Notes
     -----
     An (α, ε_R)-RDP mechanism satisfies, for every ε, δ(ε) ≤ e^{(α−1)(ε_R − ε)}(1 − 1/α)^{α−1}/α
     [CKS20, Prop. 12; BBGHS20, Thm 21] in both directions, so v(ε) = min(1, min_α of that)
     bounds its curve for ε ≥ 0, and e^ε v(−ε) bounds δ̄ = δ − (1 − e^ε) below 0
-    (H_γ(P‖Q) = 1 − γ + γH_{1/γ}(Q‖P)). v is not convex in e^ε (a minimum over orders);
-    :func:`_connect_dots` convexifies it by chords, which stay above the true (convex)
-    curve, so the grid pair it builds dominates the mechanism and composes with the other
-    events' pairs by FFT — tighter than adding the two parts by basic composition.
+    (H_γ(P‖Q) = 1 − γ + γH_{1/γ}(Q‖P)). When the curve is ρα (zCDP: the discrete Gaussian,
+    ρ-zCDP events, exponential mechanisms by ε²/8) the minimum is over every real α
+    (:func:`_zcdp_log_delta`); otherwise over a grid of orders, and the minimum, not convex
+    in e^ε, is convexified by :func:`_connect_dots` with chords, which stay above the true
+    (convex) curve. Either way the grid pair built from it dominates the mechanism and
+    composes with the other events' pairs by FFT — tighter than adding the two parts by
+    basic composition.
     """
 
-    values: tuple[float, ...]
+    #: ρ when the curve is ρα (zCDP), else 0 and ``values`` on :data:`_ENVELOPE_ORDERS`.
+    rho: float = 0.0
+    values: tuple[float, ...] = ()
 
-    def delta(self, eps: FloatArray, add: bool = False) -> FloatArray:
-        e = _as_array(eps)
-        flat = np.abs(e).ravel()
+    @property
+    def convex(self) -> bool:  # type: ignore[override]
+        return self.rho > 0
+
+    def _log_v(self, flat: FloatArray) -> FloatArray:
+        if self.rho > 0:
+            return _zcdp_log_delta(self.rho, flat)
         a = _ENVELOPE_ORDERS
         r = np.asarray(self.values, dtype=np.float64)
         const = (a - 1.0) * (np.log1p(-1.0 / a) + r) - np.log(a)
         best = np.full(flat.shape, np.inf)
         for k in range(a.size):  # running minimum over the orders
             np.minimum(best, const[k] - (a[k] - 1.0) * flat, out=best)
-        v = np.minimum(np.exp(best), 1.0).reshape(e.shape)
+        return best
+
+    def delta(self, eps: FloatArray, add: bool = False) -> FloatArray:
+        e = _as_array(eps)
+        v = np.minimum(np.exp(self._log_v(np.abs(e).ravel())), 1.0).reshape(e.shape)
         neg = e < 0
         with np.errstate(over="ignore"):
             out = np.where(neg, -np.expm1(np.minimum(e, 0.0)) + np.exp(np.minimum(e, 0.0)) * v, v)
@@ -448,9 +497,26 @@ class _RenyiEnvelope(_Pair):
     @classmethod
     def of(cls, events: Sequence[PrivacyEvent]) -> _RenyiEnvelope:
         from planner.accountants.rdp import rdp_curve
+        from planner.accountants.zcdp import event_rho
 
+        if not any(isinstance(e, (PoissonSampledEvent, SampledWithoutReplacementEvent)) for e in _leaves(events)):
+            rho = math.fsum(event_rho(e) for e in events)
+            if math.isfinite(rho) and rho > 0:
+                return cls(rho=rho * (1.0 + 1e-12))
         curve = rdp_curve(list(events), _ENVELOPE_ORDERS)
-        return cls(tuple(float(v) for v in curve.epsilons))
+        return cls(values=tuple(float(v) for v in curve.epsilons))
+
+
+def _leaves(events: Sequence[PrivacyEvent]) -> list[PrivacyEvent]:
+    out: list[PrivacyEvent] = []
+    for e in events:
+        if isinstance(e, ComposedEvent):
+            out.extend(_leaves(e.events))
+        elif isinstance(e, SelfComposedEvent):
+            out.extend(_leaves([e.event]))
+        else:
+            out.append(e)
+    return out
 
 
 def _base_pair(event: PrivacyEvent) -> _Pair | None:
@@ -580,28 +646,31 @@ class _Dist:
         return cls(losses, mass, inf, h, start, noise)
 
 
+def _first_below(f: Any, start: float, direction: float, tau: float) -> float:
+    """The point where the decreasing-in-|v| tail f(v) falls to ≤ τ, searching from
+    ``start`` in ``direction`` (±1): a geometric ladder of 48 candidates in one call, then 64
+    evenly spaced ones between the last two rungs. Returns a point where f ≤ τ (valid), at
+    most 1/64 of a rung beyond the crossing (tightness only)."""
+    ladder = start + direction * np.concatenate([[0.0], np.geomspace(1e-6, 1e4, 47)])
+    vals = f(ladder)
+    ok = np.flatnonzero(vals <= tau)
+    if ok.size == 0:
+        raise BudgetError("a privacy curve does not decay; the mechanism's loss is unbounded.")
+    j = int(ok[0])
+    if j == 0:
+        return float(ladder[0])
+    fine = np.linspace(ladder[j - 1], ladder[j], 65)[1:-1]
+    below = np.flatnonzero(f(fine) <= tau)
+    return float(fine[int(below[0])]) if below.size else float(ladder[j])
+
+
 def _search_upper(pair: _Pair, add: bool, tau: float) -> float:
     """A loss ε with δ(ε) − inf_mass ≤ τ (the tail beyond it is moved to +∞)."""
     _, hi_l = pair.loss_range(add)
     if hi_l < math.inf:
         return hi_l
     base = pair.inf_mass(add)
-
-    def above(v: float) -> bool:
-        return float(pair.delta(np.array([v]), add)[0]) - base > tau
-
-    hi = 1.0
-    while above(hi):
-        hi *= 2.0
-        if hi > 1e4:
-            raise BudgetError("a privacy curve does not decay; the mechanism's loss is unbounded.")
-    lo = 0.0
-    for _ in range(64):
-        mid = (lo + hi) / 2.0
-        lo, hi = (mid, hi) if above(mid) else (lo, mid)
-        if hi - lo < 1e-9 * max(1.0, hi):
-            break
-    return hi
+    return _first_below(lambda v: pair.delta(v, add) - base, 0.0, 1.0, tau)
 
 
 def _search_lower(pair: _Pair, add: bool, tau: float) -> float:
@@ -609,22 +678,7 @@ def _search_lower(pair: _Pair, add: bool, tau: float) -> float:
     lo_l, _ = pair.loss_range(add)
     if lo_l > -math.inf:
         return lo_l
-
-    def above(v: float) -> bool:
-        return float(pair.delta_bar(np.array([v]), add)[0]) > tau
-
-    lo = -1.0
-    while above(lo):
-        lo *= 2.0
-        if lo < -1e4:
-            raise BudgetError("a privacy curve does not decay below; the mechanism's loss is unbounded.")
-    hi = 0.0
-    for _ in range(64):
-        mid = (lo + hi) / 2.0
-        lo, hi = (lo, mid) if above(mid) else (mid, hi)
-        if hi - lo < 1e-9 * max(1.0, -lo):
-            break
-    return lo
+    return _first_below(lambda v: pair.delta_bar(v, add), 0.0, -1.0, tau)
 
 
 def _grid_masses(x: FloatArray, up: npt.NDArray[np.bool_], d: FloatArray, dbar: FloatArray) -> FloatArray:
@@ -644,6 +698,49 @@ def _grid_masses(x: FloatArray, up: npt.NDArray[np.bool_], d: FloatArray, dbar: 
     return np.asarray(x * (s_right - s_left + np.where(up_right & ~up_left, 1.0, 0.0)), dtype=np.float64)
 
 
+def _lower_hull(x: FloatArray, up: npt.NDArray[np.bool_], d: FloatArray, dbar: FloatArray) -> tuple[FloatArray, FloatArray]:
+    """The greatest convex minorant of the points (xᵢ, vᵢ) (v = δ where ``up``, δ̄ below),
+    evaluated back at every xᵢ.
+
+    Every vᵢ is ≥ the true curve, which is convex; a convex function below a set of points
+    is below their lower hull, so the hull is still ≥ the true curve — and convex. Monotone
+    chain (Andrew), with each orientation test done in the representation in which the
+    three values are small (δ above x = 1, δ̄ below, δ across).
+    """
+
+    def val(i: int, rep_up: bool) -> float:
+        if rep_up:
+            return float(d[i]) if up[i] else float(dbar[i] + 1.0 - x[i])
+        return float(dbar[i]) if not up[i] else float(d[i] - 1.0 + x[i])
+
+    def below(i: int, j: int, k: int) -> bool:
+        """Is point j strictly below the chord from i to k?"""
+        rep_up = bool(up[j])
+        vi, vj, vk = val(i, rep_up), val(j, rep_up), val(k, rep_up)
+        chord = vi + (vk - vi) * (x[j] - x[i]) / (x[k] - x[i])
+        return bool(vj < chord - 1e-15 * abs(chord))
+
+    hull: list[int] = []
+    for k in range(x.size):
+        while len(hull) >= 2 and not below(hull[-2], hull[-1], k):
+            hull.pop()
+        hull.append(k)
+    d2, db2 = d.copy(), dbar.copy()
+    for a, b in zip(hull[:-1], hull[1:], strict=True):
+        if b - a < 2:
+            continue
+        j = np.arange(a + 1, b)
+        w = (x[j] - x[a]) / (x[b] - x[a])
+        for rep_up, target in ((True, d2), (False, db2)):
+            va, vb = val(a, rep_up), val(b, rep_up)
+            vals = va + w * (vb - va)
+            mask = up[j] if rep_up else ~up[j]
+            target[j[mask]] = vals[mask]
+        zero = j[(up[j]) & (~up[j - 1] | (x[j] == 1.0))]
+        db2[zero] = d2[zero]  # at x = 1 both representations hold the same value
+    return d2, db2
+
+
 def _connect_dots(pair: _Pair, add: bool, h: float, lo: float, hi: float) -> _Dist:
     """The pessimistic grid distribution of ``pair`` on {i·h}, i from ⌊lo/h⌋ to ⌈hi/h⌉.
 
@@ -654,10 +751,10 @@ def _connect_dots(pair: _Pair, add: bool, h: float, lo: float, hi: float) -> _Di
     vᵢ ≥ δ(εᵢ) at the grid points (the true values, for the exact curves) gives the
     piecewise-linear interpolant, which lies above the true curve everywhere because the
     true curve is convex in x; when the vᵢ are convex too the masses are ≥ 0 and the grid
-    pair dominates the true one [DGKKM22]. Where a mass comes out negative (rounding, or an
-    upper bound that is not convex, such as a minimum over Rényi orders), vᵢ is replaced by
-    the chord of its neighbours — still ≥ the true curve, by convexity — until none is
-    (convexification; masses below 1e-9 of the local values are rounding and set to 0).
+    pair dominates the true one [DGKKM22]. For an upper bound that is not convex (a minimum
+    over Rényi orders) the points are replaced by their lower convex hull
+    (:func:`_lower_hull`), which stays above the true curve. Masses that come out negative
+    by rounding (~1e-16 of the local values) are set to 0.
     Beyond the top point the curve is held at v_b (that mass goes to +∞); below the bottom
     one it follows the chord to (0, 1), so the mass below is lumped at ε_a. Slopes above 0
     come from δ, those below from δ̄ = δ − (1 − x), so each mass is a difference of small
@@ -676,41 +773,8 @@ def _connect_dots(pair: _Pair, add: bool, h: float, lo: float, hi: float) -> _Di
         d[up] = pair.delta(eps[up], add)
     if lower.any():
         dbar[lower] = pair.delta_bar(eps[lower], add)
-    zero = np.flatnonzero(idx == 0)
-    for _ in range(400):
-        mass = _grid_masses(x, up, d, dbar)
-        scale = np.abs(np.where(up, d, dbar))
-        local = np.convolve(scale, np.ones(3), mode="same")
-        bad = mass < -1e-9 * local
-        if not bad.any():
-            break
-        # replace each bad value by the chord of its neighbours (in its own representation)
-        i = np.flatnonzero(bad)
-        inner = i[(i > 0) & (i < idx.size - 1)]
-        w = (x[inner] - x[inner - 1]) / (x[inner + 1] - x[inner - 1])
-        vu = d[inner - 1] + w * (d[inner + 1] - d[inner - 1])
-        vl = dbar[inner - 1] + w * (dbar[inner + 1] - dbar[inner - 1])
-        mid = np.isin(inner, zero)  # x = 1: the neighbours sit in different representations
-        if mid.any():
-            j = inner[mid]
-            left_d = dbar[j - 1] + 1.0 - x[j - 1]
-            vm = left_d + w[mid] * (d[j + 1] - left_d)
-            d[j] = vm
-            dbar[j] = vm
-        su = ~mid & up[inner]
-        d[inner[su]] = vu[su]
-        sl = ~mid & ~up[inner]
-        dbar[inner[sl]] = vl[sl]
-        if bad[0]:  # the bottom point: chord from (0, δ̄ = 0) to its right neighbour
-            if up[0]:
-                d[0] = 1.0 + (d[1] - 1.0) * x[0] / x[1]
-            else:
-                dbar[0] = dbar[1] * x[0] / x[1]
-        if bad[-1]:  # the top point: the curve decreases, so its left neighbour bounds it
-            if up[-1]:
-                d[-1] = d[-2]
-            else:
-                dbar[-1] = dbar[-2] + x[-1] - x[-2]
+    if not pair.convex:
+        d, dbar = _lower_hull(x, up, d, dbar)
     mass = np.maximum(_grid_masses(x, up, d, dbar), 0.0)
     inf = max(float(d[-1]) if up[-1] else 0.0, pair.inf_mass(add))
     return _Dist.grid(h, a, mass, inf)
@@ -741,51 +805,75 @@ class _TooWide(Exception):
         self.width = width
 
 
-def _compose_fft(parts: Sequence[tuple[_Dist, int]]) -> tuple[_Dist, int]:
+def _compose_fft(parts: Sequence[tuple[_Dist, int]], var: float) -> tuple[_Dist, int]:
     """Compose the grid distributions ``parts`` (each ``count`` times) by FFT on one window;
-    returns the composed distribution and the FFT length.
+    returns the composed distribution and the FFT length. ``var`` is about the variance of
+    the sum (it only scales the Chernoff parameters tried).
 
-    The window [lo, hi] holds all but ``_WINDOW_MASS`` of the sum on each side: by the union
-    bound over the groups and Chernoff's P(S > s) ≤ E[e^{tL}]^k e^{−ts} (minimised over a
-    grid of t) for each group's k-fold sum. The circular convolution folds what lies beyond
-    the window back into it: mass below ``lo`` lands at higher losses (pessimistic); the
-    mass above ``hi`` — at most the Chernoff bounds — is added to +∞ (its folded copy at
-    low losses is extra mass, which can only add to δ).
+    The window [lo, hi] holds all but ``_WINDOW_MASS`` of the sum S on each side, by
+    Chernoff's bound on the whole sum: P(S > s) ≤ e^{−ts} Πⱼ E[e^{tLⱼ}]^{kⱼ} for every t > 0
+    (minimised over a grid of t; likewise below). The circular convolution folds what lies
+    beyond the window back into it: mass below ``lo`` lands at higher losses (pessimistic);
+    the mass above ``hi`` — at most the bound — is added to +∞ (its folded copy at low
+    losses is extra mass, which can only add to δ). The groups are transformed in batches.
     """
     h = parts[0][0].h
-    share = math.log(_WINDOW_MASS / len(parts))
-    lo_tot = hi_tot = 0.0
-    upper_out = 0.0
-    shift = 0  # Σ k·start: the grid index of the all-bottom outcome
-    log_keep = 0.0  # ln Π (1 − inf)^k
-    for dist, k in parts:
-        _, var = _moments(dist)
-        t = _CHERNOFF_T / max(math.sqrt(k * var), 1e-12)
-        up = float(np.min((k * _log_mgf(dist, t) - share) / t))
-        dn = float(np.max((share - k * _log_mgf(dist, -t)) / t))
-        full_lo = k * dist.start * h
-        full_hi = k * (dist.start + dist.mass.size - 1) * h
-        if up < full_hi:
-            upper_out += _WINDOW_MASS / len(parts)
-        lo_tot += max(dn, full_lo)
-        hi_tot += min(up, full_hi)
-        shift += k * dist.start
-        log_keep += k * math.log1p(-min(dist.inf, 1.0))
-    lo = math.floor(lo_tot / h) - 1
-    hi = math.ceil(hi_tot / h) + 1
+    g = len(parts)
+    ks = np.array([k for _, k in parts], dtype=np.float64)
+    starts = np.array([p.start for p, _ in parts], dtype=np.int64)
+    sizes = np.array([p.mass.size for p, _ in parts], dtype=np.int64)
+    # Σⱼ kⱼ ln E[e^{±tLⱼ}] for every t at once, over the concatenated supports
+    seg = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.intp)
+    with np.errstate(divide="ignore"):
+        logm = np.log(np.concatenate([p.mass for p, _ in parts]))
+    loss = np.concatenate([p.losses for p, _ in parts])
+    weight = np.repeat(ks, sizes)
+    t = _CHERNOFF_T / max(math.sqrt(var), 1e-12)
+    log_tau = math.log(_WINDOW_MASS)
+
+    def log_mgf_sum(sign: float) -> FloatArray:
+        out = np.empty(t.size)
+        for i, ti in enumerate(t):
+            v = logm + sign * ti * loss
+            m = np.maximum.reduceat(v, seg)
+            with np.errstate(invalid="ignore"):
+                part = m + np.log(np.add.reduceat(np.exp(v - np.repeat(m, sizes)), seg))
+            out[i] = float(np.sum(ks * np.where(np.isfinite(part), part, -np.inf)))
+        return out
+
+    del weight
+    full_lo = float(np.sum(ks * starts)) * h
+    full_hi = float(np.sum(ks * (starts + sizes - 1))) * h
+    up = min(float(np.min((log_mgf_sum(1.0) - log_tau) / t)), full_hi)
+    dn = max(float(np.max((log_tau - log_mgf_sum(-1.0)) / t)), full_lo)
+    upper_out = _WINDOW_MASS if up < full_hi else 0.0
+    lo = math.floor(dn / h) - 1
+    hi = math.ceil(up / h) + 1
     width = hi - lo + 1
     if width > _MAX_POINTS:
         raise _TooWide(width)
     n = int(sfft.next_fast_len(width, real=True))
+    shift = int(np.sum(ks.astype(np.int64) * starts))  # grid index of the all-bottom outcome
+    log_keep = float(np.sum(ks * np.log1p(-np.minimum([p.inf for p, _ in parts], 1.0))))
     spec = np.ones(n // 2 + 1, dtype=np.complex128)
-    for dist, k in parts:
-        arr = dist.mass
-        if arr.size > n:  # fold (circular), consistent with the circular convolution
-            pad = np.zeros(-(-arr.size // n) * n)
-            pad[: arr.size] = arr
-            arr = pad.reshape(-1, n).sum(axis=0)
-        f = sfft.rfft(arr, n)
-        spec *= f if k == 1 else f**k
+    chunk = max(1, _FFT_BATCH // n)  # groups transformed together (bounded memory)
+    for c0 in range(0, g, chunk):
+        block = parts[c0 : c0 + chunk]
+        arr = np.zeros((len(block), n))
+        for j, (dist, _) in enumerate(block):
+            m = dist.mass
+            if m.size > n:  # fold (circular), consistent with the circular convolution
+                pad = np.zeros(-(-m.size // n) * n)
+                pad[: m.size] = m
+                arr[j] = pad.reshape(-1, n).sum(axis=0)
+            else:
+                arr[j, : m.size] = m
+        f = sfft.rfft(arr, n, axis=1)
+        kb = ks[c0 : c0 + chunk]
+        powered = kb != 1.0
+        if powered.any():
+            f[powered] = f[powered] ** kb[powered][:, None]
+        spec *= np.prod(f, axis=0)
     res = sfft.irfft(spec, n)
     # position r holds grid index ≡ shift + r (mod n): rotate so position j is index lo + j
     roll = (lo - shift) % n
@@ -926,13 +1014,18 @@ class _Plan:
     points: int
 
 
-@functools.lru_cache(maxsize=512)
+@functools.lru_cache(maxsize=1024)
 def _profile(pair: _Pair, add: bool) -> tuple[float, float, float]:
     """(lo, hi, variance) of one event's loss in one direction: the range beyond which at
     most ``_TAIL_MASS`` lies on each side (moved to +∞ above, lumped at lo below), and the
-    variance of a coarse discretisation (it sizes the grid)."""
+    variance of the finite part (closed form for Gaussian and two-point pairs, else from a
+    coarse discretisation; it only sizes the grid)."""
     lo = _search_lower(pair, add, _TAIL_MASS)
     hi = _search_upper(pair, add, _TAIL_MASS)
+    if isinstance(pair, _Gaussian):
+        return lo, hi, pair.mu**2  # L ~ N(μ²/2, μ²) under P
+    if isinstance(pair, _TwoPoint):
+        return lo, hi, 4.0 * pair.eps0**2 * pair.p * (1.0 - pair.p)
     h0 = max((hi - lo) / _COARSE_POINTS, 1e-12)
     return lo, hi, _moments(_connect_dots(pair, add, h0, lo, hi))[1]
 
@@ -986,7 +1079,8 @@ def _plan(groups: tuple[tuple[_Pair, int], ...], tol: float) -> _Plan:
             out: list[_Dist] = []
             points = 0
             for add in add_dirs:
-                dist, n = _compose_fft([(_one_step(p, add, h), k) for p, k in groups])
+                v_dir = sum(k * _profile(p, add)[2] for p, k in groups)
+                dist, n = _compose_fft([(_one_step(p, add, h), k) for p, k in groups], v_dir)
                 out.append(dist)
                 points = max(points, n)
             return _Plan(tuple(out), "fft", h, points)
