@@ -79,6 +79,7 @@ References
 from __future__ import annotations
 
 import functools
+import itertools
 import math
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
@@ -726,7 +727,7 @@ def _lower_hull(x: FloatArray, up: npt.NDArray[np.bool_], d: FloatArray, dbar: F
             hull.pop()
         hull.append(k)
     d2, db2 = d.copy(), dbar.copy()
-    for a, b in zip(hull[:-1], hull[1:], strict=True):
+    for a, b in itertools.pairwise(hull):
         if b - a < 2:
             continue
         j = np.arange(a + 1, b)
