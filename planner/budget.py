@@ -79,6 +79,9 @@ class CompositionRule(StrEnum):
     ADVANCED = "advanced"
     RDP = "rdp"
     ZCDP = "zcdp"
+    #: The optimal accountant: privacy loss distributions composed by FFT
+    #: (:mod:`planner.accountants.pld`).
+    PLD = "pld"
 
 
 #: Relative slack of every budget comparison: float noise only (1e-12 of the total), so a

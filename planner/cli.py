@@ -47,6 +47,25 @@ def _register(sub: Any) -> None:
     p.add_argument("--spec", required=True, help='MECHS.json: {"delta": ..., "mechanisms": [...]}')
     p.set_defaults(handler=_cmd_compose)
 
+    p = sub.add_parser("dpsgd", help="privacy of a DP-SGD training run under RDP and the optimal accountant; "
+                       "or the least σ / most epochs for a target ε")
+    p.add_argument("--n", required=True, help="number of training examples N")
+    p.add_argument("--batch", default=None, help="expected batch size B (the sampling rate is B/N)")
+    p.add_argument("--sampling-rate", default=None, help="sampling rate q instead of --batch")
+    p.add_argument("--epochs", default=None, help="passes over the data (steps = ceil(epochs·N/B))")
+    p.add_argument("--steps", default=None, help="number of noisy gradient steps instead of --epochs")
+    p.add_argument("--sigma", default=None, help="noise multiplier σ (noise std / clipping norm)")
+    p.add_argument("--delta", default="1e-5", help="δ of the guarantee (default 1e-5; keep it ≪ 1/N)")
+    p.add_argument("--target-epsilon", default=None, help="with --solve: the ε to reach")
+    p.add_argument("--solve", choices=("sigma", "epochs"), default=None,
+                   help="sigma: the least σ for the target; epochs: the most epochs at --sigma")
+    p.add_argument("--scheme", choices=("poisson", "without_replacement"), default="poisson",
+                   help="poisson (add/remove neighbours, default) or fixed-size batches without replacement "
+                        "(substitute neighbours)")
+    p.add_argument("--accountant", choices=("pld", "rdp"), default="pld",
+                   help="the accountant the target is met under (default pld, the optimal one)")
+    p.set_defaults(handler=_cmd_dpsgd)
+
     p = sub.add_parser("release", help="make a differentially private release and record it in the ledger")
     p.add_argument("--spec", required=True, help="PLAN.json")
     p.add_argument("--data", required=True, help="the data file")
@@ -105,6 +124,19 @@ def _cmd_compose(args: argparse.Namespace) -> Any:
     from planner.plan_spec import compose_command
 
     return compose_command(args.spec)
+
+
+def _cmd_dpsgd(args: argparse.Namespace) -> Any:
+    from planner.dpsgd import dpsgd_command
+
+    def num(name: str) -> float | None:
+        return _number(getattr(args, name.replace("-", "_")), name)
+
+    return dpsgd_command(
+        num("n"), batch=num("batch"), sampling_rate=num("sampling-rate"), epochs=num("epochs"),
+        steps=num("steps"), sigma=num("sigma"), delta=num("delta"), target_epsilon=num("target-epsilon"),
+        solve=args.solve, scheme=args.scheme, accountant_rule=args.accountant,
+    )
 
 
 def _cmd_release(args: argparse.Namespace) -> Any:

@@ -210,6 +210,85 @@ class ComposedEvent(PrivacyEvent):
         return {"event": self.tag, "events": [e.to_dict() for e in self.events]}
 
 
+#: Events a sampled event may wrap: one mechanism invocation with a known privacy curve or
+#: Rényi bound (not a composition, and not already sampled).
+_SAMPLEABLE: tuple[type[PrivacyEvent], ...] = (
+    LaplaceEvent, PureEvent, ExponentialEvent, RandomizedResponseEvent, GaussianEvent, ZCDPEvent, ApproxEvent,
+)
+
+
+def _rate(value: Any) -> float:
+    try:
+        q = float(value)
+    except (TypeError, ValueError) as exc:
+        raise BudgetError(f"rate must be a sampling rate in (0, 1]; got {value!r}.") from exc
+    if not (math.isfinite(q) and 0.0 < q <= 1.0):
+        raise BudgetError(
+            f"rate must be a sampling rate in (0, 1]; got {q}. Use the public fraction of the "
+            "population (or of the dataset) that one run sees; 1 means no sampling."
+        )
+    return q
+
+
+def _sampleable(event: Any, kind: str) -> PrivacyEvent:
+    if not isinstance(event, _SAMPLEABLE):
+        shown = type(event).__name__
+        raise BudgetError(
+            f"a {kind} event wraps one mechanism (Laplace, Gaussian, pure, exponential, randomized "
+            f"response, zCDP or (ε, δ)); got {shown}. Sample once, then compose the sampled events."
+        )
+    return event
+
+
+@dataclass(frozen=True, slots=True)
+class PoissonSampledEvent(PrivacyEvent):
+    """``event`` run on a Poisson sample: every record enters independently with probability
+    ``rate`` (dp_accounting's ``PoissonSampledDpEvent``).
+
+    The amplification is accounted under the **add/remove-one** neighbouring relation
+    (Balle, Barthe & Gaboardi 2018; Zhu, Dong & Wang 2022, Thm 11): ``event``'s parameters
+    are relative to the add/remove sensitivity (in DP-SGD, σ/C with C the clipping norm).
+    """
+
+    tag: ClassVar[str] = "poisson_sampled"
+    event: PrivacyEvent
+    rate: float
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "event", _sampleable(self.event, "Poisson-sampled"))
+        object.__setattr__(self, "rate", _rate(self.rate))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"event": self.tag, "inner": self.event.to_dict(), "rate": self.rate}
+
+
+@dataclass(frozen=True, slots=True)
+class SampledWithoutReplacementEvent(PrivacyEvent):
+    """``event`` run on a uniformly random subset of fixed size m = ``rate``·n drawn without
+    replacement (dp_accounting's ``SampledWithoutReplacementDpEvent``).
+
+    The amplification is accounted under the **substitute-one** neighbouring relation (n is
+    public): ``event``'s parameters are relative to the substitution sensitivity (in DP-SGD,
+    σ/(2C) with C the clipping norm). Balle, Barthe & Gaboardi 2018; Wang, Balle &
+    Kasiviswanathan 2019.
+    """
+
+    tag: ClassVar[str] = "sampled_without_replacement"
+    event: PrivacyEvent
+    rate: float
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "event", _sampleable(self.event, "sampled-without-replacement"))
+        object.__setattr__(self, "rate", _rate(self.rate))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"event": self.tag, "inner": self.event.to_dict(), "rate": self.rate}
+
+
+#: The sampled event classes (each wraps one mechanism event).
+SAMPLED_EVENTS: tuple[type[PrivacyEvent], ...] = (PoissonSampledEvent, SampledWithoutReplacementEvent)
+
+
 def flatten(events: Any) -> list[PrivacyEvent]:
     """The leaf events of a sequence of events (composed events unpacked, in order).
 
@@ -228,7 +307,8 @@ def flatten(events: Any) -> list[PrivacyEvent]:
 EVENT_TYPES: Mapping[str, type[PrivacyEvent]] = {
     cls.tag: cls
     for cls in (LaplaceEvent, PureEvent, ExponentialEvent, RandomizedResponseEvent, GaussianEvent,
-                ZCDPEvent, ApproxEvent, SelfComposedEvent, ComposedEvent)
+                ZCDPEvent, ApproxEvent, SelfComposedEvent, ComposedEvent, PoissonSampledEvent,
+                SampledWithoutReplacementEvent)
 }
 
 
@@ -262,6 +342,10 @@ def event_from_dict(data: Any, _depth: int = 0) -> PrivacyEvent:
             return ApproxEvent(data["epsilon"], data["delta"])
         if kind == "self_composed":
             return SelfComposedEvent(event_from_dict(data["inner"], _depth + 1), data["count"])
+        if kind == "poisson_sampled":
+            return PoissonSampledEvent(event_from_dict(data["inner"], _depth + 1), data["rate"])
+        if kind == "sampled_without_replacement":
+            return SampledWithoutReplacementEvent(event_from_dict(data["inner"], _depth + 1), data["rate"])
         if kind == "composed":
             inner = data["events"]
             if not isinstance(inner, list):
@@ -276,14 +360,17 @@ def event_from_dict(data: Any, _depth: int = 0) -> PrivacyEvent:
 
 __all__ = [
     "EVENT_TYPES",
+    "SAMPLED_EVENTS",
     "ApproxEvent",
     "ComposedEvent",
     "ExponentialEvent",
     "GaussianEvent",
     "LaplaceEvent",
+    "PoissonSampledEvent",
     "PrivacyEvent",
     "PureEvent",
     "RandomizedResponseEvent",
+    "SampledWithoutReplacementEvent",
     "SelfComposedEvent",
     "ZCDPEvent",
     "event_from_dict",

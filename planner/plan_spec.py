@@ -23,7 +23,14 @@ MECHS.json::
         {"mechanism": "gaussian", "sigma": 2.0, "sensitivity": 1.0, "count": 10},
         {"mechanism": "randomized_response", "epsilon": 1.0986},
         {"mechanism": "exponential", "epsilon": 0.5},
-        {"mechanism": "zcdp", "rho": 0.01}]}
+        {"mechanism": "zcdp", "rho": 0.01},
+        {"mechanism": "gaussian", "sigma": 1.1, "sampling_rate": 0.004, "count": 14063}]}
+
+``sampling_rate`` (any mechanism, optional) runs each invocation on its own fresh random
+sample of the data at that rate: Poisson sampling under add/remove neighbours, or with
+``"sampling": "without_replacement"`` fixed-size samples under substitute neighbours (the
+mechanism's parameters are then relative to the substitution sensitivity). One composition
+uses one sampling scheme.
 """
 
 from __future__ import annotations
@@ -36,7 +43,6 @@ from typing import Any, Final
 from planner.accounting import (
     CompositionRule,
     Spend,
-    compare_rules,
     pure_epsilon,
     standalone_epsilon,
 )
@@ -46,9 +52,12 @@ from planner.events import (
     ExponentialEvent,
     GaussianEvent,
     LaplaceEvent,
+    PoissonSampledEvent,
     PrivacyEvent,
     PureEvent,
     RandomizedResponseEvent,
+    SampledWithoutReplacementEvent,
+    SelfComposedEvent,
     ZCDPEvent,
 )
 from planner.queries import Query, queries_from_list
@@ -240,6 +249,8 @@ _MECH_KEYS: Final = {
     "zcdp": ({"rho"}),
     "approx": ({"epsilon", "delta"}),
 }
+#: Fields any mechanism entry may carry (fresh sampling of each invocation).
+_SAMPLING_KEYS: Final = {"sampling_rate", "sampling"}
 
 
 def _mechanism_events(entry: Any, i: int) -> tuple[PrivacyEvent, int]:
@@ -252,10 +263,29 @@ def _mechanism_events(entry: Any, i: int) -> tuple[PrivacyEvent, int]:
             f"mechanisms[{i}]: unknown mechanism {shown}; use laplace, gaussian, discrete_gaussian, "
             "discrete_laplace, pure, exponential, randomized_response, zcdp or approx."
         )
-    _unknown_keys(entry, frozenset(_MECH_KEYS[kind] | {"mechanism", "count"}), f"mechanisms[{i}] ({kind})")
+    _unknown_keys(entry, frozenset(_MECH_KEYS[kind] | {"mechanism", "count"} | _SAMPLING_KEYS),
+                  f"mechanisms[{i}] ({kind})")
     count = strict_int(entry.get("count", 1), f"mechanisms[{i}].count", minimum=1,
                        maximum=MAX_INVOCATIONS, error=PlanError)
     where = f"mechanisms[{i}] ({kind})"
+    event = _mechanism_event(entry, kind, where)
+    if "sampling" in entry and "sampling_rate" not in entry:
+        raise PlanError(f"{where}: 'sampling' needs a 'sampling_rate' (the fraction of the data each invocation sees).")
+    if "sampling_rate" in entry:
+        rate = strict_number(entry["sampling_rate"], f"{where}.sampling_rate", error=PlanError, minimum=0.0,
+                             maximum=1.0, exclusive_minimum=True,
+                             remedy="It is the fraction of the records each invocation sees, in (0, 1].")
+        scheme = entry.get("sampling", "poisson")
+        if scheme not in ("poisson", "without_replacement"):
+            shown = repr(scheme[:40]) if isinstance(scheme, str) else value_class(scheme)
+            raise PlanError(f"{where}.sampling must be 'poisson' or 'without_replacement'; got {shown}.")
+        cls = PoissonSampledEvent if scheme == "poisson" else SampledWithoutReplacementEvent
+        event = cls(event, rate)
+    return event, count
+
+
+def _mechanism_event(entry: dict[str, Any], kind: str, where: str) -> PrivacyEvent:
+    """The event of one (unsampled) mechanism entry."""
 
     def need(key: str) -> Any:
         if key not in entry:
@@ -271,50 +301,66 @@ def _mechanism_events(entry: Any, i: int) -> tuple[PrivacyEvent, int]:
 
     if kind == "laplace":
         if "scale" in entry:
-            return LaplaceEvent(positive("scale") / positive("sensitivity", 1.0)), count
-        return LaplaceEvent(1.0 / eps()), count
+            return LaplaceEvent(positive("scale") / positive("sensitivity", 1.0))
+        return LaplaceEvent(1.0 / eps())
     if kind in ("gaussian", "discrete_gaussian"):
         return GaussianEvent(positive("sigma") / positive("sensitivity", 1.0),
-                             discrete=kind == "discrete_gaussian"), count
+                             discrete=kind == "discrete_gaussian")
     if kind in ("pure", "discrete_laplace"):
-        return PureEvent(eps()), count
+        return PureEvent(eps())
     if kind == "exponential":
-        return ExponentialEvent(eps()), count
+        return ExponentialEvent(eps())
     if kind == "randomized_response":
         if "keep_probability" in entry:
             p = strict_number(entry["keep_probability"], f"{where}.keep_probability", error=PlanError,
                               minimum=0.5, maximum=1.0, exclusive_maximum=True)
-            return RandomizedResponseEvent(p), count
+            return RandomizedResponseEvent(p)
         e = eps()
-        return RandomizedResponseEvent(1.0 / (1.0 + math.exp(-e))), count
+        return RandomizedResponseEvent(1.0 / (1.0 + math.exp(-e)))
     if kind == "zcdp":
-        return ZCDPEvent(positive("rho")), count
-    return ApproxEvent(eps(), strict_delta(need("delta"), f"{where}.delta", error=PlanError)), count
+        return ZCDPEvent(positive("rho"))
+    return ApproxEvent(eps(), strict_delta(need("delta"), f"{where}.delta", error=PlanError))
 
 
 def compose_command(path: str | Path) -> dict[str, Any]:
-    """``planner compose --spec MECHS.json``: total (ε, δ) under basic, advanced, RDP, zCDP.
+    """``planner compose --spec MECHS.json``: total (ε, δ) under every rule — basic, advanced,
+    RDP, zCDP and the optimal accountant (privacy loss distributions, "pld").
 
     Mechanisms without a pure ε (Gaussian, zCDP) need a share of δ under basic and
     advanced composition: under basic each of the k such invocations gets δ/k; under
-    advanced they share δ/2 and the other half is the slack δ'. RDP and zCDP convert the
-    composed curve at the total δ.
+    advanced they share δ/2 and the other half is the slack δ'. RDP, zCDP and PLD compose
+    the events themselves at the total δ. The "pld" entry also gives the method and an
+    estimate of its discretisation error (:func:`planner.accountants.pld.pld_epsilon`).
     """
+    from planner.accountants import total_epsilon
+    from planner.accountants.pld import check_relations, pld_epsilon
+    from planner.errors import BudgetError
+
     data = _read_json(path, "mechanisms")
     if not isinstance(data, dict) or not isinstance(data.get("mechanisms"), list) or not data["mechanisms"]:
         raise PlanError('the spec must be {"delta": ..., "mechanisms": [ ... ]} with at least one mechanism.')
     _unknown_keys(data, frozenset({"delta", "mechanisms"}), "the mechanisms spec")
     delta = strict_delta(data.get("delta", 0.0), "delta", error=PlanError)
-    events: list[PrivacyEvent] = []
+    entries: list[tuple[PrivacyEvent, int]] = []
+    total = 0
     for i, entry in enumerate(data["mechanisms"]):
         ev, count = _mechanism_events(entry, i)
-        if len(events) + count > MAX_INVOCATIONS:
+        total += count
+        if total > MAX_INVOCATIONS:
             raise PlanError(
                 f"the mechanisms add up to more than {MAX_INVOCATIONS} invocations; compose at most "
                 "that many at once."
             )
-        events.extend([ev] * count)
-    approx = [e for e in events if not math.isfinite(pure_epsilon(e))]
+        entries.append((ev, count))
+    events = [ev for ev, count in entries for _ in range(count)]
+    # the rules that read events take k invocations as one self-composed event
+    grouped = [ev if count == 1 else SelfComposedEvent(ev, count) for ev, count in entries]
+    try:
+        check_relations(grouped)
+    except BudgetError as exc:
+        raise PlanError(str(exc)) from exc
+    pure = {e: pure_epsilon(e) for e in set(events) | set(grouped)}
+    approx = [e for e in events if not math.isfinite(pure[e])]
     results: dict[str, Any] = {}
     for rule in CompositionRule:
         if approx and delta == 0.0:
@@ -322,16 +368,22 @@ def compose_command(path: str | Path) -> dict[str, Any]:
             continue
         share = delta if rule is CompositionRule.BASIC else delta / 2
         d_i = share / len(approx) * (1 - 1e-12) if approx else 0.0
+        standalone: dict[PrivacyEvent, float] = {}
         spends = []
-        for e in events:
-            if math.isfinite(pure_epsilon(e)):
-                spends.append(Spend(e, pure_epsilon(e), 0.0))
-            elif rule in (CompositionRule.BASIC, CompositionRule.ADVANCED):
-                spends.append(Spend(e, max(standalone_epsilon(e, d_i), 1e-300), d_i))
-            else:
-                spends.append(Spend(e, 1e300, delta))
+        if rule in (CompositionRule.BASIC, CompositionRule.ADVANCED):
+            for e in events:
+                if math.isfinite(pure[e]):
+                    spends.append(Spend(e, pure[e], 0.0))
+                else:
+                    if e not in standalone:
+                        standalone[e] = max(standalone_epsilon(e, d_i), 1e-300)
+                    spends.append(Spend(e, standalone[e], d_i))
+        else:
+            spends = [Spend(e, pure[e], 0.0) if math.isfinite(pure[e]) else Spend(e, 1e300, delta) for e in grouped]
         try:
-            eps = compare_rules(spends, delta)[rule]
+            eps = float(total_epsilon(spends, rule, delta))
+        except BudgetError:
+            eps = math.inf
         except PlannerError as exc:
             results[rule.value] = {"epsilon": None, "delta": delta, "note": str(exc)}
             continue
@@ -340,4 +392,12 @@ def compose_command(path: str | Path) -> dict[str, Any]:
     basic, adv = results.get("basic", {}).get("epsilon"), results.get("advanced", {}).get("epsilon")
     if isinstance(basic, float) and isinstance(adv, float) and basic < adv:
         results["advanced"] = {"epsilon": basic, "delta": delta, "note": "basic composition is tighter here"}
+    best = results.get(CompositionRule.PLD.value, {})
+    if isinstance(best.get("epsilon"), float) and math.isfinite(best["epsilon"]):
+        raw = pld_epsilon(grouped, delta, with_error=delta > 0)
+        best["method"] = raw.method
+        if raw.error is not None:
+            best["error_estimate"] = raw.error
+        if best["epsilon"] < raw.epsilon:
+            best["note"] = "the Rényi DP bound is tighter here; the optimal rule reports the least valid bound"
     return {"mechanisms": len(events), "delta": delta, "total": results}

@@ -14,6 +14,7 @@ from typing import Final
 from planner.accountants.advanced import AdvancedAccountant
 from planner.accountants.base import Accountant, Spend, as_rule
 from planner.accountants.basic import BasicAccountant
+from planner.accountants.pld import PldAccountant
 from planner.accountants.rdp import RdpAccountant
 from planner.accountants.zcdp import ZcdpAccountant
 from planner.budget import CompositionRule, check_delta
@@ -24,6 +25,7 @@ ACCOUNTANTS: Final[Mapping[CompositionRule, type[Accountant]]] = MappingProxyTyp
     CompositionRule.ADVANCED: AdvancedAccountant,
     CompositionRule.RDP: RdpAccountant,
     CompositionRule.ZCDP: ZcdpAccountant,
+    CompositionRule.PLD: PldAccountant,
 })
 
 
@@ -47,6 +49,8 @@ def total_epsilon(spends: Sequence[Spend], rule: CompositionRule | str, delta: f
     * RDP: :func:`~planner.accountants.rdp.rdp_epsilon` of the events at δ.
     * ZCDP: Σρᵢ converted at δ, pure events by ρ or by ε, whichever is cheaper
       (:func:`~planner.accountants.zcdp.zcdp_epsilon`).
+    * PLD: the privacy loss distributions composed by FFT, never above RDP
+      (:func:`~planner.accountants.pld.pld_epsilon`).
 
     Raises
     ------
@@ -73,6 +77,7 @@ __all__ = [
     "AdvancedAccountant",
     "BasicAccountant",
     "CompositionRule",
+    "PldAccountant",
     "RdpAccountant",
     "Spend",
     "ZcdpAccountant",

@@ -12,6 +12,7 @@ basic         the (εᵢ, δᵢ) each spend was assigned: (Σεᵢ, Σδᵢ)    
 advanced      the same pairs, Kairouz–Oh–Viswanath (never > basic)   :mod:`.advanced`
 rdp           the events' Rényi curves, order by order               :mod:`.rdp`
 zcdp          the events' ρ (pure parts also by their ε)             :mod:`.zcdp`
+pld           the events' privacy loss distributions, by FFT         :mod:`.pld`
 ============  =====================================================  =====================
 
 Accountants are immutable: ``compose`` returns a new accountant holding more spends, and

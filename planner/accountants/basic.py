@@ -31,6 +31,7 @@ from planner.accountants.base import REL_TOL, Accountant, FloatArray, as_deltas,
 from planner.budget import CompositionRule, check_delta
 from planner.errors import BudgetError
 from planner.events import (
+    SAMPLED_EVENTS,
     ApproxEvent,
     ComposedEvent,
     ExponentialEvent,
@@ -117,6 +118,11 @@ def pure_epsilon(event: PrivacyEvent) -> float:
         return event.count * pure_epsilon(event.event)
     if isinstance(event, ComposedEvent):
         return math.fsum(pure_epsilon(e) for e in event.events)
+    if isinstance(event, SAMPLED_EVENTS):
+        # ln(1 + q(e^ε − 1)): Balle, Barthe & Gaboardi 2018, Thm 9 (Poisson) and 10 (without replacement)
+        inner = pure_epsilon(event.event)  # type: ignore[attr-defined]
+        rate = float(event.rate)  # type: ignore[attr-defined]
+        return math.log1p(rate * math.expm1(inner)) if math.isfinite(inner) else math.inf
     raise BudgetError(f"unknown privacy event {type(event).__name__}.")
 
 

@@ -24,10 +24,24 @@ References
 .. [C22] C. Canonne, "A short note on an inequality between KL and TV",
    arXiv:2202.07198 (Bretagnolle–Huber: TV ≤ √(1 − e^{−KL})).
 .. [DR14] C. Dwork, A. Roth, Thm 3.16 (basic composition of the parts without a curve).
+.. [MTZ19] I. Mironov, K. Talwar, L. Zhang, "Rényi Differential Privacy of the Sampled
+   Gaussian Mechanism", arXiv:1908.10530, §3.3 (A_α for integer α) and Thm 5 (the remove
+   direction dominates the add direction).
+.. [WBK19] Y.-X. Wang, B. Balle, S. Kasiviswanathan, "Subsampled Rényi Differential Privacy
+   and Analytical Moments Accountant", AISTATS 2019, arXiv:1808.00087, Thm 9 (sampling
+   without replacement, substitute-one neighbours; the formula in Gatica-Perez, Sajadmanesh
+   & Shahin Shamsabadi, "An introduction to trustworthy machine learning", AIDA 2022).
+.. [ZW19] Y. Zhu, Y.-X. Wang, "Poisson Subsampled Rényi Differential Privacy", ICML 2019
+   (the binomial expansion of the remove direction under Poisson sampling).
+.. [BBG18] B. Balle, G. Barthe, M. Gaboardi, "Privacy Amplification by Subsampling",
+   NeurIPS 2018, arXiv:1807.01647, Thms 9–10 ((ε, δ) → (ln(1 + q(e^ε − 1)), qδ)).
+.. [vEH14b] van Erven & Harremoës 2014, Cor. 2: (α − 1)D_α is convex in α, so between two
+   orders its chord is an upper bound (used to go from integer to fractional orders).
 """
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -35,6 +49,7 @@ from typing import ClassVar, Final
 
 import numpy as np
 import numpy.typing as npt
+from scipy import special
 
 from planner import divergences as dv
 from planner.accountants.base import REL_TOL, Accountant, FloatArray, round_up
@@ -42,14 +57,17 @@ from planner.accountants.zcdp import conversion
 from planner.budget import DEFAULT_ORDERS, CompositionRule, RDPCurve, check_delta
 from planner.errors import BudgetError
 from planner.events import (
+    SAMPLED_EVENTS,
     ApproxEvent,
     ComposedEvent,
     ExponentialEvent,
     GaussianEvent,
     LaplaceEvent,
+    PoissonSampledEvent,
     PrivacyEvent,
     PureEvent,
     RandomizedResponseEvent,
+    SampledWithoutReplacementEvent,
     SelfComposedEvent,
     ZCDPEvent,
     flatten,
@@ -103,6 +121,8 @@ def event_rdp(event: PrivacyEvent, orders: npt.ArrayLike) -> FloatArray:
         return np.asarray(event.count * one * (1.0 + _SELF_COMPOSED_ALLOWANCE), dtype=np.float64)
     if isinstance(event, ComposedEvent):
         return _orders_curve(flatten(event.events), o)[0]
+    if isinstance(event, SAMPLED_EVENTS):
+        return sampled_rdp(event, o)
     return rdp_array(type(event), getattr(event, type(event).parameter), o)
 
 
@@ -148,6 +168,15 @@ def _split(events: Sequence[PrivacyEvent]) -> _Parts:
                 continue
             g.params.setdefault(PureEvent, []).append(e.epsilon)
         elif isinstance(e, SelfComposedEvent):
+            g.other.append(e)
+        elif isinstance(e, SAMPLED_EVENTS):
+            inner = e.event  # type: ignore[attr-defined]
+            if isinstance(inner, ApproxEvent) and inner.delta > 0.0:
+                # no curve: the amplified (ε, δ) [BBG18, Thms 9–10], by basic composition
+                q = float(e.rate)  # type: ignore[attr-defined]
+                g.approx_eps.append(math.log1p(q * math.expm1(inner.epsilon)))
+                g.approx_delta.append(q * inner.delta)
+                continue
             g.other.append(e)
         elif type(e) in _KERNELS or type(e) is ZCDPEvent:
             g.params.setdefault(type(e), []).append(float(getattr(e, type(e).parameter)))
@@ -315,6 +344,239 @@ def rdp_epsilon(events: Sequence[PrivacyEvent], delta: float) -> tuple[float, fl
         return extra_eps, math.inf
     eps, order = _curve_part_epsilon(g, max(rest, 0.0) if rest > d * REL_TOL else 0.0)
     return eps + extra_eps, order
+
+
+# --------------------------------------------------------------------------------------
+# Amplification by sampling (the subsampled-RDP kernels)
+# --------------------------------------------------------------------------------------
+
+#: Integer orders at which subsampled curves are computed exactly: every integer to 64,
+#: then log-spaced to 4096. Between them the chord of (α − 1)ε(α) is used [vEH14b].
+_INT_ORDERS: Final = np.unique(np.concatenate([np.arange(2, 65), np.round(np.geomspace(64, 4096, 56))])).astype(np.int64)
+
+
+def _chord(orders: FloatArray, nodes: npt.NDArray[np.int64] | FloatArray, cgf: FloatArray) -> FloatArray:
+    """ε(α) ≤ K(α)/(α − 1), K = (α − 1)ε(α) interpolated linearly between integer nodes
+    (K is convex in α, [vEH14b], so its chord lies above it); for α ≤ 2, ε(α) ≤ ε(2) (D_α is
+    nondecreasing in α); beyond the last node, inf (the caller's fallback applies)."""
+    o = np.asarray(orders, dtype=np.float64)
+    k = np.interp(o, nodes.astype(np.float64), cgf)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out = np.where(o <= nodes[0], cgf[0] / (nodes[0] - 1.0), k / (o - 1.0))
+    return np.asarray(np.where(o > nodes[-1], np.inf, out), dtype=np.float64)
+
+
+def _segment_logsumexp(values: FloatArray, starts: npt.NDArray[np.intp]) -> FloatArray:
+    """log Σ exp over consecutive segments of ``values`` beginning at ``starts``."""
+    m = np.maximum.reduceat(values, starts)
+    seg = np.repeat(np.arange(starts.size), np.diff(np.append(starts, values.size)))
+    with np.errstate(invalid="ignore"):
+        shifted = np.exp(values - m[seg])
+    return np.asarray(m + np.log(np.add.reduceat(np.nan_to_num(shifted), starts)), dtype=np.float64)
+
+
+def _binomial_terms(nodes: npt.NDArray[np.int64]) -> tuple[FloatArray, FloatArray, npt.NDArray[np.intp]]:
+    """For every node α and j = 0…α: (j, ln C(α, j)) flattened, and the segment starts."""
+    sizes = nodes + 1
+    starts = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.intp)
+    alpha = np.repeat(nodes.astype(np.float64), sizes)
+    j = np.arange(int(sizes.sum())) - np.repeat(starts, sizes)
+    jf = j.astype(np.float64)
+    log_c = special.gammaln(alpha + 1.0) - special.gammaln(jf + 1.0) - special.gammaln(alpha - jf + 1.0)
+    return jf, np.asarray(log_c, dtype=np.float64), starts
+
+
+@functools.lru_cache(maxsize=256)
+def _poisson_remove_cgf(q: float, moments_key: tuple[str, float]) -> FloatArray:
+    """K(α) = ln E_Q[(1 − q + qP/Q)^α] at the integer nodes, by the binomial expansion
+    Σⱼ C(α,j)(1 − q)^{α−j}qʲ E_Q[(P/Q)ʲ] [ZW19; MTZ19 §3.3], with E_Q[(P/Q)ʲ] =
+    e^{(j−1)ε(j)} (1 for j = 0, 1). ``moments_key`` names the base curve: ("gaussian", s)
+    — ε(j) = j/(2s²), exact [MTZ19] — or ("zcdp", ρ) — ε(j) = ρj, an upper bound."""
+    kind, x = moments_key
+    jf, log_c, starts = _binomial_terms(_INT_ORDERS)
+    alpha = np.repeat(_INT_ORDERS.astype(np.float64), _INT_ORDERS + 1)
+    coef = 1.0 / (2.0 * x * x) if kind == "gaussian" else x
+    moment = coef * (jf * jf - jf)  # (j − 1)·ε(j) with ε(j) = coef·j: 0 at j = 0, 1
+    terms = log_c + (alpha - jf) * math.log1p(-q) + jf * math.log(q) + moment
+    out = _segment_logsumexp(terms, starts)
+    out.setflags(write=False)
+    return out
+
+
+#: Fractional orders at which the sampled Gaussian is evaluated by MTZ's series (the
+#: optimal order of DP-SGD accounting is usually below 32, where the chord between
+#: integers is loosest).
+_FRAC_ALL = np.concatenate([1.0 + np.arange(1, 100) / 10.0, np.arange(11.5, 32.0, 0.5)])
+_FRAC_ORDERS: Final = _FRAC_ALL[np.abs(_FRAC_ALL - np.round(_FRAC_ALL)) > 1e-9]
+#: Terms of the series summed, and the largest relative size of the truncated tail accepted.
+_FRAC_TERMS: Final[int] = 384
+_FRAC_TAIL: Final[float] = 1e-5
+
+
+@functools.lru_cache(maxsize=256)
+def _gaussian_frac_cgf(q: float, sigma: float) -> tuple[FloatArray, FloatArray]:
+    """K(α) = ln A_α of the Poisson-sampled Gaussian at the fractional orders, by the series
+    of [MTZ19, §3.3] (the one Google dp-accounting and Opacus use):
+
+        A_α = Σ_{i≥0} C(α, i) [ qⁱ(1 − q)^{α−i} e^{(i²−i)/(2σ²)} Φ((z₀ − i)/σ)
+                              + q^{α−i}(1 − q)ⁱ e^{(j²−j)/(2σ²)} Φ((j − z₀)/σ) ],  j = α − i,
+
+    z₀ = σ² ln(1/q − 1) + ½, summed over 512 terms.
+
+    Notes
+    -----
+    For i > α the coefficients C(α, i) alternate in sign and the bracket decreases (by
+    Mills' ratio both of its parts behave like |C(α, i)|/(i − z₀), up to constant
+    factors), so the series is alternating with decreasing terms from some i on and its
+    truncation error is at most the first omitted term, itself at most the last one
+    summed: that magnitude is *added* to A_α (an upper bound). Orders whose tail exceeds
+    1e-5·A_α are dropped (the chord between their neighbours applies instead).
+    """
+    a = _FRAC_ORDERS[:, None]
+    i = np.arange(_FRAC_TERMS, dtype=np.float64)[None, :]
+    j = a - i
+    z0 = sigma * sigma * math.log(1.0 / q - 1.0) + 0.5
+    log_c = special.gammaln(a + 1.0) - special.gammaln(i + 1.0) - special.gammaln(j + 1.0)
+    sign = special.gammasgn(j + 1.0)
+    lq, l1q = math.log(q), math.log1p(-q)
+    s0 = log_c + i * lq + j * l1q + (i * i - i) / (2.0 * sigma * sigma) + special.log_ndtr((z0 - i) / sigma)
+    s1 = log_c + j * lq + i * l1q + (j * j - j) / (2.0 * sigma * sigma) + special.log_ndtr((j - z0) / sigma)
+    m = np.maximum(s0.max(axis=1), s1.max(axis=1))[:, None]
+    parts = np.exp(s0 - m) + np.exp(s1 - m)
+    total = np.sum(sign * parts, axis=1)
+    tail = parts[:, -1]
+    ok = (total > 0) & (tail <= _FRAC_TAIL * np.where(total > 0, total, 0.0))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        k = m[:, 0] + np.log(total + tail)
+    ok &= np.isfinite(k)
+    return _FRAC_ORDERS[ok], np.asarray(k[ok] + 1e-12 * np.maximum(np.abs(k[ok]), 1.0), dtype=np.float64)
+
+
+@functools.lru_cache(maxsize=256)
+def _wor_cgf(q: float, base: PrivacyEvent) -> FloatArray:
+    """K(α) of sampling without replacement at the integer nodes [WBK19, Thm 9]:
+
+    ln(1 + q²C(α,2) min{4(e^{ε(2)} − 1), e^{ε(2)} min{2, (e^{ε(∞)} − 1)²}}
+         + Σ_{j=3}^{α} qʲ C(α,j) e^{(j−1)ε(j)} min{2, (e^{ε(∞)} − 1)ʲ}),
+
+    ε(·) the base event's RDP curve under substitution and ε(∞) its pure ε."""
+    from planner.accountants.basic import pure_epsilon
+
+    jf, log_c, starts = _binomial_terms(_INT_ORDERS)
+    eps_inf = pure_epsilon(base)
+    jint = jf.astype(np.int64)
+    maxj = int(_INT_ORDERS[-1])
+    curve = np.zeros(maxj + 1)
+    curve[2:] = event_rdp(base, np.arange(2, maxj + 1, dtype=np.float64))
+    eps_j = curve[jint]
+    with np.errstate(over="ignore", divide="ignore"):
+        if math.isfinite(eps_inf):  # ln min{2, (e^{ε∞} − 1)^j}
+            cap = np.minimum(math.log(2.0), jf * math.log(math.expm1(eps_inf)))
+        else:
+            cap = np.full(jf.shape, math.log(2.0))
+        t2 = np.log(np.minimum(4.0 * np.expm1(eps_j), np.exp(eps_j) * np.exp(cap)))
+        t3 = (jf - 1.0) * eps_j + cap
+        terms = np.where(jint == 2, t2, t3) + log_c + jf * math.log(q)
+    terms = np.where(jint < 2, -np.inf, terms)
+    terms[starts] = 0.0  # the leading 1 (j = 0 slot)
+    out = _segment_logsumexp(terms, starts)
+    out.setflags(write=False)
+    return out
+
+
+@functools.lru_cache(maxsize=256)
+def _pair_cgf(event: PrivacyEvent) -> FloatArray:
+    """K(α) at the integer nodes of a sampled event with a bounded dominating pair: the
+    Rényi divergence of its pessimistic discretised loss distribution (planner.accountants.pld),
+    the larger of the two directions. The discretised pair dominates the true one
+    (hockey-stick at every ε, hence in Blackwell's order), so every f-divergence — Rényi
+    included — is at least the true one: an upper bound."""
+    from planner.accountants import pld
+
+    pair = pld.event_pair(event)
+    assert pair is not None
+    dirs = (False,) if pair.symmetric else (False, True)
+    best = np.full(_INT_ORDERS.size, -np.inf)
+    a = _INT_ORDERS.astype(np.float64)
+    for add in dirs:
+        lo, hi = pair.loss_range(add)
+        h = max((hi - lo) / 2048.0, 1e-12)
+        dist = pld._connect_dots(pair, add, h, lo, hi)
+        nz = dist.mass > 0
+        lw = np.log(dist.mass[nz])
+        v = lw[None, :] + (a - 1.0)[:, None] * dist.losses[nz][None, :]
+        c = v.max(axis=1)
+        best = np.maximum(best, c + np.log(np.exp(v - c[:, None]).sum(axis=1)))
+    best.setflags(write=False)
+    return best
+
+
+def _bounded_pair(event: PrivacyEvent) -> bool:
+    from planner.accountants import pld
+
+    pair = pld.event_pair(event)
+    if pair is None or pair.inf_mass(False) > 0 or pair.inf_mass(True) > 0:
+        return False
+    return all(math.isfinite(v) for add in (False, True) for v in pair.loss_range(add))
+
+
+def sampled_rdp(event: PrivacyEvent, orders: npt.ArrayLike) -> FloatArray:
+    """RDP ε(α) of a Poisson-sampled or without-replacement-sampled event, on ``orders``.
+
+    Notes
+    -----
+    Poisson sampling (add/remove neighbours), by the base mechanism:
+
+    * continuous Gaussian: ln A_α/(α − 1), A_α = Σⱼ C(α,j)(1 − q)^{α−j}qʲe^{(j²−j)/(2s²)},
+      exact at integer α [MTZ19, §3.3]; the remove direction dominates the add one
+      [MTZ19, Thm 5];
+    * Laplace, pure, randomized response, exponential: the Rényi divergence of the
+      pessimistic discretised dominating pair, both directions (upper bound, exact up to
+      the grid);
+    * OpenDP's discrete Gaussian and zCDP events (known only by ε(α) = ρα): the larger of
+      the remove direction's binomial expansion [ZW19] and the add direction's
+      joint-convexity bound (1/(α − 1)) ln(1 − q + q e^{(α−1)ε(α)}) (the map b ↦ a^α b^{1−α}
+      is convex).
+
+    Sampling without replacement (substitute neighbours): [WBK19, Thm 9] on the base curve,
+    and for bounded pairs also the discretised pair (the smaller of the two).
+
+    Fractional orders use the chord of (α − 1)ε(α) between integer orders [vEH14b]; above
+    4096 the unsampled curve (sampling never increases a Rényi divergence, by joint
+    convexity). Every value is also capped by the unsampled curve.
+    """
+    if not isinstance(event, SAMPLED_EVENTS):
+        raise BudgetError(f"sampled_rdp needs a sampled event; got {type(event).__name__}.")
+    o = np.asarray(orders, dtype=np.float64)
+    inner: PrivacyEvent = event.event  # type: ignore[attr-defined]
+    q = float(event.rate)  # type: ignore[attr-defined]
+    base = event_rdp(inner, o)
+    if q >= 1.0 or (not np.all(np.isfinite(base)) and isinstance(inner, ApproxEvent)):
+        return base
+    nodes = _INT_ORDERS
+    if isinstance(event, PoissonSampledEvent):
+        if isinstance(inner, GaussianEvent) and not inner.discrete:
+            fo, fk = _gaussian_frac_cgf(q, inner.noise_multiplier)
+            all_nodes = np.concatenate([nodes.astype(np.float64), fo])
+            order = np.argsort(all_nodes)
+            all_k = np.concatenate([_poisson_remove_cgf(q, ("gaussian", inner.noise_multiplier)), fk])
+            return np.asarray(np.minimum(_chord(o, all_nodes[order], all_k[order]), base), dtype=np.float64)
+        elif _bounded_pair(event):
+            cgf = _pair_cgf(event)
+        else:
+            from planner.accountants.zcdp import event_rho
+
+            rho = event_rho(inner)
+            remove = _chord(o, nodes, _poisson_remove_cgf(q, ("zcdp", rho)))
+            with np.errstate(over="ignore"):
+                add = np.log1p(q * np.expm1((o - 1.0) * base)) / (o - 1.0)
+            return np.asarray(np.minimum(np.maximum(remove, add), base), dtype=np.float64)
+        return np.asarray(np.minimum(_chord(o, nodes, cgf), base), dtype=np.float64)
+    assert isinstance(event, SampledWithoutReplacementEvent)
+    cgf = _wor_cgf(q, inner)
+    if _bounded_pair(event):
+        cgf = np.minimum(cgf, _pair_cgf(event))
+    return np.asarray(np.minimum(_chord(o, nodes, cgf), base), dtype=np.float64)
 
 
 @dataclass(frozen=True)

@@ -34,6 +34,7 @@ from planner.accountants.base import ROUND_UP, Accountant, FloatArray
 from planner.budget import CompositionRule, check_delta
 from planner.errors import BudgetError
 from planner.events import (
+    SAMPLED_EVENTS,
     ApproxEvent,
     ComposedEvent,
     ExponentialEvent,
@@ -97,6 +98,8 @@ def event_rho(event: PrivacyEvent) -> float:
         return event.epsilon**2 / 2.0 if event.delta == 0.0 else math.inf
     if isinstance(event, SelfComposedEvent):
         return event.count * event_rho(event.event)
+    if isinstance(event, SAMPLED_EVENTS):  # sampling never increases a Rényi divergence
+        return event_rho(event.event)  # type: ignore[attr-defined]
     if isinstance(event, ComposedEvent):
         return zcdp_rho(event.events)
     return float(rho_array(type(event), getattr(event, type(event).parameter))[()])

@@ -491,7 +491,7 @@ def test_spend_rejects_claims_below_the_events_cost() -> None:
 
 
 def test_composition_rule_values() -> None:
-    assert [r.value for r in CompositionRule] == ["basic", "advanced", "rdp", "zcdp"]
+    assert [r.value for r in CompositionRule] == ["basic", "advanced", "rdp", "zcdp", "pld"]
     assert CompositionRule("rdp") is CompositionRule.RDP
 
 
