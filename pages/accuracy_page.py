@@ -28,8 +28,8 @@ data, schema, sj = require_dataset()
 ss = st.session_state
 PAGE = "accuracy"
 
-wl = cached.workload_json(ss[S.WORKLOAD], ss[S.MODE])
 try:
+    wl = cached.workload_json(ss[S.WORKLOAD], ss[S.MODE])
     queries = cached.parse_queries(wl, sj)
 except PlannerError as exc:
     st.error(f"Fix the workload on the Queries page first: {exc}")

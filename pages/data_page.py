@@ -113,8 +113,17 @@ if data is None:
     frame.stop()
 if pending:
     frame.stop()
-st.caption(f"Exact aggregates for a release are computed by the **{cached.backend_name()}** backend; "
-           "the noise is always added afterwards, by OpenDP.")
+engines = cached.backend_choices()
+ENGINE_WORDS = {"duckdb": "DuckDB (scans the file in place; the default)", "pandas": "pandas (in memory)",
+                "spark": "Spark (the configured cluster)"}
+if ss[S.BACKEND] not in engines:
+    ss[S.BACKEND] = engines[0]
+st.selectbox("Engine computing a release's exact aggregates", engines,
+             format_func=lambda b: ENGINE_WORDS.get(b, b), **S.bind(S.BACKEND, PAGE, options=engines),
+             help="The same engines as `planner release --backend`: they compute identical clipped aggregates; the "
+                  "noise is always added afterwards, by OpenDP. Spark is offered when the server sets "
+                  "PLANNER_SPARK_MASTER. Grouped statistics need pandas for now (the others refuse them before "
+                  "anything is spent).")
 
 # ----------------------------------------------------------------------------- schema for uploads
 if data.source in ("upload", "server"):
