@@ -246,8 +246,10 @@ def _example(o: OptionSpec) -> str:
 
 
 # ----------------------------------------------------------------------------- validation
-def _columns_for(stat: Statistic, schema: Schema) -> list[str | None]:
-    out: list[str | None] = [None] if None in stat.column_kinds else []
+def _columns_for(stat: Statistic, schema: Schema) -> list[str]:
+    """The declared columns a statistic accepts ("" for none, when it may have none: a
+    selectbox cannot show None as a chosen option)."""
+    out = [""] if None in stat.column_kinds else []
     return out + [c.name for c in schema.columns if c.kind in stat.column_kinds]
 
 
@@ -280,7 +282,8 @@ def build(d: dict[str, Any], schema: Schema, mode: str) -> tuple[dict[str, Any] 
     if not qid:
         return None, field_errors, "Give the query an id: a short unique name for its answer, e.g. age_quartiles."
     weight, target, scale = d.get("weight"), d.get("target"), d.get("scale")
-    flat: dict[str, Any] = {"id": qid, "kind": kind.value, "column": d.get("column"), "mechanism": d.get("mechanism")}
+    flat: dict[str, Any] = {"id": qid, "kind": kind.value, "column": d.get("column") or None,
+                            "mechanism": d.get("mechanism")}
     if mode == "target":
         flat["target"] = target
     else:
@@ -355,7 +358,7 @@ def load(qid: str) -> None:
             raw[o.name] = raw_from_value(o, opts.get(o.name))
         except PlannerError:
             raw[o.name] = option_default(o)
-    d.update({"id": qid, "kind": kind, "column": row.get("column"), "mechanism": row.get("mechanism"),
+    d.update({"id": qid, "kind": kind, "column": row.get("column") or "", "mechanism": row.get("mechanism"),
               "weight": row.get("weight"), "target": row.get("target"), "scale": row.get("scale"),
               "editing": qid})
     d["opts"] = {**d.get("opts", {}), kind: raw}
@@ -391,7 +394,7 @@ def render(schema: Schema, mode: str) -> None:
     c1.text_input("id", placeholder="e.g. age_quartiles", help="A short unique name for the answer.",
                   **_bind(("id",), ""))
     columns = _columns_for(stat, schema)
-    c2.selectbox("column", columns, format_func=lambda c: "(none: every row)" if c is None else c,
+    c2.selectbox("column", columns, format_func=lambda c: c or "(none: every row)",
                  help=f"A {kind} query needs {stat.column_hint}. Only such declared columns are listed.",
                  **_bind(("column",), columns[0] if columns else None, columns))
     mechs = [m.name.value for m in stat.mechanisms]
