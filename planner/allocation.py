@@ -1051,7 +1051,8 @@ def _allocate_once(
         method = Method.DUAL
         cand = _dual_allocation(wl, rule, epsilon, delta, free, start)
         if np.all(np.isfinite(cand)) and np.all(cand > 0):
-            theta = cand
+            # a pinned share is the owner's number, exactly (the dual works in log θ)
+            theta = np.where(free, cand, pinned_theta)
     theta = fit(theta)
     equal = fit(np.where(free, 1.0, pinned_theta))
     if wl.objective(equal) < wl.objective(theta):
