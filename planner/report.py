@@ -115,8 +115,9 @@ def accuracy_chart(predictions: Sequence[Prediction]) -> dict[str, Any]:
     """Predicted ±95% error (bar) and typical error (tick) per answer, one panel per unit
     (each with its own scale)."""
     units: dict[str, list[dict[str, Any]]] = {}
-    for p in predictions:
-        units.setdefault(p.unit, []).append({"item": p.id, "bound": p.error_bound_95, "rmse": p.rmse})
+    for p in predictions:  # a total and an average of the same column share a unit, not a magnitude
+        unit = f"{p.unit}, totals" if p.kind == "sum" else p.unit
+        units.setdefault(unit, []).append({"item": p.id, "bound": p.error_bound_95, "rmse": p.rmse})
     panels = []
     for unit, values in units.items():
         y = {"field": "item", "type": "nominal", "sort": None, "title": None, "axis": {"labelLimit": 260}}
