@@ -97,6 +97,8 @@ def grid_edit(page: Any, row: int, col: int, text: str) -> None:
     the first column after the row markers): the grid is a canvas, so it is driven with the
     keyboard from its first cell, as a person using the keyboard would."""
     grid = page.get_by_test_id("stDataFrame").first
+    grid.scroll_into_view_if_needed()  # the query form sits above the table on the Queries page
+    page.wait_for_timeout(200)
     box = grid.bounding_box()
     page.mouse.click(box["x"] + 100, box["y"] + 35 + 17)
     for _ in range(col):
