@@ -110,7 +110,14 @@ if result is None and stored is None:
                   help="Set the lifetime budget first.")
         frame.stop()
     pv = planning.preview(data, view, schema)
-    assert pv is not None
+    if pv is None:  # the budget is visible but this principal may not spend it (the engine's word)
+        try:
+            led.preview(data.fingerprint, planning.spends(view, schema))
+        except PlannerError as exc:
+            st.warning(str(exc), icon=":material/lock:")
+        st.button("Release…", type="primary", key="release:open", disabled=True,
+                  help="The ledger does not let you release on this dataset.")
+        frame.stop()
     lifetime.preview_metrics(pv)
     if not pv.fits:
         st.error(lifetime.over_budget(pv), icon=":material/block:")
@@ -184,8 +191,9 @@ if result is None:
             base = {"query": qid, "kind": p.kind if p else "", "mechanism": p.mechanism if p else "", "part": "",
                     "rmse": p.rmse if p else None, "error_bound_95": p.error_bound_95 if p else None,
                     "unit": p.unit if p else ""}
-            if isinstance(ans, dict) and isinstance(ans.get("labels"), list) and isinstance(ans.get("counts"), list):
-                rows += [base | {"label": str(lab), "value": v} for lab, v in zip(ans["labels"], ans["counts"], strict=False)]
+            vals = ans.get("counts", ans.get("values")) if isinstance(ans, dict) else None
+            if isinstance(ans, dict) and isinstance(ans.get("labels"), list) and isinstance(vals, list):
+                rows += [base | {"label": str(lab), "value": v} for lab, v in zip(ans["labels"], vals, strict=False)]
             else:
                 rows.append(base | {"label": "", "value": ans.get("value") if isinstance(ans, dict) else ans})
         _show_answers(pd.DataFrame(rows))

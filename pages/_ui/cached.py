@@ -66,6 +66,30 @@ def server_files() -> list[str]:
                   if p.is_file() and p.suffix.lower() in (".csv", ".tsv", ".txt", ".parquet"))
 
 
+@st.cache_data(max_entries=256)
+def _file_digest(path: str, mtime_ns: int, size: int) -> str:
+    return dataset_fingerprint(path)
+
+
+def granted_server_files() -> list[str]:
+    """The server files a non-owner may open: those that are a version of a dataset the
+    ledger lets the session's principal read (its grants); no other file is even listed."""
+    from planner import sources
+
+    root = sources.data_dir()
+    led = ledger()
+    out = []
+    for name in server_files():
+        p = root / name
+        st_ = p.stat()
+        try:
+            if led.find_dataset(_file_digest(str(p), st_.st_mtime_ns, st_.st_size)) is not None:
+                out.append(name)
+        except PlannerError:  # registered but not shared with this principal
+            continue
+    return out
+
+
 @st.cache_data(show_spinner="Reading the file…", max_entries=4)
 def load_server(spec: str) -> tuple[pd.DataFrame, str]:
     """(table, fingerprint) of one allow-listed server file; DataError outside the directory."""
@@ -162,10 +186,20 @@ def get_ledger(url: str | None) -> Ledger:
     return Ledger(url)
 
 
-def ledger() -> Ledger:
+def get_ledger_default() -> Ledger:
+    """The process's ledger (``$PLANNER_LEDGER_URL`` or the default), acting for nobody in
+    particular: only :mod:`pages._ui.auth` uses it directly (to sign in)."""
     import os
 
     return get_ledger(os.environ.get("PLANNER_LEDGER_URL"))
+
+
+def ledger() -> Ledger:
+    """The ledger acting for the session's principal (``pages._ui.auth.ledger``): every
+    page's ledger calls carry who makes them, and the engine checks each one."""
+    from . import auth
+
+    return auth.ledger()
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 import streamlit as st
 
 from planner.budget import check_delta, check_epsilon
-from planner.errors import LedgerError, PlannerError
+from planner.errors import LedgerError, PermissionDenied, PlannerError
 from planner.schema import Schema
 
 from . import cached
@@ -62,12 +62,21 @@ class PlanView:
     scales: cached.Pins  # the public scales errors are measured against
 
 
-def lifetime(fingerprint: str) -> BudgetStatus | None:
-    """The dataset's lifetime budget and spend, or None when none is set yet."""
+def budget_access(fingerprint: str) -> tuple[BudgetStatus | None, str | None]:
+    """(the dataset's lifetime budget and spend, or None when none is set or it is not
+    visible to the session's principal; the engine's reason when it is not visible)."""
     try:
-        return cached.ledger().status(fingerprint)
+        return cached.ledger().status(fingerprint), None
+    except PermissionDenied as exc:
+        return None, str(exc)
     except LedgerError:
-        return None
+        return None, None
+
+
+def lifetime(fingerprint: str) -> BudgetStatus | None:
+    """The dataset's lifetime budget and spend, or None when none is set yet (or the
+    session's principal may not see it)."""
+    return budget_access(fingerprint)[0]
 
 
 def pins_of(raw: Any) -> cached.Pins:
@@ -169,7 +178,7 @@ def preview(data: cached.Active, view: PlanView, schema: Schema) -> ReleasePrevi
         return None
     try:
         return cached.ledger().preview(data.fingerprint, spends(view, schema))
-    except LedgerError:
+    except (LedgerError, PermissionDenied):
         return None
 
 
