@@ -261,7 +261,7 @@ if mode == "weighted":
 elif mode in ("equal", "manual"):
     from planner import report
 
-    rows_r = report.rule_rows(planning.parsed_spec(view, with_lifetime=False), cached.compare_spec(view.spec_json))
+    rows_r = report.rule_rows(s.rule, cached.compare_spec(view.spec_json))
     marker = " ← in force" if s.rule_fixed else " ← chosen above"
     if mode == "equal":
         st.markdown("The same equal split under each rule: a tighter rule gives every answer a larger share of the "

@@ -202,7 +202,7 @@ def accuracy_rows(plan: Plan) -> list[dict[str, Any]]:
             for p in plan.predictions]
 
 
-def rule_rows(spec: PlanSpec, comparison: Mapping[str, Mapping[str, Any] | str]) -> list[dict[str, Any]]:
+def rule_rows(rule_in_force: str, comparison: Mapping[str, Mapping[str, Any] | str]) -> list[dict[str, Any]]:
     """Per rule: the ε it charges, the typical error relative to the best rule (weighted
     and equal splits) and a note, from :func:`planner.plan_spec.compare_spec`."""
     ok = {r: v for r, v in comparison.items() if isinstance(v, Mapping)}
@@ -210,7 +210,7 @@ def rule_rows(spec: PlanSpec, comparison: Mapping[str, Mapping[str, Any] | str])
     best = min(objectives) if objectives else None
     out = []
     for rule, v in comparison.items():
-        row: dict[str, Any] = {"rule": rule, "in_force": rule == spec.rule.value, "epsilon": None,
+        row: dict[str, Any] = {"rule": rule, "in_force": rule == rule_in_force, "epsilon": None,
                                "factor": None, "note": ""}
         if isinstance(v, Mapping):
             row["epsilon"] = float(v["used_epsilon"])
@@ -393,7 +393,7 @@ def plan_report(
 
     # --- the rule and the alternatives
     out.append("<h2>The composition rule, and what the alternatives would have cost</h2>")
-    rows = rule_rows(spec, compare_spec(spec))
+    rows = rule_rows(spec.rule.value, compare_spec(spec))
     out.append(f"<p>The budget of all the answers together is accounted under "
                f"<b>{_e(RULE_WORDS.get(a.rule.value, a.rule.value))}</b>. The same plan under the other rules:</p>")
     errors = spec.mode in ("weighted", "equal")

@@ -147,36 +147,44 @@ def downloads(data: cached.Active, view: planning.PlanView, page: str,
 
     name = slug(data.name)
     doc = planning.download_document(view)
-    spec = plan_spec.parse_plan_spec(doc)
     outcome = PlanOutcome(view.plan, view.target)
-    status = view.settings.lifetime
-    history: list[Any] = []
-    if status is not None:
+
+    def spec() -> PlanSpec:  # parsed on click only (an equal split re-solves when it is read)
+        return plan_spec.parse_plan_spec(doc)
+
+    led = cached.ledger() if view.settings.lifetime is not None else None  # acting for this session
+    fp = data.fingerprint
+
+    def ledger_state() -> tuple[Any, list[Any]]:  # read on click: after the page's own release, if any
+        if led is None:
+            return None, []
         try:
-            status = cached.ledger().status(data.fingerprint)  # after the page's own release, if any
-            history = cached.ledger().history(data.fingerprint)
+            return led.status(fp), led.history(fp)
         except PlannerError:
-            history = []
+            return None, []
+
+    def make_report() -> str:
+        status, history = ledger_state()
+        return report.plan_report(spec(), outcome=outcome, status=status, history=history, release=release)
     path, backend = cached.data_path(data), cached.backend_name()
     c1, c2, c3, c4 = st.columns(4)
     c1.download_button("Plan file (PLAN.json)", plan_spec.dump_plan_spec(doc), file_name=f"plan-{name}.json",
                        mime="application/json", key=f"{page}:dl_plan", icon=":material/description:",
                        help="The plan as `planner plan --spec` and `planner release --spec` read it; upload it "
                             "here to restore this plan.", on_click="ignore")
-    c2.download_button("Python script", _deferred(lambda: codegen.python_script(spec, path, data.name,
+    c2.download_button("Python script", _deferred(lambda: codegen.python_script(spec(), path, data.name,
                                                                                   backend=backend)),
                        file_name=f"plan-{name}.py", mime="text/x-python", key=f"{page}:dl_script",
                        icon=":material/code:", on_click="ignore",
                        help="Reproduces this plan (and, with --release, the release) with the planner's library.")
-    c3.download_button("Jupyter notebook", _deferred(lambda: codegen.notebook_json(spec, path, data.name,
+    c3.download_button("Jupyter notebook", _deferred(lambda: codegen.notebook_json(spec(), path, data.name,
                                                                                      backend=backend)),
                        file_name=f"plan-{name}.ipynb", mime="application/x-ipynb+json", key=f"{page}:dl_notebook",
                        icon=":material/menu_book:", on_click="ignore",
                        help="The same steps as the script, as a notebook.")
     what = "release" if release is not None else "plan"
     c4.download_button(f"Report of the {what} (HTML)",
-                       _deferred(lambda: report.plan_report(spec, outcome=outcome, status=status, history=history,
-                                                            release=release)),
+                       _deferred(make_report),
                        file_name=f"{what}-report-{name}.html", mime="text/html", key=f"{page}:dl_report",
                        icon=":material/summarize:", on_click="ignore",
                        help="One self-contained HTML file for stakeholders: questions, ε per answer, predicted "
