@@ -33,12 +33,15 @@ if TYPE_CHECKING:
 PRINCIPAL = "keep.auth.principal"  # the signed-in local account (Principal.to_dict), or absent
 ERROR = "keep.auth.error"  # the last sign-in failure, shown once
 
+LOCAL = ("**Single-user mode**: this app listens on this machine only ({address}), and whoever uses it acts as "
+         "the ledger's owner.")
 EXPOSE = (
-    "This app listens on this machine only ({address}), and whoever uses it acts as the ledger's owner. "
-    "To let others use it safely: create an owner account first (`planner account create --user NAME "
-    "--role owner`) or configure OpenID Connect sign-in (`[auth]` and `[planner.roles]` in "
-    "`.streamlit/secrets.toml`), put it behind TLS, then start it with `--server.address 0.0.0.0`. From then "
-    "on everyone signs in, and each role can do only what the ledger allows it."
+    "1. Create an owner account first: `planner account create --user NAME --role owner` (or configure OpenID "
+    "Connect sign-in: `[auth]` and `[planner.roles]` in `.streamlit/secrets.toml`).\n"
+    "2. Create the analysts' and viewers' accounts and grant them datasets: `planner account create`, "
+    "`planner grant`.\n"
+    "3. Put the app behind TLS (a reverse proxy), then start it with `--server.address 0.0.0.0`.\n\n"
+    "From then on everyone signs in, and each role can do only what the ledger allows it."
 )
 
 
@@ -188,7 +191,9 @@ def sidebar_block() -> None:
         return
     with st.sidebar:
         if p.via == "local":
-            st.info(EXPOSE.format(address=bind_address() or "?"), icon=":material/info:")
+            st.info(LOCAL.format(address=bind_address() or "?"), icon=":material/info:")
+            with st.expander("How to let others use it safely"):
+                st.markdown(EXPOSE)
             return
         st.markdown(f"Signed in: **{p.display_name or p.subject}** ({p.role.value})")
         if p.via == "oidc":

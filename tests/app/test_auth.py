@@ -92,8 +92,11 @@ def _texts(at: AppTest) -> str:
 def test_local_owner_on_loopback_sees_how_to_expose_the_app_safely(url: str) -> None:
     at = _app()
     notice = " ".join(i.value for i in at.sidebar.info)
-    assert "listens on this machine only (127.0.0.1)" in notice and "--server.address 0.0.0.0" in notice
-    assert "planner account create" in notice and "[auth]" in notice
+    assert "listens on this machine only (127.0.0.1)" in notice and "acts as the ledger's owner" in notice
+    how = at.sidebar.expander[0]
+    assert how.label == "How to let others use it safely"
+    steps = " ".join(m.value for m in how.markdown)
+    assert "--server.address 0.0.0.0" in steps and "planner account create" in steps and "[auth]" in steps
     assert at.title[0].value == "Data and schema"
 
 
