@@ -214,3 +214,16 @@ def test_engine_choice_reaches_the_release_and_an_impossible_one_spends_nothing(
     assert any("computed by the **pandas** backend" in c.value for c in at.caption)
     recs = _led().releases(fp)
     assert len(recs) == 1 and "income_by_sex" in recs[0].answers
+
+
+def test_spark_is_offered_only_when_configured(monkeypatch: pytest.MonkeyPatch) -> None:
+    from planner.backends import available_backends
+
+    monkeypatch.delenv("PLANNER_SPARK_MASTER", raising=False)
+    at = _app("data_page")
+    assert "Spark (the configured cluster)" not in at.selectbox(key=S.widget_key(S.BACKEND, "data")).options
+    if "spark" not in available_backends():
+        pytest.skip("PySpark or Java is not installed here: Spark cannot be offered (scripts/test installs both)")
+    monkeypatch.setenv("PLANNER_SPARK_MASTER", "local[1]")
+    at = _app("data_page")
+    assert "Spark (the configured cluster)" in at.selectbox(key=S.widget_key(S.BACKEND, "data")).options
