@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from pages._ui import cached, charts, frame
+from pages._ui import auth, cached, charts, frame
 from pages._ui import state as S
 from pages._ui.preamble import require_dataset
 from planner import simulation
@@ -28,8 +28,8 @@ data, schema, sj = require_dataset()
 ss = st.session_state
 PAGE = "accuracy"
 
-wl = cached.workload_json(ss[S.WORKLOAD], ss[S.MODE])
 try:
+    wl = cached.workload_json(ss[S.WORKLOAD], ss[S.MODE])
     queries = cached.parse_queries(wl, sj)
 except PlannerError as exc:
     st.error(f"Fix the workload on the Queries page first: {exc}")
@@ -81,6 +81,9 @@ for n in notes:
 # ------------------------------------------------------------------ data-dependent (owner only)
 st.divider()
 st.subheader("Check against your data (owner only)")
+if not auth.is_owner():
+    st.caption("🔒 These views read the raw rows; they are shown to owners only.")
+    frame.stop()
 st.toggle("Show data-dependent views (computed from your raw data)", **S.bind(S.ACC_DATA_VIEW, PAGE),
           help="Off by default. These views read the private rows: they are not private and are never exported.")
 if not ss[S.ACC_DATA_VIEW]:

@@ -7,12 +7,14 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from pages._ui import cached, datasets, frame
+from pages._ui import auth, cached, datasets, frame
 from pages._ui import state as S
+from pages._ui.preamble import require_planner
 from planner.errors import PlannerError
 from planner.schema import ColumnKind
 
 S.init_state()
+require_planner()
 ss = st.session_state
 PAGE = "data"
 
@@ -96,7 +98,7 @@ elif picker == "upload":
                                                            "file_id": ss[S.UPLOAD_FILE_ID]}))
 elif picker == "server":
     try:
-        files = cached.server_files()
+        files = cached.server_files() if auth.is_owner() else cached.granted_server_files()
     except PlannerError as exc:
         st.error(str(exc))
         files = []
@@ -113,8 +115,17 @@ if data is None:
     frame.stop()
 if pending:
     frame.stop()
-st.caption(f"Exact aggregates for a release are computed by the **{cached.backend_name()}** backend; "
-           "the noise is always added afterwards, by OpenDP.")
+engines = cached.backend_choices()
+ENGINE_WORDS = {"duckdb": "DuckDB (scans the file in place; the default)", "pandas": "pandas (in memory)",
+                "spark": "Spark (the configured cluster)"}
+if ss[S.BACKEND] not in engines:
+    ss[S.BACKEND] = engines[0]
+st.selectbox("Engine computing a release's exact aggregates", engines,
+             format_func=lambda b: ENGINE_WORDS.get(b, b), **S.bind(S.BACKEND, PAGE, options=engines),
+             help="The same engines as `planner release --backend`: they compute identical clipped aggregates; the "
+                  "noise is always added afterwards, by OpenDP. Spark is offered when the server sets "
+                  "PLANNER_SPARK_MASTER. Grouped statistics need pandas for now (the others refuse them before "
+                  "anything is spent).")
 
 # ----------------------------------------------------------------------------- schema for uploads
 if data.source in ("upload", "server"):
@@ -346,6 +357,9 @@ st.download_button("Download schema JSON", schema.to_json(), file_name="schema.j
 
 # ----------------------------------------------------------------------------- owner-only report
 st.subheader("Column report")
+if not auth.is_owner():
+    st.caption("🔒 The column report (counts computed from the raw data) is shown to owners only.")
+    frame.stop()
 st.caption("🔒 **Visible to you only — computed from your raw data.** Counts only; never exported.")
 try:
     rep: dict[str, Any] = cached.report(data.fingerprint, data.schema_json or "", data.df)

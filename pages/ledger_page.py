@@ -7,7 +7,7 @@ import json
 import pandas as pd
 import streamlit as st
 
-from pages._ui import cached, charts, frame, lifetime
+from pages._ui import auth, cached, charts, fmt, frame, lifetime
 from pages._ui import state as S
 from planner.errors import PlannerError
 
@@ -25,7 +25,8 @@ except PlannerError as exc:
     st.error(str(exc))
     frame.stop()
 if not datasets:
-    st.info("No dataset has a lifetime budget yet: set one on the Planner or the Release page.")
+    st.info("No dataset has a lifetime budget yet: set one on the Planner or the Release page." if auth.is_owner()
+            else "No dataset has been shared with you yet: an owner shares one with `planner grant`.")
     frame.stop()
 
 labels = {d.fingerprint: f"{d.name} (since {d.created_at:%Y-%m-%d %H:%M})" for d in datasets}
@@ -45,8 +46,9 @@ st.caption(f"Composition rule: **{status.rule.value}**, fixed with the lifetime 
 note = S.pop_notice(PAGE)
 if note:
     st.success(note)
-with st.expander("Raise the lifetime budget (a recorded decision)"):
-    lifetime.raise_form(status)
+if auth.is_owner():
+    with st.expander("Raise the lifetime budget (a recorded decision)"):
+        lifetime.raise_form(status)
 changes = led.budget_changes(fp)
 if changes:
     st.markdown("**Recorded raises of the lifetime budget**")
@@ -68,7 +70,12 @@ for rec in reversed(led.releases(fp)):
     with st.expander(f"Release #{rec.release_id} · {rec.created_at:%Y-%m-%d %H:%M:%S} · "
                      f"{len({s.query_id.split(':')[0] for s in rec.spends})} queries · {rec.status.value}",
                      expanded=rec.release_id == ss.get(S.LAST_RELEASE_ID)):
-        st.caption(f"Each answer's own cost; the spent total composes all of them under the {status.rule.value} rule.")
+        if rec.answers:
+            st.markdown("**Released answers** (noisy by design; what anyone this dataset is shared with may see)")
+            st.dataframe(pd.DataFrame(fmt.answer_rows(rec.answers)), hide_index=True, width="stretch",
+                         height=min(35 * (len(fmt.answer_rows(rec.answers)) + 1) + 3, 420))
+        st.caption(f"Each answer's own cost; the spent total composes all of them under the {status.rule.value} rule."
+                   + (f" Released by {rec.actor}." if getattr(rec, "actor", None) else ""))
         spends = pd.DataFrame([{k: v for k, v in s.to_dict().items() if k != "event"}
                                | {"mechanism": str(s.event.to_dict().get("event", ""))} for s in rec.spends])
         st.dataframe(spends.rename(columns={"query_id": "query", "epsilon": "ε", "delta": "δ", "rho": "ρ (zCDP)"}),

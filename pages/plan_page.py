@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import json
+
 import pandas as pd
 import streamlit as st
 
-from pages._ui import cached, charts, fmt, frame, lifetime, planning
+from pages._ui import cached, charts, fmt, frame, lifetime, planfiles, planning
 from pages._ui import state as S
 from pages._ui.preamble import require_dataset
 from planner import advice
@@ -37,12 +39,28 @@ else:
 
 # ----------------------------------------------------------------------------- settings
 st.subheader("The next release")
-mode = ss[S.MODE]
-c1, c2, c3, c4 = st.columns(4)
+
+
+def _mode_changed() -> None:
+    """Entering the manual split starts from the equal split of the current ε (every share
+    typed is then the owner's)."""
+    if ss[S.MODE] != "manual":
+        return
+    try:
+        s0 = planning.settings(data)
+        wl0 = cached.workload_json(ss[S.WORKLOAD], "manual")
+        start = cached.equal_shares(wl0, sj, s0.epsilon, s0.delta, s0.rule)
+    except PlannerError:
+        return
+    ss[S.MANUAL] = {**start, **{k: v for k, v in ss[S.MANUAL].items() if k in start}}
+
+
+mode = ss[S.MODE] if ss[S.MODE] in S.MODES else "weighted"
+c1, c2, c3 = st.columns(3)
 c1.number_input("ε for this release", step=0.1, format="%g", **S.bind(S.EPSILON, PAGE),
                 disabled=mode == "target",
-                help="How much of the lifetime budget this release may spend (weighted mode). "
-                     "Smaller ε = stronger privacy = more noise.")
+                help="How much of the lifetime budget this release may spend (in a manual split: the most the "
+                     "shares may cost). Smaller ε = stronger privacy = more noise.")
 c2.number_input("δ", step=1e-7, format="%g", **S.bind(S.DELTA, PAGE),
                 help="A small chance that the guarantee fails; 0 for pure ε-DP. Keep it far below 1 ÷ rows.")
 if status is None:
@@ -52,22 +70,66 @@ if status is None:
                       "dataset's lifetime budget.")
 else:
     c3.markdown(f"Composition rule  \n**{status.rule.value}**  \n:small[fixed by the lifetime budget]")
-c4.radio("Mode", S.MODES, horizontal=True, **S.bind(S.MODE, PAGE, options=S.MODES),
-         format_func={"weighted": "split this ε", "target": "meet targets"}.__getitem__,
-         help="split this ε: spend the ε above, giving more precision to heavier queries · meet targets: "
-              "the least ε that meets every query's ±target (Queries page)")
+st.radio("How the budget is split", S.MODES, horizontal=True,
+         **S.bind(S.MODE, PAGE, options=S.MODES, then=_mode_changed),
+         format_func=S.MODE_LABELS.__getitem__,
+         help="optimal split: spend ε, giving more precision to heavier queries (weights) · equal split: the same "
+              "ε for every answer · manual split: type each answer's share · meet targets: the least ε that meets "
+              "every query's ±target (Queries page)")
 st.toggle("Measure each error relative to a public size (declared bounds × public row count)",
-          **S.bind(S.RELATIVE, PAGE), disabled=mode == "target",
-          help="On: a count off by 100 and a mean income off by 100 are not the same mistake; each error is "
-               "divided by a public size of its answer before the split is optimised.")
+          **S.bind(S.RELATIVE, PAGE), disabled=mode != "weighted",
+          help="Optimal split only. On: a count off by 100 and a mean income off by 100 are not the same mistake; "
+               "each error is divided by a public size of its answer before the split is optimised. A scale typed "
+               "for a query (Queries page) is used for that query either way.")
+
+if mode == "manual":
+    st.markdown("**The manual split**: type each answer's share. It started from the equal split; "
+                "the planner adds the shares up under the rule and refuses a split that costs more than ε.")
+    try:
+        wl_m = cached.workload_json(ss[S.WORKLOAD], "manual")
+        items = cached.item_ids(wl_m, sj)
+    except PlannerError as exc:
+        st.error(f"The workload is not valid yet: {exc}")
+        frame.stop()
+    shares = dict(ss[S.MANUAL])
+    man_key = f"planner:manual:{ss[S.EDITOR_VERSION]}:{len(items)}"
+    if man_key not in ss:
+        ss["planner:manual_base"] = [{"item": i, "query": q, "part": part, "currency": "ρ" if g else "ε",
+                                      "share": shares.get(i)} for i, q, part, g in items]
+
+    def _manual() -> None:
+        rows_m = S.apply_editor_changes(ss["planner:manual_base"], ss[man_key])
+        ss[S.MANUAL] = {r["item"]: float(r["share"]) for r in rows_m
+                        if r.get("share") is not None and pd.notna(r.get("share"))}
+
+    st.data_editor(pd.DataFrame(ss["planner:manual_base"]), key=man_key, on_change=_manual, hide_index=True,
+                   width="stretch", disabled=["item", "query", "part", "currency"],
+                   column_config={"share": st.column_config.NumberColumn(
+                       "share", min_value=0.0, format="%.6g",
+                       help="ε for pure mechanisms; ρ (zero-concentrated DP) for Gaussian noise")})
+    try:
+        s_now = planning.settings(data)
+        total = cached.manual_total(wl_m, sj, s_now.delta, s_now.rule, planning.pins_of(ss[S.MANUAL]))
+    except PlannerError as exc:
+        st.error(str(exc))
+    else:
+        fits = total <= s_now.epsilon
+        (st.success if fits else st.error)(
+            f"These shares cost **ε = {total:.6g}** under the **{s_now.rule}** rule, "
+            + (f"within the ε = {s_now.epsilon:g} set above." if fits else
+               f"more than the ε = {s_now.epsilon:g} set above: lower some shares or raise ε."),
+            icon=":material/functions:")
 
 try:
     view = planning.current_plan(data, sj)
 except PlannerError as exc:
     st.error(str(exc))
+    st.subheader("Restore a plan file")
+    planfiles.upload_form(data, PAGE)
     frame.stop()
 plan, s = view.plan, view.settings
 a = plan.allocation
+mode = s.mode
 
 # ----------------------------------------------------------------------------- warnings
 for w in a.warnings:
@@ -90,11 +152,18 @@ else:
     m1, m2, _ = st.columns(3)
     m1.metric(f"ε this release spends ({s.rule})", f"{a.used_epsilon:.4g}", help=f"of the ε = {a.epsilon:g} you set")
     m2.metric("Queries", len({p.query_id for p in plan.predictions}))
-    how = {"closed form": "exact optimum (closed form)", "dual": "optimum found numerically",
-           "equal split": "equal split (the best split here)", "pinned": "every share fixed by hand"}.get(a.method, a.method)
-    st.caption(f"The split gives each query the share of ε that makes the weighted errors smallest overall "
-               f"({how}; never worse than an equal split). To make one answer more precise, raise its weight on "
-               "the Queries page; to make all of them more precise, raise ε.")
+    if mode == "equal":
+        st.caption("Equal split: every answer gets the same ε, the most that fits the ε you set under the rule. "
+                   "Weights are not used.")
+    elif mode == "manual":
+        st.caption("Manual split: every share as you typed it above.")
+    else:
+        how = {"closed form": "exact optimum (closed form)", "dual": "optimum found numerically",
+               "equal split": "equal split (the best split here)",
+               "pinned": "every share fixed by hand"}.get(a.method, a.method)
+        st.caption(f"The split gives each query the share of ε that makes the weighted errors smallest overall "
+                   f"({how}; never worse than an equal split). To make one answer more precise, raise its weight on "
+                   "the Queries page; to make all of them more precise, raise ε.")
 
 pv = planning.preview(data, view, schema)
 if pv is not None:
@@ -107,14 +176,17 @@ if pv is not None:
                    icon=":material/check_circle:")
     else:
         st.error(lifetime.over_budget(pv), icon=":material/block:")
-        if view.target is None and pv.epsilon_remaining > 0:
+        if mode in ("weighted", "equal") and pv.epsilon_remaining > 0:
             def _fit() -> None:
                 def fits(e: float) -> bool:
+                    doc = json.loads(view.spec_json)
+                    doc["budget"]["epsilon"] = e
+                    text = json.dumps(doc, sort_keys=True)
                     try:
-                        ss_plan = cached.plan(view.wl_json, sj, e, s.delta, s.rule, s.relative, s.pins)
+                        ss_plan = cached.spec_plan(text).plan
                     except PlannerError:
                         return False
-                    v = planning.PlanView(s, ss_plan, None, view.wl_json)
+                    v = planning.PlanView(s, ss_plan, None, view.wl_json, text, view.scales)
                     p2 = planning.preview(data, v, schema)
                     return p2 is not None and p2.fits
 
@@ -140,7 +212,7 @@ st.dataframe(table, hide_index=True, width="stretch",
                 "noise": st.column_config.TextColumn("noise", width="medium", help="scale of the noise added (Laplace b, "
                                                      "Gaussian σ) or the selection mechanism's ε and candidates")})
 
-if view.target is None:
+if mode == "weighted":
     with st.expander("Fix some shares by hand (optional)"):
         st.caption("A fixed share is not optimised: the rest of the budget is split among the other queries. "
                    "Shares are ε, or ρ (zero-concentrated DP) for Gaussian noise. Leave blank to optimise.")
@@ -165,8 +237,8 @@ st.caption("A composition rule (an accountant) adds up the privacy cost of many 
            "total for the same noise, so the same budget buys smaller errors — but not for every workload. "
            "What-if only: " + ("the rule in force is the dataset's." if s.rule_fixed else
                                "the rule is fixed when the lifetime budget is set."))
-if view.target is None:
-    cmp = advice.compare_rules(cached.compare(view.wl_json, sj, s.epsilon, s.delta, s.relative, s.pins), s.rule, s.delta)
+if mode == "weighted":
+    cmp = advice.compare_rules(cached.compare(view.spec_json), s.rule, s.delta)
     st.markdown(cmp.headline)
     if cmp.why:
         st.caption(cmp.why)
@@ -180,18 +252,38 @@ if view.target is None:
     if ss[S.SHOW_CURVE]:
         try:
             with st.spinner("Optimising the split at 12 budgets under every rule…"):
-                curve = cached.compare_curve(view.wl_json, sj, cached.curve_epsilons(s.epsilon), s.delta, s.relative)
+                curve = cached.compare_curve(view.wl_json, sj, cached.curve_epsilons(s.epsilon), s.delta, view.scales)
         except PlannerError as exc:
             st.error(str(exc))
         else:
             st.altair_chart(charts.rules_chart(curve, s.epsilon), width="stretch")
             st.caption("Lower is better. Rules that buy the same accuracy draw their lines on top of one another.")
+elif mode in ("equal", "manual"):
+    from planner import report
+
+    rows_r = report.rule_rows(s.rule, cached.compare_spec(view.spec_json))
+    marker = " ← in force" if s.rule_fixed else " ← chosen above"
+    if mode == "equal":
+        st.markdown("The same equal split under each rule: a tighter rule gives every answer a larger share of the "
+                    "same ε, so smaller errors.")
+    else:
+        st.markdown("The same shares cost a different ε under each rule (their errors do not change).")
+    st.dataframe(pd.DataFrame([{"rule": lifetime.rule_label(r["rule"]) + (marker if r["in_force"] else ""),
+                                **({"typical error vs the best rule": None if r["factor"] is None
+                                    else f"×{r['factor']:.3f}"} if mode == "equal" else {}),
+                                "ε used": r["epsilon"], "note": r["note"]} for r in rows_r]),
+                 hide_index=True, width="stretch",
+                 column_config={"ε used": st.column_config.NumberColumn(format="%.4g")})
 else:
     rows = []
     least: dict[str, float | PlannerError] = {}
+    per_rule = cached.compare(view.spec_json)
     for rule in S.RULES:
         try:
-            least[rule] = cached.targets(view.wl_json, sj, s.delta, rule).total_epsilon
+            got = per_rule[rule]
+            if isinstance(got, PlannerError):
+                raise got
+            least[rule] = float(got.allocation.used_epsilon)
             rows.append({"rule": lifetime.rule_label(rule) + ((" ← in force" if s.rule_fixed else " ← chosen above")
                                                               if rule == s.rule else ""),
                          "least ε meeting every target": least[rule], "note": ""})
@@ -202,3 +294,11 @@ else:
     st.markdown(advice.compare_target_rules(least, s.rule))
     st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch",
                  column_config={"least ε meeting every target": st.column_config.NumberColumn(format="%.4g")})
+
+# ----------------------------------------------------------------------------- files
+st.subheader("Plan files, code and report")
+st.caption("Download this plan as the PLAN.json the command line reads (`planner plan --spec`, `planner release "
+           "--spec`), as a Python script or a notebook that reproduce it with the planner's library, or as a "
+           "report for stakeholders; upload a plan file to restore a plan.")
+planfiles.downloads(data, view, PAGE)
+planfiles.upload_form(data, PAGE)

@@ -1,4 +1,4 @@
-"""Queries: the workload in an editable table, validated against the schema."""
+"""Queries: build a query from its statistic's declaration; the whole workload in a table."""
 
 from __future__ import annotations
 
@@ -8,11 +8,12 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from pages._ui import cached
+from pages._ui import builder, cached
 from pages._ui import state as S
 from pages._ui.preamble import require_dataset
 from planner.errors import PlannerError
-from planner.queries import VALID_MECHANISMS, QueryKind
+from planner.queries import QueryKind
+from planner.statistics import STATISTICS
 
 st.title("Queries")
 
@@ -20,31 +21,50 @@ data, schema, sj = require_dataset()
 ss = st.session_state
 PAGE = "queries"
 mode = ss[S.MODE]
+uses = "target" if mode == "target" else "weight"
 
 st.caption(
-    "One row per statistic to release. **weight** is its importance when the Planner splits a budget "
-    "(weighted mode); **target** is the ±error (95%, in the answer's units) wanted in target mode. "
-    f"The Planner is in **{mode}** mode, so the **{'weight' if mode == 'weighted' else 'target'}** column is "
-    "the one in use. Edits are kept when you visit other pages."
+    "One query per answer to release. Build one with the form (it offers, for each kind of statistic, only the "
+    "mechanisms and options that statistic declares), or edit the table below for an overview and bulk changes. "
+    f"The Planner is in **{S.MODE_LABELS.get(mode, mode)}** mode, so the **{uses}** of each query is the one in "
+    "use. Edits are kept when you visit other pages."
 )
 
-kinds = [k.value for k in QueryKind]
-mechs = sorted({m.value for ms in VALID_MECHANISMS.values() for m in ms})
-columns = ["", *schema.names]
+# ----------------------------------------------------------------------------- the builder
+with st.container(border=True):
+    st.subheader("Build a query")
+    ids = [str(r.get("id")) for r in S.clean_rows(ss[S.WORKLOAD]) if r.get("id")]
+    if ids:
+        e1, e2 = st.columns([3, 1], vertical_alignment="bottom")
+        if ss.get("queries:edit_pick") not in ids:
+            ss["queries:edit_pick"] = ids[0]
+        e1.selectbox("Or edit an existing query in the form", ids, key="queries:edit_pick")
+        e2.button("Edit in the form", key="queries:edit_load",
+                  on_click=lambda: builder.load(ss["queries:edit_pick"]))
+    builder.render(schema, mode)
 
+# ----------------------------------------------------------------------------- the table
+st.subheader("All queries")
+st.caption("**options** holds each query's own options as JSON (for example `{\"alphas\": [0.1, 0.9]}` for a "
+           "quantile query); the form above writes them for you. **scale** (optional) is a public size the "
+           "query's error is measured against.")
 # The editor shows the durable workload: it is mounted on a copy of it (``queries:base``)
 # and every edit is applied to that copy and written back in on_change. A visit to another
 # page deletes the editor's state; the next mount starts from the durable workload, edits
 # included. A replaced workload (reset, added query, new dataset) gets a fresh editor key.
 editor_key = f"queries:editor:{ss[S.EDITOR_VERSION]}"
 if editor_key not in ss or "queries:base" not in ss:
-    ss["queries:base"] = copy.deepcopy(ss[S.WORKLOAD])
+    ss["queries:base"] = [dict(r, options=S.options_text(r.get("options")))
+                          for r in S.normal_rows(copy.deepcopy(ss[S.WORKLOAD]))]
 
 
 def _edited() -> None:
     ss[S.WORKLOAD] = S.apply_editor_changes(ss["queries:base"], ss[editor_key])
 
 
+kinds = [k.value for k in QueryKind]
+mechs = sorted({m.name.value for stat in STATISTICS.values() for m in stat.mechanisms})
+columns = ["", *schema.names]
 base = pd.DataFrame(ss["queries:base"], columns=list(S.WORKLOAD_COLUMNS))
 st.data_editor(
     base,
@@ -58,9 +78,15 @@ st.data_editor(
         "kind": st.column_config.SelectboxColumn("kind", options=kinds, required=True),
         "column": st.column_config.SelectboxColumn("column", options=columns,
                                                    help="the declared column it reads (none for a row count)"),
-        "mechanism": st.column_config.SelectboxColumn("mechanism", options=mechs, required=True),
+        "mechanism": st.column_config.SelectboxColumn(
+            "mechanism", options=mechs, required=True,
+            help="must be one its kind offers (the form lists only those); an invalid pair is refused with a reason"),
         "weight": st.column_config.NumberColumn("weight", min_value=0.0, format="%.3g"),
         "target": st.column_config.NumberColumn("target ±", min_value=0.0, format="%.4g"),
+        "scale": st.column_config.NumberColumn("scale", min_value=0.0, format="%.4g",
+                                               help="optional public size the error is measured against"),
+        "options": st.column_config.TextColumn("options", width="large",
+                                               help='the kind\'s own options as JSON, e.g. {"alphas": [0.1, 0.9]}'),
     },
 )
 rows = ss[S.WORKLOAD]
@@ -79,57 +105,16 @@ def _reset() -> None:
     S.notice(PAGE, "The workload is back to its starting point.")
 
 
-# ----------------------------------------------------------------------------- add a query
-def _add() -> None:
-    row: dict[str, Any] = {
-        "id": (ss.get("queries:add_id") or "").strip(),
-        "kind": ss.get("queries:add_kind"),
-        "column": ss.get("queries:add_column") or None,
-        "mechanism": ss.get("queries:add_mechanism"),
-        "weight": float(ss.get("queries:add_weight") or 1.0),
-        "target": ss.get("queries:add_target"),
-    }
-    ss["queries:add_error"] = None
-    if not row["id"]:
-        ss["queries:add_error"] = "Give the new query an id (a short unique name, e.g. age_mean)."
-        return
-    if row["id"] in {r.get("id") for r in S.clean_rows(ss[S.WORKLOAD])}:
-        ss["queries:add_error"] = f"A query named {row['id']!r} already exists; pick another id."
-        return
-    try:
-        cached.parse_queries(cached.workload_json([row], "weighted"), sj)
-    except PlannerError as exc:
-        ss["queries:add_error"] = str(exc)
-        return
-    ss[S.WORKLOAD] = [*ss[S.WORKLOAD], row]
-    ss[S.EDITOR_VERSION] += 1
-    ss["queries:add_id"] = ""
-    S.notice(PAGE, f"Added {row['id']}.")
-
-
-with st.expander("Add a query", expanded=True):
-    with st.form("queries_add", border=False, enter_to_submit=False):
-        a1, a2, a3, a4, a5, a6 = st.columns([2, 2, 2, 2, 1, 1])
-        a1.text_input("id", key="queries:add_id", placeholder="e.g. age_mean")
-        a2.selectbox("kind", kinds, key="queries:add_kind")
-        a3.selectbox("column", columns, key="queries:add_column", format_func=lambda c: c or "(none: count rows)")
-        a4.selectbox("mechanism", mechs, key="queries:add_mechanism",
-                     help="Valid mechanisms per kind are listed below; an invalid pair is refused with a reason.")
-        a5.number_input("weight", min_value=0.0, value=1.0, step=1.0, key="queries:add_weight")
-        a6.number_input("target ±", min_value=0.0, value=None, key="queries:add_target")
-        st.form_submit_button("Add the query", key="queries:add", on_click=_add)
-    if ss.get("queries:add_error"):
-        st.error(ss["queries:add_error"])
-
 note = S.pop_notice(PAGE)
 if note:
     st.success(note)
 st.button("Reset to the starting workload", key="queries:reset", on_click=_reset,
           help="Throws away your edits to the workload.")
 
-with st.expander("Valid mechanisms per kind", expanded=False):
-    st.dataframe(
-        pd.DataFrame([{"kind": k.value, "mechanisms": ", ".join(sorted(m.value for m in v))}
-                      for k, v in VALID_MECHANISMS.items()]),
-        hide_index=True, width="stretch",
-    )
+with st.expander("What each kind offers", expanded=False):
+    table: list[dict[str, Any]] = [
+        {"kind": k.value, "statistic": s.label, "column": s.column_hint,
+         "mechanisms": ", ".join(m.name.value for m in s.mechanisms),
+         "options": ", ".join(o.name for o in s.options) or "—"}
+        for k, s in STATISTICS.items()]
+    st.dataframe(pd.DataFrame(table), hide_index=True, width="stretch")

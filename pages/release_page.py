@@ -14,7 +14,7 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from pages._ui import cached, charts, fmt, frame, lifetime, planning
+from pages._ui import cached, charts, fmt, frame, lifetime, planfiles, planning
 from pages._ui import state as S
 from pages._ui.preamble import require_dataset
 from planner import release as rel
@@ -39,7 +39,8 @@ plan_hash = rel.plan_hash(plan, schema)
 
 # ------------------------------------------------------------------------- the plan in force
 mode_txt = (f"the least ε meeting every target, **ε = {a.used_epsilon:.4g}**" if view.target is not None
-            else f"**ε = {a.used_epsilon:.4g}** split by weight")
+            else f"**ε = {a.used_epsilon:.4g}**, " + {"weighted": "split by weight", "equal": "split equally",
+                                                    "manual": "split by hand"}.get(s.mode, s.mode))
 st.markdown(f"**The plan in force** (set on the Queries and Planner pages): {mode_txt}, δ = {a.delta:g}, "
             f"**{a.rule.value}** rule, {len({p.query_id for p in plan.predictions})} queries on **{data.name}**.")
 rows_by_id = {r.get("id"): r for r in S.clean_rows(ss[S.WORKLOAD])}
@@ -60,8 +61,11 @@ def _do_release() -> None:
     ss[S.RELEASE_ERROR] = None
     try:
         v = planning.current_plan(data, sj)  # exactly what the page shows (same durable settings)
-        result = rel.release(v.plan, schema, cached.backend(data.fingerprint, sj, data), led,
-                             data.fingerprint, data.name)
+        engine = cached.backend(data.fingerprint, sj, cached.backend_name(), data)
+        # Every exact aggregate first, as `planner release` does: a plan this backend cannot
+        # compute is refused here, before the ledger records any spend.
+        engine.aggregate_all(cached.parse_queries(v.wl_json, sj))
+        result = rel.release(v.plan, schema, engine, led, data.fingerprint, data.name)
     except PlannerError as exc:
         ss[S.RELEASE_ERROR] = str(exc)
         return
@@ -106,7 +110,14 @@ if result is None and stored is None:
                   help="Set the lifetime budget first.")
         frame.stop()
     pv = planning.preview(data, view, schema)
-    assert pv is not None
+    if pv is None:  # the budget is visible but this principal may not spend it (the engine's word)
+        try:
+            led.preview(data.fingerprint, planning.spends(view, schema))
+        except PlannerError as exc:
+            st.warning(str(exc), icon=":material/lock:")
+        st.button("Release…", type="primary", key="release:open", disabled=True,
+                  help="The ledger does not let you release on this dataset.")
+        frame.stop()
     lifetime.preview_metrics(pv)
     if not pv.fits:
         st.error(lifetime.over_budget(pv), icon=":material/block:")
@@ -180,8 +191,9 @@ if result is None:
             base = {"query": qid, "kind": p.kind if p else "", "mechanism": p.mechanism if p else "", "part": "",
                     "rmse": p.rmse if p else None, "error_bound_95": p.error_bound_95 if p else None,
                     "unit": p.unit if p else ""}
-            if isinstance(ans, dict) and isinstance(ans.get("labels"), list) and isinstance(ans.get("counts"), list):
-                rows += [base | {"label": str(lab), "value": v} for lab, v in zip(ans["labels"], ans["counts"], strict=False)]
+            vals = ans.get("counts", ans.get("values")) if isinstance(ans, dict) else None
+            if isinstance(ans, dict) and isinstance(ans.get("labels"), list) and isinstance(vals, list):
+                rows += [base | {"label": str(lab), "value": v} for lab, v in zip(ans["labels"], vals, strict=False)]
             else:
                 rows.append(base | {"label": "", "value": ans.get("value") if isinstance(ans, dict) else ans})
         _show_answers(pd.DataFrame(rows))
@@ -198,8 +210,12 @@ csv_text = result.to_csv()
 _show_answers(pd.read_csv(io.StringIO(csv_text), dtype={"label": str, "part": str}))
 for w in result.warnings:
     st.warning(w)
+st.caption(f"Exact aggregates computed by the **{cached.backend_name()}** backend; the noise was added by OpenDP.")
 d1, d2 = st.columns(2)
 d1.download_button("Download answers (CSV)", csv_text, file_name=f"release-{result.release_id}.csv",
                    mime="text/csv", key="release:csv")
 d2.download_button("Download report (JSON)", json.dumps(result.report_json(), indent=2, default=str),
                    file_name=f"release-{result.release_id}.json", mime="application/json", key="release:json")
+st.markdown("**The released plan as files**: the plan file, a script and a notebook that reproduce it, and a "
+            "report of this release for stakeholders.")
+planfiles.downloads(data, view, PAGE, release=result)

@@ -88,7 +88,8 @@ class Method(StrEnum):
     CLOSED_FORM = "closed form"  # the exact optimum of a single-family workload
     DUAL = "dual"  # the Lagrangian dual, solved numerically
     EQUAL_SPLIT = "equal split"  # the equal split was better than the optimiser's answer
-    PINNED = "pinned"  # every share was fixed by the owner
+    EQUAL = "equal"  # the owner chose an equal split (:func:`allocate_equal`)
+    PINNED = "pinned"  # every share was fixed by the owner (a manual split)
     TARGETS = "targets"  # target mode: the least shares meeting every target
 
 
@@ -1125,6 +1126,16 @@ def allocate(
     epsilon, delta = check_epsilon(epsilon), check_delta(delta)
     _validate(items, epsilon, delta, rule)
     warnings = plan_warnings(epsilon, delta, n)
+    if all(i.pinned is not None for i in items):
+        # A manual split: every θ is fixed; only the share of δ left to Gaussians (advanced
+        # composition) is chosen, the one that makes the composed ε smallest.
+        share, used = _pinned_best(items, delta, rule)
+        if used > epsilon:  # never over budget, not even by a rounding error
+            raise PlanError(
+                f"the shares cost ε = {used:.6g} under the {rule.value} rule, more than the total "
+                f"{epsilon:g}; lower some shares or raise ε."
+            )
+        return _allocate_once(items, epsilon, delta, rule, share, warnings)
     if rule is CompositionRule.ADVANCED and any(i.is_gaussian for i in items):
         # δ' is chosen by the optimiser: search the share of δ given to the Gaussians.
         best: Allocation | None = None
@@ -1153,25 +1164,7 @@ def _allocate_once(
     )
 
     def exact(theta: FloatArray) -> float:
-        # The accountant's own functions: total_epsilon is rdp_epsilon under RDP and the
-        # ρ conversion under zCDP; calling them on the events skips building Spend records.
-        if rule is CompositionRule.RDP:
-            return float(
-                rdp_epsilon(
-                    [e for k, item in enumerate(items) for e in item_events(item, float(theta[k]))],
-                    delta,
-                )[0]
-            )
-        if rule is CompositionRule.ZCDP:  # the accountant's zcdp_epsilon on the kernels' ρ
-            return wl.zcdp_epsilon(theta, delta)
-        if rule is CompositionRule.PLD:  # the optimal accountant itself (the ledger's number)
-            evs = [e for k, item in enumerate(items) for e in item_events(item, float(theta[k]))]
-            return float(accountant(rule).compose(evs).epsilon(delta))
-        # basic / advanced read the assigned (εᵢ, δᵢ): total_epsilon without the Spend records
-        pairs = [p for per_item in _assigned(wl, theta, delta) for p in per_item]
-        eps = np.array([x for _, x, _ in pairs], dtype=np.float64)
-        dls = np.array([d for _, _, d in pairs], dtype=np.float64)
-        return float(total_assigned_epsilon(eps, dls, rule, delta))
+        return _exact_cost(wl, rule, delta, theta)
 
     def fit(theta: FloatArray) -> FloatArray:
         # The fast cost uses the accountant's formulas (for RDP on a coarser order grid, so
@@ -1199,12 +1192,173 @@ def _allocate_once(
         method = Method.DUAL
         cand = _dual_allocation(wl, _surrogate_rule(rule), epsilon, delta, free, start)
         if np.all(np.isfinite(cand)) and np.all(cand > 0):
-            theta = cand
+            # a pinned share is the owner's number, exactly (the dual works in log θ)
+            theta = np.where(free, cand, pinned_theta)
     theta = fit(theta)
     equal = fit(np.where(free, 1.0, pinned_theta))
     if wl.objective(equal) < wl.objective(theta):
         theta, method = equal, Method.EQUAL_SPLIT
     return _finish(wl, theta, rule, epsilon, delta, method, warnings)
+
+
+def _exact_cost(wl: _Workload, rule: CompositionRule, delta: float, theta: FloatArray) -> float:
+    """The composed ε of the items at θ, by the ledger's own accountant.
+
+    The accountant's own functions: ``total_epsilon`` is ``rdp_epsilon`` under RDP and the
+    ρ conversion under zCDP; calling them on the events skips building Spend records.
+    """
+    if rule is CompositionRule.RDP:
+        return float(
+            rdp_epsilon(
+                [e for k, item in enumerate(wl.items) for e in item_events(item, float(theta[k]))],
+                delta,
+            )[0]
+        )
+    if rule is CompositionRule.ZCDP:  # the accountant's zcdp_epsilon on the kernels' ρ
+        return wl.zcdp_epsilon(theta, delta)
+    if rule is CompositionRule.PLD:  # the optimal accountant itself (the ledger's number)
+        evs = [e for k, item in enumerate(wl.items) for e in item_events(item, float(theta[k]))]
+        return float(accountant(rule).compose(evs).epsilon(delta))
+    # basic / advanced read the assigned (εᵢ, δᵢ): total_epsilon without the Spend records
+    pairs = [p for per_item in _assigned(wl, theta, delta) for p in per_item]
+    eps = np.array([x for _, x, _ in pairs], dtype=np.float64)
+    dls = np.array([d for _, _, d in pairs], dtype=np.float64)
+    return float(total_assigned_epsilon(eps, dls, rule, delta))
+
+
+# --------------------------------------------------------------------------------------
+# Equal and manual splits
+# --------------------------------------------------------------------------------------
+
+
+def _theta_for_share(wl: _Workload, share: float, delta: float) -> FloatArray:
+    """θ of every item whose standalone ε (:class:`ItemAllocation` ``epsilon``: a pure
+    item's ε, a Gaussian's ε at its δᵢ) equals ``share``.
+
+    Pure items: θ = ε. Gaussian items: the ρ whose standalone ε is ``share``, by bisection
+    on log ρ (that ε grows with ρ), all Gaussian items at once.
+    """
+    theta = np.full(len(wl.items), float(share), dtype=np.float64)
+    gauss = np.flatnonzero(wl.gauss)
+    if gauss.size == 0:
+        return theta
+
+    def eps_at(rho: FloatArray) -> FloatArray:
+        t = theta.copy()
+        t[gauss] = rho
+        pairs = _assigned(wl, t, delta)
+        return np.array([sum(x for _, x, _ in pairs[k]) for k in gauss], dtype=np.float64)
+
+    lo = np.full(gauss.size, -80.0)
+    hi = np.full(gauss.size, 30.0)
+    for _ in range(90):  # 110 / 2⁹⁰: far below a float's resolution of log ρ
+        mid = (lo + hi) / 2.0
+        over = eps_at(np.exp(mid)) > share
+        hi = np.where(over, mid, hi)
+        lo = np.where(over, lo, mid)
+    theta[gauss] = np.exp(lo)  # the lower end: the item's ε never exceeds the share
+    return theta
+
+
+def allocate_equal(
+    items: Sequence[Item],
+    epsilon: float,
+    delta: float = 0.0,
+    rule: CompositionRule | str = CompositionRule.BASIC,
+    n: int | None = None,
+) -> Allocation:
+    """Equal split: every item gets the same standalone ε, the largest whose composition
+    under ``rule`` fits ``epsilon``.
+
+    Each item's standalone ε is the one :class:`ItemAllocation` reports (a pure item's ε;
+    a Gaussian item's ε at its δᵢ); the common value s is found by bisection on the exact
+    accountant, so the composed ε is ≤ ``epsilon`` and within 1e-9 relative of it. Weights
+    and error scales do not change the split; they only enter the reported objective.
+    Pinned shares are ignored (an equal split fixes every share).
+
+    Notes
+    -----
+    Under basic composition of pure mechanisms Σᵢ s = ε, so s = ε/k for k items. Under
+    RDP and zCDP the items compose to less than their sum, so s > ε/k. Under advanced
+    composition with Gaussian items, the share of δ left to the Gaussians is searched as in
+    :func:`allocate` and the largest s is kept.
+
+    Examples
+    --------
+    Four Laplace counts under basic composition at ε = 2: each gets 2/4 (by hand):
+
+    >>> a = allocate_equal([Item(k, Family.LAPLACE, 2.0) for k in "abcd"], 2.0)
+    >>> [round(i.epsilon, 9) for i in a.items], a.method.value
+    ([0.5, 0.5, 0.5, 0.5], 'equal')
+    """
+    rule = CompositionRule(rule)
+    epsilon, delta = check_epsilon(epsilon), check_delta(delta)
+    items = [replace(i, pinned=None) if i.pinned is not None else i for i in items]
+    _validate(items, epsilon, delta, rule)
+    warnings = plan_warnings(epsilon, delta, n)
+    shares = (0.25, 0.5, 0.75, 1.0) if rule is CompositionRule.ADVANCED and any(
+        i.is_gaussian for i in items) else (1.0,)
+    best: tuple[float, _Workload, FloatArray] | None = None
+    for gauss_share in shares:
+        wl = _Workload.build(items, rule, delta, gauss_share)
+
+        def over(log_s: float, wl: _Workload = wl) -> bool:
+            return _exact_cost(wl, rule, delta, _theta_for_share(wl, math.exp(log_s), delta)) > epsilon
+
+        lo, hi = math.log(epsilon / len(items)) - 1.0, math.log(epsilon) + 1.0
+        while over(lo):
+            lo -= 2.0
+            if lo < -700:
+                raise PlanError("no equal share fits this budget; raise ε or drop queries.")
+        while not over(hi):
+            hi += 1.0
+            if hi > 700:
+                break
+        for _ in range(200):
+            mid = (lo + hi) / 2.0
+            if over(mid):
+                hi = mid
+            else:
+                lo = mid
+            if hi - lo < 1e-13:
+                break
+        if best is None or lo > best[0]:
+            best = (lo, wl, _theta_for_share(wl, math.exp(lo), delta))
+    assert best is not None
+    _, wl, theta = best
+    return _finish(wl, theta, rule, epsilon, delta, Method.EQUAL, warnings)
+
+
+def pinned_cost(items: Sequence[Item], delta: float = 0.0,
+                rule: CompositionRule | str = CompositionRule.BASIC) -> float:
+    """The composed ε under ``rule`` of items whose every share is fixed (a manual split):
+    what :func:`allocate` checks a fully pinned workload against its budget with.
+
+    Examples
+    --------
+    Three Laplace counts with ε 0.1, 0.2 and 0.3 under basic composition cost 0.6:
+
+    >>> round(pinned_cost([Item(k, Family.LAPLACE, 2.0, pinned=p) for k, p in zip("abc", (0.1, 0.2, 0.3))]), 12)
+    0.6
+    """
+    rule = CompositionRule(rule)
+    delta = check_delta(delta)
+    missing = [i.id for i in items if i.pinned is None]
+    if missing:
+        raise PlanError(f"a manual split needs a share for every query; missing for {missing}.")
+    _validate(items, 1.0, delta, rule)
+    return _pinned_best(items, delta, rule)[1]
+
+
+def _pinned_best(items: Sequence[Item], delta: float, rule: CompositionRule) -> tuple[float, float]:
+    """(share of δ left to Gaussians, composed ε) of a fully pinned workload: the share
+    (advanced composition with Gaussians: 0.25, 0.5, 0.75 or 1) that makes ε smallest."""
+    theta = np.array([float(i.pinned or 0.0) for i in items], dtype=np.float64)
+    shares = (0.25, 0.5, 0.75, 1.0) if rule is CompositionRule.ADVANCED and any(
+        i.is_gaussian for i in items) else (1.0,)
+    costs = [(_exact_cost(_Workload.build(items, rule, delta, sh), rule, delta, theta), sh) for sh in shares]
+    used, share = min(costs)
+    return share, used
 
 
 def _assigned(

@@ -5,16 +5,37 @@ PLAN.json::
 
     {"schema": {...} | "path/to/schema.json",
      "budget": {"epsilon": 1.0, "delta": 1e-6, "composition": "basic|advanced|rdp|zcdp"},
-     "mode": "weighted" | "target",                      (default: weighted)
+     "mode": "weighted" | "target" | "equal" | "manual",   (default: weighted)
      "lifetime": {"epsilon": 3.0, "delta": 1e-5},        (optional: the dataset's lifetime budget)
+     "dataset_name": "census",                           (optional)
      "queries": [{"id": "n", "kind": "count", "mechanism": "discrete_laplace",
-                  "weight": 1, "target": 50, "scale": 50000, "pinned": 0.1}, ...]}
+                  "weight": 1, "target": 50, "scale": 50000, "pinned": 0.1},
+                 {"id": "q", "kind": "quantile", "column": "age", "mechanism": "exponential",
+                  "alphas": [0.1, 0.9], "pinned": {"quantile@0.1": 0.05, "quantile@0.9": 0.05}},
+                 ...]}
 
 ``budget`` is what this plan spends (in target mode, only its δ and rule are read: the
 planner finds the least ε). ``lifetime`` is read by ``planner release`` only: the dataset's
 whole budget, set once (under ``budget.composition``) and then spent by release after
-release; a release on a dataset without one is refused. ``scale`` (optional) measures the query's error relative to a public scale; ``pinned``
-(optional) fixes the query's share (ε for pure mechanisms, ρ for Gaussian ones).
+release; a release on a dataset without one is refused. A query's own options (``alphas``,
+``bin_edges``, ``predicate``, ``by``…) are those its statistic declares
+(:mod:`planner.statistics`). ``scale`` (optional) measures the query's error relative to a
+public scale (in target mode its target is then a fraction of that scale); ``pinned`` fixes
+the query's share (ε for pure mechanisms, ρ for Gaussian ones): a number, or for a query
+released in several parts (quantile levels) an object ``{part: share}``.
+
+The modes (:class:`planner.workload.SplitMode`):
+
+* ``weighted`` — the optimal split of ``budget.epsilon`` for the weights (pinned shares
+  are held and the rest is optimised around them);
+* ``target`` — the least ε meeting every query's ``target``;
+* ``equal`` — every query part gets the same ε, the most that fits ``budget.epsilon``;
+* ``manual`` — every share is given as ``pinned``; refused when they cost more than
+  ``budget.epsilon`` under the rule.
+
+:func:`build_plan` makes the plan of a :class:`PlanSpec` in every mode (the app, the
+command line and the generated scripts all call it); :func:`spec_document` writes a
+PLAN.json that this parser reads back to the same plan.
 
 MECHS.json::
 
@@ -35,6 +56,7 @@ uses one sampling scheme.
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -63,12 +85,26 @@ from planner.events import (
 from planner.queries import Query, queries_from_list
 from planner.schema import Schema
 from planner.strict_json import (
+    MAX_SPEC_BYTES,
+    loads_strict,
     read_json_file,
     strict_delta,
     strict_epsilon,
     strict_int,
     strict_number,
     value_class,
+)
+from planner.workload import (
+    Plan,
+    SplitMode,
+    TargetResult,
+    compare,
+    item_ids,
+    manual_total,
+    plan,
+    plan_equal,
+    plan_for_targets,
+    plan_manual,
 )
 
 _EXTRA_KEYS = ("scale", "pinned")
@@ -86,7 +122,14 @@ MAX_INVOCATIONS: Final = 1_000_000
 
 @dataclass(frozen=True, slots=True)
 class PlanSpec:
-    """A parsed PLAN.json."""
+    """A parsed PLAN.json.
+
+    ``pinned`` maps allocation item ids (a query id, or ``"<query>:<part>"`` for a query
+    released in parts) to fixed shares: the file's pins in weighted mode, every share in
+    manual mode, and in equal mode the equal split's shares, resolved when the file is
+    read, so that any reader that pins them (``planner release``) releases exactly the
+    equal split.
+    """
 
     schema: Schema
     epsilon: float
@@ -98,6 +141,131 @@ class PlanSpec:
     pinned: dict[str, float]
     dataset_name: str | None
     lifetime: tuple[float, float] | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The PLAN.json document of this spec (schema inline); :func:`parse_plan_spec`
+        reads it back to an equal spec."""
+        return spec_document(self.schema, self.epsilon, self.delta, self.rule, self.mode, self.queries,
+                             error_scales=self.error_scales,
+                             pinned=self.pinned if self.mode in (SplitMode.WEIGHTED, SplitMode.MANUAL) else None,
+                             lifetime=self.lifetime, dataset_name=self.dataset_name)
+
+
+@dataclass(frozen=True, slots=True)
+class PlanOutcome:
+    """The plan a spec makes (releasable as is) and, in target mode, how it was found."""
+
+    plan: Plan
+    target: TargetResult | None = None
+
+
+def build_plan(spec: PlanSpec) -> PlanOutcome:
+    """The plan of ``spec`` in its mode: what the app shows, ``planner plan`` prints,
+    ``planner release`` and the generated scripts release.
+
+    Raises
+    ------
+    PlannerError
+        An invalid workload, an unmet target, a manual split over its budget (naming its
+        total), a share naming no query.
+    """
+    scales = spec.error_scales or None
+    if spec.mode == SplitMode.TARGET:
+        res = plan_for_targets(spec.queries, spec.schema, spec.delta, spec.rule, scales)
+        return PlanOutcome(res.plan, res)
+    if spec.mode == SplitMode.EQUAL:
+        return PlanOutcome(plan_equal(spec.queries, spec.schema, spec.epsilon, spec.delta, spec.rule, scales))
+    if spec.mode == SplitMode.MANUAL:
+        return PlanOutcome(plan_manual(spec.queries, spec.schema, spec.epsilon, spec.delta, spec.rule,
+                                       spec.pinned, scales))
+    return PlanOutcome(plan(spec.queries, spec.schema, spec.epsilon, spec.delta, spec.rule, scales,
+                            spec.pinned or None))
+
+
+def spec_document(
+    schema: Schema,
+    epsilon: float,
+    delta: float,
+    rule: CompositionRule | str,
+    mode: SplitMode | str,
+    queries: Any,
+    *,
+    error_scales: dict[str, float] | None = None,
+    pinned: dict[str, float] | None = None,
+    lifetime: tuple[float, float] | None = None,
+    dataset_name: str | None = None,
+) -> dict[str, Any]:
+    """A PLAN.json document (schema inline) that :func:`parse_plan_spec` reads back.
+
+    ``queries`` are :class:`~planner.queries.Query` objects (or their JSON form); in target
+    mode each keeps its ``target`` and drops its weight, in the other modes the reverse.
+    ``pinned`` maps item ids to shares (written per query: a number, or ``{part: share}``
+    for a query released in parts). Numbers are written as Python's shortest repr, which
+    reads back to the same float, so the file plans exactly what was planned.
+
+    Raises
+    ------
+    PlanError
+        A share names no allocation item of the queries.
+    """
+    m = SplitMode(mode)
+    qs = [q if isinstance(q, Query) else Query.from_dict(q) for q in queries]
+    drop = "weight" if m is SplitMode.TARGET else "target"
+    pins = dict(pinned or {})
+    by_query: dict[str, dict[str, float]] = {}
+    single: dict[str, float] = {}
+    if pins:
+        for item, qid, part, _ in item_ids(qs, schema):
+            if item in pins:
+                if item == qid:
+                    single[qid] = pins.pop(item)
+                else:
+                    by_query.setdefault(qid, {})[part] = pins.pop(item)
+        if pins:
+            raise PlanError(f"shares name unknown queries {sorted(pins)}; use the query ids of the plan.")
+    out_queries = []
+    for q in qs:
+        d = {k: v for k, v in q.to_dict().items() if k != drop}
+        if q.id in (error_scales or {}):
+            d["scale"] = float((error_scales or {})[q.id])
+        if q.id in single:
+            d["pinned"] = float(single[q.id])
+        elif q.id in by_query:
+            d["pinned"] = {k: float(v) for k, v in by_query[q.id].items()}
+        out_queries.append(d)
+    doc: dict[str, Any] = {"schema": schema.to_dict(), "budget": {
+        "epsilon": float(epsilon), "delta": float(delta), "composition": CompositionRule(rule).value},
+        "mode": m.value}
+    if lifetime is not None:
+        doc["lifetime"] = {"epsilon": float(lifetime[0]), "delta": float(lifetime[1])}
+    if dataset_name:
+        doc["dataset_name"] = str(dataset_name)[:MAX_NAME_CHARS]
+    doc["queries"] = out_queries
+    return doc
+
+
+def dump_plan_spec(doc: dict[str, Any]) -> str:
+    """The text of a PLAN.json document (indented, UTF-8, ending with a newline)."""
+    return json.dumps(doc, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+
+
+def loads_plan_spec(raw: bytes | str, what: str = "plan file") -> PlanSpec:
+    """Parse PLAN.json bytes (an upload) as strictly as a file on disk: size, UTF-8,
+    depth, duplicate keys, finite numbers (:mod:`planner.strict_json`); a schema given as a
+    path is refused (an upload has no folder to read it from)."""
+    if isinstance(raw, str):
+        raw = raw.encode("utf-8")
+    if len(raw) > MAX_SPEC_BYTES:
+        raise PlanError(f"the {what} has {len(raw)} bytes; at most {MAX_SPEC_BYTES} are accepted.")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise PlanError(f"the {what} is not UTF-8 text (byte {exc.start}); save it as UTF-8 JSON.") from None
+    data = loads_strict(text, what, error=PlanError)
+    if isinstance(data, dict) and isinstance(data.get("schema"), str):
+        raise PlanError(f"the {what} names its schema by a path; a plan file given here must hold its schema "
+                        "inline (download the plan from the app, or paste the schema in).")
+    return parse_plan_spec(data)
 
 
 def _read_json(path: str | Path, what: str) -> Any:
@@ -119,6 +287,11 @@ def _text(value: Any, name: str, *, max_chars: int = MAX_NAME_CHARS) -> str:
     if len(value) > max_chars:
         raise PlanError(f"{name} has {len(value)} characters; at most {max_chars} are accepted.")
     return value
+
+
+def _positive(value: Any, name: str) -> float:
+    return strict_number(value, name, error=PlanError, minimum=0.0, exclusive_minimum=True,
+                         remedy="It must be a positive number.")
 
 
 def parse_plan_spec(data: Any, base_dir: Path | None = None) -> PlanSpec:
@@ -145,10 +318,12 @@ def parse_plan_spec(data: Any, base_dir: Path | None = None) -> PlanSpec:
         raise PlanError("'budget' must be an object such as {\"epsilon\": 1, \"delta\": 1e-6, \"composition\": \"rdp\"}.")
     _unknown_keys(budget, BUDGET_KEYS, "'budget'")
     mode = data.get("mode", "weighted")
-    if mode not in ("weighted", "target"):
-        raise PlanError(f"'mode' must be 'weighted' or 'target'; got {value_class(mode) if not isinstance(mode, str) else repr(mode[:40])}.")
-    if "epsilon" not in budget and mode == "weighted":
-        raise PlanError("budget.epsilon is missing: a weighted plan splits this ε across its queries.")
+    modes = [m.value for m in SplitMode]
+    if not isinstance(mode, str) or mode not in modes:
+        raise PlanError(f"'mode' must be one of {modes}; got "
+                        f"{value_class(mode) if not isinstance(mode, str) else repr(mode[:40])}.")
+    if "epsilon" not in budget and mode != "target":
+        raise PlanError(f"budget.epsilon is missing: a {mode} plan splits this ε across its queries.")
     epsilon = strict_epsilon(budget.get("epsilon", 1.0), "budget.epsilon", error=PlanError)
     delta = strict_delta(budget.get("delta", 0.0), "budget.delta", error=PlanError)
     composition = _text(budget.get("composition", "basic"), "budget.composition")
@@ -176,13 +351,33 @@ def parse_plan_spec(data: Any, base_dir: Path | None = None) -> PlanSpec:
             if q.get(key) is not None:
                 strict_number(q[key], f"query {qid!r}: {key!r}", error=PlanError, minimum=0.0,
                               exclusive_minimum=True)
-        for key, store in (("scale", scales), ("pinned", pinned)):
-            if key in q:
-                store[qid] = strict_number(q.pop(key), f"query {qid!r}: {key!r}", error=PlanError,
-                                           minimum=0.0, exclusive_minimum=True,
-                                           remedy="It must be a positive number.")
+        if "scale" in q:
+            scales[qid] = _positive(q.pop("scale"), f"query {qid!r}: 'scale'")
+        if "pinned" in q:
+            raw_pin = q.pop("pinned")
+            if mode == "target":
+                raise PlanError(f"query {qid!r}: 'pinned' has no effect in target mode (each target fixes its "
+                                "query's share); remove it or use another mode.")
+            if isinstance(raw_pin, dict):
+                if not raw_pin or len(raw_pin) > 1000:
+                    raise PlanError(f"query {qid!r}: 'pinned' as an object maps each part (e.g. "
+                                    "\"quantile@0.5\") to its share; give 1 to 1000 parts.")
+                for part, value in raw_pin.items():
+                    pinned[f"{qid}:{_text(part, f'query {qid!r}: a part of pinned')}"] = _positive(
+                        value, f"query {qid!r}: 'pinned' of part {part[:40]!r}")
+            else:
+                pinned[qid] = _positive(raw_pin, f"query {qid!r}: 'pinned'")
         cleaned.append(q)
     queries = queries_from_list(cleaned, schema)
+    if mode == "manual":
+        missing = [item for item, *_ in item_ids(queries, schema) if item not in pinned]
+        if missing:
+            shown = ", ".join(repr(m[:60]) for m in missing[:5])
+            raise PlanError(f"a manual plan gives every query its share as 'pinned'; missing for {shown}"
+                            f"{' …' if len(missing) > 5 else ''}.")
+    if mode == "equal":
+        pinned = {a.id: a.theta for a in plan_equal(queries, schema, epsilon, delta, rule,
+                                                     scales or None).allocation.items}
     name = data.get("dataset_name")
     if name is not None:
         name = _text(name, "'dataset_name'")
@@ -207,34 +402,55 @@ def load_plan_spec(path: str | Path) -> PlanSpec:
     return parse_plan_spec(_read_json(path, "plan"), Path(path).parent)
 
 
+def compare_spec(spec: PlanSpec) -> dict[str, dict[str, Any] | str]:
+    """What the same spec would give under every composition rule (the rule in force
+    included): per rule the ε it spends and, where the split changes with the rule, the
+    objective and each item's RMSE; the engine's message where a rule does not apply.
+
+    * weighted — the optimal split of the same ε under each rule;
+    * equal — the equal split of the same ε under each rule;
+    * manual — the ε the same shares cost under each rule (their errors do not change);
+    * target — the least ε meeting every target under each rule.
+    """
+    out: dict[str, dict[str, Any] | str] = {}
+    scales = spec.error_scales or None
+    if spec.mode == SplitMode.WEIGHTED:
+        for rule, p in compare(spec.queries, spec.schema, spec.epsilon, spec.delta, scales).items():
+            out[rule] = _summary(p)
+    for rule in CompositionRule:
+        if rule.value in out or spec.mode == SplitMode.WEIGHTED:
+            continue
+        try:
+            if spec.mode == SplitMode.TARGET:
+                res = plan_for_targets(spec.queries, spec.schema, spec.delta, rule, scales)
+                out[rule.value] = {"used_epsilon": res.total_epsilon, "binding": res.binding}
+            elif spec.mode == SplitMode.EQUAL:
+                out[rule.value] = _summary(plan_equal(spec.queries, spec.schema, spec.epsilon, spec.delta, rule,
+                                                      scales))
+            else:
+                out[rule.value] = {"used_epsilon": manual_total(spec.queries, spec.schema, spec.delta, rule,
+                                                                spec.pinned)}
+        except PlannerError as exc:
+            out[rule.value] = str(exc)
+    return out
+
+
+def _summary(p: Plan) -> dict[str, Any]:
+    return {"used_epsilon": p.allocation.used_epsilon, "objective": p.allocation.objective,
+            "rmse": {pr.id: pr.rmse for pr in p.predictions}}
+
+
 def plan_command(path: str | Path) -> dict[str, Any]:
     """``planner plan --spec PLAN.json``: the allocation, and the same workload under every rule."""
-    # imported here: reading a spec (``planner release``'s first step) needs no optimiser
-    from planner.workload import compare, plan, plan_for_targets
-
     spec = load_plan_spec(path)
-    if spec.mode == "target":
-        res = plan_for_targets(spec.queries, spec.schema, spec.delta, spec.rule, spec.error_scales or None)
-        others: dict[str, float | str] = {}
-        for rule in CompositionRule:
-            if rule is spec.rule:
-                continue
-            try:
-                others[rule.value] = plan_for_targets(spec.queries, spec.schema, spec.delta, rule, spec.error_scales or None).total_epsilon
-            except PlannerError as exc:
-                others[rule.value] = str(exc)
-        return {"mode": "target", **res.to_dict(), "total_epsilon_under_other_rules": others}
-    main = plan(spec.queries, spec.schema, spec.epsilon, spec.delta, spec.rule, spec.error_scales or None, spec.pinned or None)
-    out: dict[str, Any] = {"mode": "weighted", **main.to_dict()}
-    comparison = compare(spec.queries, spec.schema, spec.epsilon, spec.delta, spec.error_scales or None)
-    out["comparison"] = {
-        rule: {
-            "used_epsilon": p.allocation.used_epsilon,
-            "objective": p.allocation.objective,
-            "rmse": {pr.id: pr.rmse for pr in p.predictions},
-        }
-        for rule, p in comparison.items()
-    }
+    outcome = build_plan(spec)
+    cmp = compare_spec(spec)
+    if outcome.target is not None:
+        others = {r: (v["used_epsilon"] if isinstance(v, dict) else v) for r, v in cmp.items()
+                  if r != spec.rule.value}
+        return {"mode": "target", **outcome.target.to_dict(), "total_epsilon_under_other_rules": others}
+    out: dict[str, Any] = {"mode": spec.mode, **outcome.plan.to_dict()}
+    out["comparison"] = cmp
     return out
 
 

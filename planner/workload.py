@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from enum import StrEnum
 from typing import Any
 
 import numpy as np
@@ -24,8 +25,10 @@ from planner.allocation import (
     Method,
     Target,
     allocate,
+    allocate_equal,
     applicable_rules,
     error_curve,
+    pinned_cost,
     plan_targets,
     plan_warnings,
 )
@@ -40,16 +43,30 @@ __all__ = [
     "Part",
     "Plan",
     "Prediction",
+    "SplitMode",
     "TargetResult",
     "accuracy_curves",
     "build_items",
     "compare",
     "compare_curve",
     "default_error_scales",
+    "item_ids",
+    "manual_total",
     "plan",
+    "plan_equal",
     "plan_for_targets",
+    "plan_manual",
     "predict",
 ]
+
+
+class SplitMode(StrEnum):
+    """How a plan splits its budget across the queries (PLAN.json's ``mode``)."""
+
+    WEIGHTED = "weighted"  # the optimal split for the queries' weights (:func:`plan`)
+    TARGET = "target"  # the least ε meeting every query's target (:func:`plan_for_targets`)
+    EQUAL = "equal"  # every query part gets the same ε (:func:`plan_equal`)
+    MANUAL = "manual"  # every share typed by the owner (:func:`plan_manual`)
 
 
 def default_error_scales(queries: Sequence[Query], schema: Schema) -> dict[str, float] | None:
@@ -139,6 +156,97 @@ def plan(
     if unknown:
         raise QueryError(f"pinned shares name unknown queries {sorted(unknown)}; use the query ids of the plan.")
     items = [_pin(p.item, pins.get(p.item.id)) for p in parts]
+    alloc = allocate(items, epsilon, delta, rule, schema.public_n)
+    return Plan(alloc, tuple(parts), _predictions(parts, alloc, schema, alloc.rule))
+
+
+def plan_equal(
+    queries: Sequence[Query],
+    schema: Schema,
+    epsilon: float,
+    delta: float,
+    rule: CompositionRule | str,
+    error_scales: dict[str, float] | None = None,
+) -> Plan:
+    """Equal mode: every allocation item (a query, or one level of a quantile query) gets
+    the same standalone ε, the largest that composes to at most ``epsilon`` under ``rule``
+    (:func:`planner.allocation.allocate_equal`). Weights and scales do not change it.
+
+    Examples
+    --------
+    Two counts and a sum under basic composition at ε = 0.9: 0.3 each (by hand):
+
+    >>> from planner.schema import Column, ColumnKind, MissingRule, Schema
+    >>> s = Schema((Column("age", ColumnKind.NUMERIC, MissingRule(), 0, 100),))
+    >>> qs = [Query("a", "count", None, "laplace"), Query("b", "count", None, "laplace", weight=5),
+    ...       Query("c", "sum", "age", "laplace")]
+    >>> [round(p.epsilon, 9) for p in plan_equal(qs, s, 0.9, 0.0, "basic").predictions]
+    [0.3, 0.3, 0.3]
+    """
+    parts = build_items(queries, schema, error_scales)
+    alloc = allocate_equal([p.item for p in parts], epsilon, delta, rule, schema.public_n)
+    return Plan(alloc, tuple(parts), _predictions(parts, alloc, schema, alloc.rule))
+
+
+def item_ids(queries: Sequence[Query], schema: Schema) -> list[tuple[str, str, str, bool]]:
+    """``(item id, query id, part, gaussian)`` of every allocation item, in plan order: the
+    shares a manual split needs (ε, or ρ when ``gaussian``)."""
+    return [(p.item.id, p.query.id, p.label, p.item.is_gaussian) for p in build_items(queries, schema)]
+
+
+def _manual_items(queries: Sequence[Query], schema: Schema, shares: dict[str, float],
+                  error_scales: dict[str, float] | None) -> tuple[list[Part], list[Item]]:
+    parts = build_items(queries, schema, error_scales)
+    ids = {p.item.id for p in parts}
+    unknown = sorted(set(shares) - ids)
+    if unknown:
+        raise QueryError(f"shares name unknown queries {unknown}; use the query ids of the plan.")
+    missing = [p.item.id for p in parts if p.item.id not in shares]
+    if missing:
+        raise QueryError(
+            f"a manual split needs a share for every query; type one for {missing} "
+            "(ε, or ρ for Gaussian noise)."
+        )
+    return parts, [_pin(p.item, float(shares[p.item.id])) for p in parts]
+
+
+def manual_total(queries: Sequence[Query], schema: Schema, delta: float, rule: CompositionRule | str,
+                 shares: dict[str, float]) -> float:
+    """The ε a manual split costs under ``rule``: its shares composed by the ledger's
+    accountant (:func:`planner.allocation.pinned_cost`), whatever the budget.
+
+    Examples
+    --------
+    >>> from planner.schema import Column, ColumnKind, MissingRule, Schema
+    >>> s = Schema((Column("age", ColumnKind.NUMERIC, MissingRule(), 0, 100),))
+    >>> qs = [Query("a", "count", None, "laplace"), Query("c", "sum", "age", "laplace")]
+    >>> round(manual_total(qs, s, 0.0, "basic", {"a": 0.25, "c": 0.5}), 12)
+    0.75
+    """
+    _, items = _manual_items(queries, schema, shares, None)
+    return pinned_cost(items, delta, rule)
+
+
+def plan_manual(
+    queries: Sequence[Query],
+    schema: Schema,
+    epsilon: float,
+    delta: float,
+    rule: CompositionRule | str,
+    shares: dict[str, float],
+    error_scales: dict[str, float] | None = None,
+) -> Plan:
+    """Manual mode: every item's share as typed (ε, or ρ for Gaussian noise), refused with
+    the composed total when it exceeds ``epsilon`` under ``rule``.
+
+    Raises
+    ------
+    QueryError
+        A share is missing or names no item of the plan.
+    PlanError
+        The shares cost more than ``epsilon`` (the message gives their total).
+    """
+    parts, items = _manual_items(queries, schema, shares, error_scales)
     alloc = allocate(items, epsilon, delta, rule, schema.public_n)
     return Plan(alloc, tuple(parts), _predictions(parts, alloc, schema, alloc.rule))
 

@@ -28,7 +28,7 @@ from planner.schema import ColumnKind, Schema, dataset_fingerprint, suggest_kind
 from . import state as S
 
 if TYPE_CHECKING:  # imported where used: the Data page draws without the optimiser or the ledger
-    from planner import workload
+    from planner import plan_spec, workload
     from planner.ledger import Ledger
 
 
@@ -66,6 +66,30 @@ def server_files() -> list[str]:
                   if p.is_file() and p.suffix.lower() in (".csv", ".tsv", ".txt", ".parquet"))
 
 
+@st.cache_data(max_entries=256)
+def _file_digest(path: str, mtime_ns: int, size: int) -> str:
+    return dataset_fingerprint(path)
+
+
+def granted_server_files() -> list[str]:
+    """The server files a non-owner may open: those that are a version of a dataset the
+    ledger lets the session's principal read (its grants); no other file is even listed."""
+    from planner import sources
+
+    root = sources.data_dir()
+    led = ledger()
+    out = []
+    for name in server_files():
+        p = root / name
+        st_ = p.stat()
+        try:
+            if led.find_dataset(_file_digest(str(p), st_.st_mtime_ns, st_.st_size)) is not None:
+                out.append(name)
+        except PlannerError:  # registered but not shared with this principal
+            continue
+    return out
+
+
 @st.cache_data(show_spinner="Reading the file…", max_entries=4)
 def load_server(spec: str) -> tuple[pd.DataFrame, str]:
     """(table, fingerprint) of one allow-listed server file; DataError outside the directory."""
@@ -77,11 +101,27 @@ def load_server(spec: str) -> tuple[pd.DataFrame, str]:
     return load_table(paths[0], name=paths[0].name), dataset_fingerprint(paths[0])
 
 
-def backend_name() -> str:
-    """The backend that computes a release's exact aggregates (DuckDB when installed)."""
+SPARK_ENV = "PLANNER_SPARK_MASTER"  # set it (e.g. local[2], spark://host:7077) to offer Spark in the app
+
+
+def backend_choices() -> list[str]:
+    """The aggregation engines the app offers: pandas, DuckDB when installed, Spark when
+    ``PLANNER_SPARK_MASTER`` is set and PySpark and Java are installed (the default first)."""
+    import os
+
     from planner import backends
 
-    return backends.default_backend()
+    found = [b for b in backends.available_backends() if b != "spark" or os.environ.get(SPARK_ENV, "").strip()]
+    default = backends.default_backend()
+    return [default, *[b for b in found if b != default]]
+
+
+def backend_name() -> str:
+    """The engine that computes a release's exact aggregates: the owner's choice (Data
+    page) when it is offered, else the default (DuckDB when installed)."""
+    choice = st.session_state.get(S.BACKEND)
+    choices = backend_choices()
+    return str(choice) if choice in choices else choices[0]
 
 
 @st.cache_data(max_entries=8)
@@ -103,11 +143,13 @@ def frame_backend(fingerprint: str, schema_json: str, _df: pd.DataFrame) -> Pand
 
 
 @st.cache_resource(max_entries=4)
-def backend(fingerprint: str, schema_json: str, _data: Active) -> Backend:
-    """The exact aggregates behind a release, on the default backend (DuckDB when
-    installed) scanning the file itself: the bundled sample, the allow-listed server file,
-    or the upload spilled to a temporary file (deleted when the backend closes)."""
+def backend(fingerprint: str, schema_json: str, kind: str, _data: Active) -> Backend:
+    """The exact aggregates behind a release on the ``kind`` engine (the Data page's choice,
+    the same :func:`planner.backends.make_backend` the command line calls) scanning the file
+    itself: the bundled sample, the allow-listed server file, or the upload (spilled to a
+    temporary file for DuckDB, deleted when the backend closes)."""
     import io
+    import os
 
     from planner import backends, sources
 
@@ -122,7 +164,18 @@ def backend(fingerprint: str, schema_json: str, _data: Active) -> Backend:
     else:
         path = S.SAMPLES[_data.sample or ""][0]
         src = sources.file_source((path,), path.name)
-    return backends.make_backend(backends.default_backend(), src, schema)
+    return backends.make_backend(kind, src, schema, spark_master=os.environ.get(SPARK_ENV) or None)
+
+
+def data_path(data: Active) -> str:
+    """The data file as a generated script names it: a bundled sample by its path in the
+    project, a server file by its path in the data directory, an upload by its file name."""
+    ss = st.session_state
+    if data.source == "sample":
+        return str(S.SAMPLES[data.sample or "census"][0].relative_to(S.ROOT))
+    if data.source == "server":
+        return str(ss[S.ACTIVE]["file"])
+    return str(ss[S.UPLOAD_NAME] or "upload.csv")
 
 
 @st.cache_resource
@@ -133,10 +186,20 @@ def get_ledger(url: str | None) -> Ledger:
     return Ledger(url)
 
 
-def ledger() -> Ledger:
+def get_ledger_default() -> Ledger:
+    """The process's ledger (``$PLANNER_LEDGER_URL`` or the default), acting for nobody in
+    particular: only :mod:`pages._ui.auth` uses it directly (to sign in)."""
     import os
 
     return get_ledger(os.environ.get("PLANNER_LEDGER_URL"))
+
+
+def ledger() -> Ledger:
+    """The ledger acting for the session's principal (``pages._ui.auth.ledger``): every
+    page's ledger calls carry who makes them, and the engine checks each one."""
+    from . import auth
+
+    return auth.ledger()
 
 
 @dataclass(frozen=True)
@@ -189,9 +252,10 @@ clean_rows = S.clean_rows
 
 
 def workload_json(rows: list[dict[str, Any]], mode: str = "weighted") -> str:
-    """Canonical JSON of the workload for ``mode``: weights in weighted mode, targets in target mode."""
-    drop = "target" if mode == "weighted" else "weight"
-    return json.dumps([{k: v for k, v in r.items() if k != drop} for r in clean_rows(rows)], sort_keys=True)
+    """Canonical JSON of the workload for ``mode`` (the flat query form, options inline):
+    targets in target mode, weights otherwise. Raises QueryError for options that are not
+    a JSON object."""
+    return json.dumps(S.query_dicts(rows, mode), sort_keys=True)
 
 
 def parse_queries(wl_json: str, schema_json: str) -> tuple[Query, ...]:
@@ -211,37 +275,65 @@ Pins = tuple[tuple[str, float], ...]
 
 
 @st.cache_data(max_entries=64)
-def plan(wl_json: str, schema_json: str, epsilon: float, delta: float, rule: str, relative: bool,
-         pins: Pins = ()) -> workload.Plan:
-    """Weighted mode: the optimal split of ``epsilon`` (``pins`` fix some shares)."""
-    from planner import workload
+def spec_plan(spec_json: str) -> plan_spec.PlanOutcome:
+    """The plan of a PLAN.json document (``planner.plan_spec.build_plan``): exactly what
+    ``planner plan`` and ``planner release`` make of the same file."""
+    from planner import plan_spec
 
-    schema = Schema.from_json(schema_json)
-    qs = parse_queries(wl_json, schema_json)
-    return workload.plan(qs, schema, epsilon, delta, rule, error_scales(qs, schema) if relative else None,
-                         dict(pins) or None)
+    return plan_spec.build_plan(plan_spec.parse_plan_spec(json.loads(spec_json)))
 
 
-@st.cache_data(max_entries=32)
-def targets(wl_json: str, schema_json: str, delta: float, rule: str) -> workload.TargetResult:
-    """Target mode: the least ε meeting every target, with the plan that meets them."""
-    from planner import workload
-
-    schema = Schema.from_json(schema_json)
-    return workload.plan_for_targets(parse_queries(wl_json, schema_json), schema, delta, rule)
+def with_rule(spec_json: str, rule: str) -> str:
+    """The same PLAN.json document under another composition rule."""
+    doc = json.loads(spec_json)
+    doc["budget"]["composition"] = rule
+    return json.dumps(doc, sort_keys=True)
 
 
-def compare(wl_json: str, schema_json: str, epsilon: float, delta: float, relative: bool,
-            pins: Pins = ()) -> dict[str, workload.Plan | PlannerError]:
-    """The same workload under every rule: one cached :func:`plan` per rule (the rule on
-    screen is never optimised twice); a rule that does not apply gives its error."""
+def compare(spec_json: str) -> dict[str, workload.Plan | PlannerError]:
+    """The same plan file under every rule: one cached :func:`spec_plan` per rule (the rule
+    on screen is never planned twice); a rule that does not apply gives its error."""
     out: dict[str, workload.Plan | PlannerError] = {}
     for rule in S.RULES:
         try:
-            out[rule] = plan(wl_json, schema_json, epsilon, delta, rule, relative, pins)
+            out[rule] = spec_plan(with_rule(spec_json, rule)).plan
         except PlannerError as exc:
             out[rule] = exc
     return out
+
+
+@st.cache_data(max_entries=32)
+def compare_spec(spec_json: str) -> dict[str, dict[str, Any] | str]:
+    """``planner.plan_spec.compare_spec``: the same file under every rule, in its mode."""
+    from planner import plan_spec
+
+    return plan_spec.compare_spec(plan_spec.parse_plan_spec(json.loads(spec_json)))
+
+
+@st.cache_data(max_entries=32)
+def manual_total(wl_json: str, schema_json: str, delta: float, rule: str, shares: Pins) -> float:
+    """The ε a manual split's shares cost under ``rule`` (``workload.manual_total``)."""
+    from planner import workload
+
+    return workload.manual_total(parse_queries(wl_json, schema_json), Schema.from_json(schema_json), delta, rule,
+                                 dict(shares))
+
+
+@st.cache_data(max_entries=32)
+def item_ids(wl_json: str, schema_json: str) -> list[tuple[str, str, str, bool]]:
+    """``(item id, query id, part, gaussian)`` of every share a manual split needs."""
+    from planner import workload
+
+    return workload.item_ids(parse_queries(wl_json, schema_json), Schema.from_json(schema_json))
+
+
+@st.cache_data(max_entries=16)
+def equal_shares(wl_json: str, schema_json: str, epsilon: float, delta: float, rule: str) -> dict[str, float]:
+    """The equal split's share of every item (where a manual split starts from)."""
+    from planner import workload
+
+    p = workload.plan_equal(parse_queries(wl_json, schema_json), Schema.from_json(schema_json), epsilon, delta, rule)
+    return {a.id: a.theta for a in p.allocation.items}
 
 
 @st.cache_resource(max_entries=16)
@@ -258,12 +350,13 @@ def curve_epsilons(epsilon: float, points: int = 12) -> tuple[float, ...]:
 
 
 @st.cache_data(max_entries=32)
-def compare_curve(wl_json: str, schema_json: str, epsilons: tuple[float, ...], delta: float, relative: bool) -> pd.DataFrame:
+def compare_curve(wl_json: str, schema_json: str, epsilons: tuple[float, ...], delta: float,
+                  scales: Pins = ()) -> pd.DataFrame:
     from planner import workload
 
     schema = Schema.from_json(schema_json)
     qs = parse_queries(wl_json, schema_json)
-    cur = workload.compare_curve(qs, schema, list(epsilons), delta, error_scales(qs, schema) if relative else None)
+    cur = workload.compare_curve(qs, schema, list(epsilons), delta, dict(scales) or None)
     return pd.DataFrame(
         [{"rule": r, "epsilon": e, "objective": v} for r, vals in cur.items() for e, v in zip(epsilons, vals, strict=True)]
     )

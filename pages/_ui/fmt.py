@@ -22,3 +22,26 @@ def value(v: Any) -> str:
     if not math.isfinite(x):
         return str(x)
     return f"{x:,.0f}" if abs(x) >= 1e6 else f"{x:,.6g}"
+
+
+def answer_rows(answers: dict[str, Any]) -> list[dict[str, str]]:
+    """Stored answers (the ledger's JSON) as rows a table shows: one per released number,
+    labelled by its bin, group or quantile level."""
+    out: list[dict[str, str]] = []
+
+    def one(qid: str, part: str, ans: Any) -> None:
+        if isinstance(ans, dict) and isinstance(ans.get("parts"), dict):
+            for k, sub in ans["parts"].items():
+                one(qid, str(k), sub)
+            return
+        vals = ans.get("counts", ans.get("values")) if isinstance(ans, dict) else None
+        if isinstance(ans, dict) and isinstance(ans.get("labels"), list) and isinstance(vals, list):
+            for lab, v in zip(ans["labels"], vals, strict=False):  # bins (counts) or groups (values)
+                out.append({"query": qid, "part": part, "label": str(lab), "value": value(v)})
+            return
+        v = ans.get("value") if isinstance(ans, dict) else ans
+        out.append({"query": qid, "part": part, "label": "", "value": value(v)})
+
+    for qid, ans in answers.items():
+        one(str(qid), "", ans)
+    return out

@@ -76,8 +76,19 @@ def _set(page: str, fingerprint: str, name: str) -> None:
 
 
 def set_form(data: cached.Active, page: str) -> None:
-    """The fields and the button that set a dataset's lifetime budget (while none is set)."""
+    """The fields and the button that set a dataset's lifetime budget (while none is set);
+    for a session that is not an owner, who may set it (the engine refuses anyone else)."""
+    from . import auth, planning
+
     ss = st.session_state
+    _, denied = planning.budget_access(data.fingerprint)
+    if denied:
+        st.warning(denied, icon=":material/lock:")
+        return
+    if not auth.is_owner():
+        st.info("Only an owner of the organisation sets a dataset's lifetime budget and grants analysts a share of "
+                "it. Ask an owner to register this dataset and grant you a budget on it.", icon=":material/lock:")
+        return
     st.markdown(STATEMENT)
     eps, delta, rule = _values()
     ss[f"{page}:lifetime_eps"] = eps

@@ -1,20 +1,25 @@
 """The plan in force: one function the Planner, the Release page and the sidebar all read.
 
 What is shown anywhere is what will be released: every page builds the plan from the same
-durable settings (:mod:`pages._ui.state`) through :func:`current_plan`. Once a dataset has a
-lifetime budget, its composition rule is the rule in force (the ledger composes every
+durable settings (:mod:`pages._ui.state`) through :func:`current_plan`, which writes them as
+the PLAN.json document the command line reads (``planner.plan_spec.spec_document``) and
+plans that document with ``planner.plan_spec.build_plan`` — so the file the Planner offers
+for download plans, on the command line, to exactly the plan on screen. Once a dataset has
+a lifetime budget, its composition rule is the rule in force (the ledger composes every
 release under it); before that, the rule chosen on the Planner is a what-if.
 """
 
 from __future__ import annotations
 
+import json
+import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import streamlit as st
 
 from planner.budget import check_delta, check_epsilon
-from planner.errors import LedgerError, PlannerError
+from planner.errors import LedgerError, PermissionDenied, PlannerError
 from planner.schema import Schema
 
 from . import cached
@@ -22,6 +27,7 @@ from . import state as S
 
 if TYPE_CHECKING:  # imported when first used: the Data page draws without the optimiser or the ledger
     from planner.ledger import BudgetStatus, ReleasePreview
+    from planner.plan_spec import PlanSpec
     from planner.workload import Plan, TargetResult
 
 
@@ -34,7 +40,8 @@ class Settings:
     delta: float
     rule: str
     relative: bool
-    pins: cached.Pins
+    pins: cached.Pins  # weighted mode: shares held fixed
+    manual: cached.Pins  # manual mode: every share
     lifetime: BudgetStatus | None  # the dataset's lifetime budget, if set
 
     @property
@@ -51,14 +58,30 @@ class PlanView:
     plan: Plan
     target: TargetResult | None
     wl_json: str
+    spec_json: str  # the PLAN.json document (schema inline) the plan was made from
+    scales: cached.Pins  # the public scales errors are measured against
+
+
+def budget_access(fingerprint: str) -> tuple[BudgetStatus | None, str | None]:
+    """(the dataset's lifetime budget and spend, or None when none is set or it is not
+    visible to the session's principal; the engine's reason when it is not visible)."""
+    try:
+        return cached.ledger().status(fingerprint), None
+    except PermissionDenied as exc:
+        return None, str(exc)
+    except LedgerError:
+        return None, None
 
 
 def lifetime(fingerprint: str) -> BudgetStatus | None:
-    """The dataset's lifetime budget and spend, or None when none is set yet."""
-    try:
-        return cached.ledger().status(fingerprint)
-    except LedgerError:
-        return None
+    """The dataset's lifetime budget and spend, or None when none is set yet (or the
+    session's principal may not see it)."""
+    return budget_access(fingerprint)[0]
+
+
+def pins_of(raw: Any) -> cached.Pins:
+    return tuple(sorted((str(k), float(v)) for k, v in (raw or {}).items()
+                        if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)))
 
 
 def settings(data: cached.Active) -> Settings:
@@ -74,21 +97,70 @@ def settings(data: cached.Active) -> Settings:
     eps = check_epsilon(ss[S.EPSILON], "ε (this release)")
     delta = check_delta(ss[S.DELTA], "δ")
     rule = status.rule.value if status is not None else str(ss[S.RULE])
-    pins = tuple(sorted((str(k), float(v)) for k, v in (ss[S.PINS] or {}).items()))
-    return Settings(str(ss[S.MODE]), eps, delta, rule, bool(ss[S.RELATIVE]), pins, status)
+    mode = str(ss[S.MODE]) if ss[S.MODE] in S.MODES else "weighted"
+    return Settings(mode, eps, delta, rule, bool(ss[S.RELATIVE]), pins_of(ss[S.PINS]), pins_of(ss[S.MANUAL]), status)
+
+
+def scales(s: Settings, wl_json: str, schema_json: str, rows: list[dict[str, Any]]) -> dict[str, float]:
+    """The public scales each query's error is measured against: the engine's default scale
+    of every query when errors are relative (not in target mode, where a scale turns a
+    target into a fraction of it), then the scales typed in the Queries table."""
+    out: dict[str, float] = {}
+    if s.relative and s.mode != "target":
+        schema = Schema.from_json(schema_json)
+        out.update(cached.error_scales(cached.parse_queries(wl_json, schema_json), schema) or {})
+    out.update(S.row_scales(rows))
+    return out
+
+
+def spec_json(data: cached.Active, schema_json: str, s: Settings, rows: list[dict[str, Any]]) -> tuple[str, str, cached.Pins]:
+    """(PLAN.json text, workload JSON, scales) of the durable settings: the document the
+    plan in force is made from (schema inline, no lifetime: :func:`download_document` adds it).
+
+    Raises PlannerError (invalid workload, a share naming no query).
+    """
+    from planner import plan_spec
+
+    wl = cached.workload_json(rows, s.mode)
+    qs = cached.parse_queries(wl, schema_json)
+    sc = scales(s, wl, schema_json, rows)
+    items = {i for i, *_ in cached.item_ids(wl, schema_json)}
+    raw = dict(s.manual) if s.mode == "manual" else dict(s.pins) if s.mode == "weighted" else {}
+    pins = {k: v for k, v in raw.items() if k in items}  # shares of queries since removed are dropped
+    doc = plan_spec.spec_document(Schema.from_json(schema_json), s.epsilon, s.delta, s.rule, s.mode, qs,
+                                  error_scales=sc or None, pinned=pins or None, dataset_name=data.name)
+    return json.dumps(doc, sort_keys=True), wl, tuple(sorted(sc.items()))
 
 
 def current_plan(data: cached.Active, schema_json: str) -> PlanView:
-    """The plan the owner set up: target mode's least-ε plan, or weighted mode's split.
+    """The plan the owner set up, in the chosen mode (optimal, equal or manual split of ε;
+    or the least ε meeting every target).
 
-    Raises PlannerError (invalid ε/δ, invalid workload, an unmet target) for the page to show.
+    Raises PlannerError (invalid ε/δ, invalid workload, an unmet target, a manual split
+    over its budget) for the page to show.
     """
     s = settings(data)
-    wl = cached.workload_json(st.session_state[S.WORKLOAD], s.mode)
-    if s.mode == "target":
-        res = cached.targets(wl, schema_json, s.delta, s.rule)
-        return PlanView(s, res.plan, res, wl)
-    return PlanView(s, cached.plan(wl, schema_json, s.epsilon, s.delta, s.rule, s.relative, s.pins), None, wl)
+    text, wl, sc = spec_json(data, schema_json, s, st.session_state[S.WORKLOAD])
+    outcome = cached.spec_plan(text)
+    return PlanView(s, outcome.plan, outcome.target, wl, text, sc)
+
+
+def download_document(view: PlanView) -> dict[str, Any]:
+    """The PLAN.json the Planner offers: the plan in force with the dataset's lifetime
+    budget (so that ``planner release`` on the same file spends from the same budget)."""
+    doc: dict[str, Any] = json.loads(view.spec_json)
+    life = view.settings.lifetime
+    if life is not None:
+        doc = {**{k: v for k, v in doc.items() if k != "queries"},
+               "lifetime": {"epsilon": life.epsilon_total, "delta": life.delta_total}, "queries": doc["queries"]}
+    return doc
+
+
+def parsed_spec(view: PlanView, *, with_lifetime: bool = True) -> PlanSpec:
+    """The plan in force as a :class:`planner.plan_spec.PlanSpec` (for code export and reports)."""
+    from planner import plan_spec
+
+    return plan_spec.parse_plan_spec(download_document(view) if with_lifetime else json.loads(view.spec_json))
 
 
 def spends(view: PlanView, schema: Schema) -> list[Any]:
@@ -106,7 +178,7 @@ def preview(data: cached.Active, view: PlanView, schema: Schema) -> ReleasePrevi
         return None
     try:
         return cached.ledger().preview(data.fingerprint, spends(view, schema))
-    except LedgerError:
+    except (LedgerError, PermissionDenied):
         return None
 
 

@@ -11,6 +11,23 @@ from . import cached, frame
 from . import state as S
 
 
+def require_planner() -> None:
+    """Stop the page unless someone who may plan (an owner or an analyst) is signed in (a
+    page reached by a deep link or a test, not only through the navigation)."""
+    from planner.accounts import Role
+
+    from . import auth
+
+    r = auth.role()
+    if r is None:
+        st.info("Sign in first.", icon=":material/login:")
+        frame.stop()
+    if r is Role.VIEWER:
+        st.info("As a viewer you see the released answers and the ledger of the datasets shared with you, on the "
+                "Ledger page.", icon=":material/visibility:")
+        frame.stop()
+
+
 def require_dataset() -> tuple[cached.Active, Schema, str]:
     """Init state, load the active dataset and give it its workload.
 
@@ -19,6 +36,7 @@ def require_dataset() -> tuple[cached.Active, Schema, str]:
     schema has been declared yet.
     """
     S.init_state()
+    require_planner()
     try:
         data = cached.active()
     except PlannerError:

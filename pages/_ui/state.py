@@ -47,20 +47,26 @@ UPLOAD_ERROR = "keep.data.upload_error"  # message of the last rejected upload (
 SCHEMAS = "keep.data.schemas"  # {fingerprint: schema JSON} declared for uploads and server files
 DRAFTS = "keep.data.drafts"  # {fingerprint: schema draft} the owner is typing on the Data page
 PENDING = "keep.data.pending_switch"  # a dataset switch waiting for the owner's go-ahead
+BACKEND = "keep.data.backend"  # the engine computing a release's exact aggregates (None: the default)
 
 # --- queries ------------------------------------------------------------------------
-WORKLOAD = "keep.queries.workload"  # list of dicts (id, kind, column, mechanism, weight, target)
+WORKLOAD = "keep.queries.workload"  # list of dicts (id, kind, column, mechanism, weight, target, scale,
+#                                     options: {the statistic's own options})
 WORKLOAD_ORIGIN = "keep.queries.origin"  # the default the workload started from (edit detection)
 WORKLOAD_FP = "keep.queries.fingerprint"  # the dataset the workload belongs to
 EDITOR_VERSION = "keep.queries.editor_version"  # bumped when the workload is replaced
+BUILDER = "keep.queries.builder"  # the query builder's draft (pages._ui.builder)
 
 # --- planner ------------------------------------------------------------------------
 EPSILON = "keep.plan.epsilon"  # ε of the next release (weighted mode)
 DELTA = "keep.plan.delta"
 RULE = "keep.plan.rule"  # the what-if rule until the dataset's lifetime budget fixes it
-MODE = "keep.plan.mode"  # "weighted" or "target"
+MODE = "keep.plan.mode"  # "weighted", "equal", "manual" or "target" (planner.workload.SplitMode)
 RELATIVE = "keep.plan.relative"  # measure errors relative to a public scale
-PINS = "keep.plan.pins"  # {item id: fixed share θ} (ε, or ρ for Gaussian noise)
+PINS = "keep.plan.pins"  # {item id: fixed share θ} (ε, or ρ for Gaussian noise), weighted mode
+MANUAL = "keep.plan.manual"  # {item id: share θ} of the manual split
+PLAN_FILE_ID = "keep.plan.file_id"  # the uploader's id of the last plan file applied
+PLAN_FILE_NOTE = "keep.plan.file_note"  # what restoring the last plan file did (shown once, on the Planner)
 SHOW_CURVE = "keep.plan.show_curve"  # compute the rules-across-ε comparison
 
 # --- accuracy -----------------------------------------------------------------------
@@ -82,7 +88,9 @@ LEDGER_DATASET = "keep.ledger.dataset"
 NOTICE = "keep.notice"  # a one-off success message for the next run ({"page": ..., "text": ...})
 
 RULES = ("basic", "advanced", "rdp", "zcdp")
-MODES = ("weighted", "target")
+MODES = ("weighted", "equal", "manual", "target")
+MODE_LABELS = {"weighted": "optimal split", "equal": "equal split", "manual": "manual split",
+               "target": "meet targets"}
 
 CENSUS_WORKLOAD: list[dict[str, Any]] = [
     {"id": "people", "kind": "count", "column": None, "mechanism": "laplace", "weight": 1.0, "target": 500.0},
@@ -105,7 +113,9 @@ GENERIC_WORKLOAD: list[dict[str, Any]] = [
     {"id": "rows", "kind": "count", "column": None, "mechanism": "laplace", "weight": 1.0, "target": None},
 ]
 
-WORKLOAD_COLUMNS = ("id", "kind", "column", "mechanism", "weight", "target")
+WORKLOAD_COLUMNS = ("id", "kind", "column", "mechanism", "weight", "target", "scale", "options")
+#: The fields of a workload row that are not the statistic's own options.
+COMMON = ("id", "kind", "column", "mechanism", "weight", "target", "scale")
 
 
 def default_workload(sample: str | None) -> list[dict[str, Any]]:
@@ -156,6 +166,10 @@ _DEFAULTS: dict[str, Any] = {
     MODE: "weighted",
     RELATIVE: True,
     PINS: {},
+    MANUAL: {},
+    PLAN_FILE_ID: None,
+    PLAN_FILE_NOTE: None,
+    BACKEND: None,
     SHOW_CURVE: False,
     ACC_QUERY: None,
     ACC_EPS: 1.0,
@@ -217,7 +231,8 @@ def bind(durable: str, page: str, *, options: Sequence[Any] | None = None,
 
 # ----------------------------------------------------------------------------- workload
 def _canonical(rows: list[dict[str, Any]]) -> str:
-    return json.dumps([{k: r.get(k) for k in WORKLOAD_COLUMNS} for r in clean_rows(rows)], sort_keys=True)
+    return json.dumps([{k: r.get(k) for k in WORKLOAD_COLUMNS} for r in normal_rows(clean_rows(rows))],
+                      sort_keys=True, default=str)
 
 
 def workload_edited() -> bool:
@@ -234,22 +249,117 @@ def set_workload(rows: list[dict[str, Any]], fingerprint: str | None) -> None:
     ss[WORKLOAD_FP] = fingerprint
     ss[EDITOR_VERSION] += 1
     ss[PINS] = {}
+    ss[MANUAL] = {}
     ss[ACC_QUERY] = None
     ss[ACC_SIM] = None
 
 
+def _blank(v: Any) -> bool:
+    return v is None or (isinstance(v, float) and math.isnan(v)) or (isinstance(v, str) and not v.strip())
+
+
 def clean_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Editor rows → query dicts: blank cells dropped, numbers as floats."""
+    """Editor rows → query rows: blank cells dropped, weight/target/scale as floats (a cell
+    that is not a number is kept as typed, for the engine to name), empty options dropped."""
     out = []
     for r in rows:
         d: dict[str, Any] = {}
         for k, v in r.items():
-            if v is None or (isinstance(v, float) and math.isnan(v)) or (isinstance(v, str) and not v.strip()):
+            if _blank(v) or (k == "options" and v == {}):
                 continue
-            d[k] = float(v) if k in ("weight", "target") else (v.strip() if isinstance(v, str) else v)
+            if k in ("weight", "target", "scale") and isinstance(v, (int, float)) and not isinstance(v, bool):
+                d[k] = float(v)
+            else:
+                d[k] = v.strip() if isinstance(v, str) else v
         if d:
             out.append(d)
     return out
+
+
+def normal_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Rows with every option under ``options`` (a row may carry options at its top level,
+    as the flat JSON form of a query does)."""
+    out = []
+    for r in rows:
+        d = {k: v for k, v in r.items() if k in COMMON}
+        opts = r.get("options")
+        if isinstance(opts, str):
+            from planner.errors import PlannerError
+            from planner.strict_json import loads_strict
+
+            try:
+                parsed = loads_strict(opts, "options") if opts.strip() else {}
+            except PlannerError:
+                parsed = None  # kept as typed: query_dicts names the problem
+            if isinstance(parsed, dict):
+                opts = parsed
+        extra = {k: v for k, v in r.items() if k not in COMMON and k != "options"}
+        if isinstance(opts, dict):
+            extra = {**extra, **opts}
+        elif opts is not None:
+            d["options"] = opts  # text that is not a JSON object: query_dicts names the problem
+        if extra:
+            d["options"] = extra if "options" not in d else d["options"]
+        out.append(d)
+    return out
+
+
+def options_text(options: Any) -> str:
+    """A row's options as the JSON the table shows (``""`` for none)."""
+    if options is None or options == {}:
+        return ""
+    if isinstance(options, str):
+        return options
+    return json.dumps(options, sort_keys=True, ensure_ascii=False)
+
+
+def query_dicts(rows: list[dict[str, Any]], mode: str) -> list[dict[str, Any]]:
+    """The flat JSON form of each query (``planner.queries.Query.from_dict``): options
+    inline, no ``scale``; the target in target mode, the weight otherwise.
+
+    Raises
+    ------
+    QueryError
+        A row's options are not a JSON object (the message names the query).
+    """
+    from planner.errors import QueryError
+    from planner.strict_json import loads_strict
+
+    drop = "weight" if mode == "target" else "target"
+    out = []
+    for r in normal_rows(clean_rows(rows)):
+        opts = r.get("options") or {}
+        if isinstance(opts, str):
+            try:
+                opts = loads_strict(opts, f"options of query {r.get('id')!r}", error=QueryError)
+            except QueryError as exc:
+                raise QueryError(f"{exc} Write them as a JSON object, e.g. {{\"alphas\": [0.1, 0.9]}}.") from None
+        if not isinstance(opts, dict):
+            raise QueryError(f"query {r.get('id')!r}: the options must be a JSON object such as "
+                             '{"alphas": [0.1, 0.9]}.')
+        clash = sorted(set(opts) & set(COMMON))
+        if clash:
+            raise QueryError(f"query {r.get('id')!r}: {clash} are columns of the table, not options; "
+                             "remove them from the options.")
+        d = {k: v for k, v in r.items() if k not in ("options", "scale", drop)}
+        out.append({**d, **opts})
+    return out
+
+
+def row_scales(rows: list[dict[str, Any]]) -> dict[str, float]:
+    """The public scales typed for some queries (``scale`` column)."""
+    return {str(r["id"]): float(r["scale"]) for r in clean_rows(rows)
+            if "id" in r and isinstance(r.get("scale"), float)}
+
+
+def row_from_query(q: Any, scale: float | None = None) -> dict[str, Any]:
+    """A workload row of a :class:`planner.queries.Query` (its options nested)."""
+    d = q.to_dict()
+    row = {k: d.get(k) for k in ("id", "kind", "column", "mechanism", "weight", "target")}
+    opts = {k: v for k, v in d.items() if k not in COMMON}
+    row["scale"] = scale
+    row["options"] = opts
+    return row
 
 
 def apply_editor_changes(rows: list[dict[str, Any]], changes: dict[str, Any]) -> list[dict[str, Any]]:

@@ -270,7 +270,8 @@ def test_server_file_source_lists_allow_listed_files():
     box.set_value("census.csv").run()
     assert not at.exception and not at.error, [e.value for e in at.error]
     assert any("never filled in from the rows" in w.value for w in at.warning)
-    assert any("backend" in c.value for c in at.caption)
+    engine = at.selectbox(key=S.widget_key(S.BACKEND, "data"))
+    assert engine.value == "duckdb" and "pandas (in memory)" in engine.options  # the choice, DuckDB by default
     declare(at, {"age": {"bounds": "18, 90"}}, public_n=50_000)
     for page in ("queries_page", "plan_page", "data_page"):  # the server file stays the active dataset
         _goto(at, page)

@@ -159,12 +159,12 @@ def test_pinned_shares_survive_and_are_what_the_release_plans():
 # ----------------------------------------------------------------------------- queries
 def test_added_query_and_edited_weight_survive_and_reach_the_release():
     at = _goto(_app(), "queries_page")
-    at.text_input(key="queries:add_id").input("hours_mean")
-    at.selectbox(key="queries:add_kind").set_value("mean")
-    at.selectbox(key="queries:add_column").set_value("hours_worked")
-    at.selectbox(key="queries:add_mechanism").set_value("laplace")
-    at.number_input(key="queries:add_weight").set_value(3.0)
-    at.button(key="queries:add").click().run()
+    at.selectbox(key="qb:kind").set_value("mean").run()  # the form redraws for the kind picked
+    at.text_input(key="qb:id").input("hours_mean").run()
+    at.selectbox(key="qb:column").set_value("hours_worked").run()
+    at.selectbox(key="qb:mechanism").set_value("laplace").run()
+    at.number_input(key="qb:weight").set_value(3.0).run()
+    at.button(key="qb:add").click().run()
     assert not at.exception and not at.error, [e.value for e in at.error]
     # a weight edit in the table: the editor's on_change writes exactly this (AppTest cannot
     # type into a data_editor, STYLE.md); the browser test types it for real
@@ -186,8 +186,7 @@ def test_added_query_and_edited_weight_survive_and_reach_the_release():
     rec = _led().releases(_fp(at))[-1]
     assert {s.query_id.split(":")[0] for s in rec.spends} >= {"hours_mean", "income_mean"}
     # the plan hash recorded is the one of the plan made from the values set on the pages
-    wl = [{k: v for k, v in r.items() if k != "target" and v is not None} for r in rows]
-    qs = queries_from_list(wl, CENSUS_SCHEMA)
+    qs = queries_from_list(S.query_dicts(rows, "weighted"), CENSUS_SCHEMA)
     expected = workload.plan(qs, CENSUS_SCHEMA, 1.0, 1e-6, "rdp", workload.default_error_scales(qs, CENSUS_SCHEMA))
     assert rec.plan_hash == rel.plan_hash(expected, CENSUS_SCHEMA)
 

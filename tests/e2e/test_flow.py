@@ -64,8 +64,12 @@ def expect_title(page: Any, text: str) -> None:
 
 
 def choose(page: Any, label: str, option: str) -> None:
-    """Pick ``option`` in the selectbox labelled ``label``."""
-    page.get_by_test_id("stSelectbox").filter(has_text=label).first.click()
+    """Pick ``option`` in the selectbox labelled exactly ``label`` (typed, so an option far
+    down a long list is found)."""
+    box = page.get_by_test_id("stSelectbox").filter(
+        has=page.get_by_test_id("stWidgetLabel").get_by_text(label, exact=True)).first
+    box.click()
+    page.keyboard.type(option[:40])
     page.get_by_role("option", name=option, exact=True).click()
     wait_for_run(page)
 
@@ -93,6 +97,8 @@ def grid_edit(page: Any, row: int, col: int, text: str) -> None:
     the first column after the row markers): the grid is a canvas, so it is driven with the
     keyboard from its first cell, as a person using the keyboard would."""
     grid = page.get_by_test_id("stDataFrame").first
+    grid.scroll_into_view_if_needed()  # the query form sits above the table on the Queries page
+    page.wait_for_timeout(200)
     box = grid.bounding_box()
     page.mouse.click(box["x"] + 100, box["y"] + 35 + 17)
     for _ in range(col):
@@ -237,12 +243,12 @@ def test_owner_flow_keeps_every_setting_and_releases_the_plan_set(
     page.get_by_text("5 valid queries").wait_for()
     grid_edit(page, row=2, col=4, text="10")  # income_mean's weight
     rows[2]["weight"] = 10.0
-    page.get_by_label("id", exact=True).fill("age_median")
-    choose(page, "kind", "median")
+    choose(page, "kind", "Median (median)")
+    fill(page, "id", "age_median")
     choose(page, "column", "age")
-    choose(page, "mechanism", "exponential")
-    page.get_by_label("weight", exact=True).fill("2")
-    page.get_by_label("target ±", exact=True).fill("0.2")
+    choose(page, "mechanism", "Exponential mechanism (exponential)")
+    fill(page, "weight", "2")
+    fill(page, "target ±", "0.2")
     page.get_by_role("button", name="Add the query").click()
     wait_for_run(page)
     rows.append({"id": "age_median", "kind": "median", "column": "age", "mechanism": "exponential",
