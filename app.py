@@ -63,6 +63,10 @@ def _learn_pages() -> list[st.Page]:
 
 
 sections: dict[str, list[st.Page]] = {"Plan and release": PLAN_PAGES}
+if principal is not None and principal.role is not Role.VIEWER:
+    # planning numbers only (no data, no ledger): DP-SGD under the Rényi and optimal accountants
+    sections["Machine learning"] = [st.Page("pages/training_page.py", title="Training budget (DP-SGD)",
+                                            icon=":material/model_training:", url_path="training")]
 learn = _learn_pages()
 if learn:
     sections["Learn"] = learn
