@@ -23,7 +23,7 @@ PAGE = "planner"
 
 # ----------------------------------------------------------------------------- lifetime budget
 st.subheader("Lifetime budget of this dataset")
-status = planning.lifetime(data.fingerprint)
+status = planning.lifetime(data.ledger_key)
 note = S.pop_notice(PAGE)
 if note:
     st.success(note)

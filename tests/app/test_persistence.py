@@ -23,6 +23,7 @@ from planner import workload
 from planner.accounting import total_epsilon
 from planner.queries import queries_from_list
 from planner.schema import Schema
+from tests.app.keys import ledger_key
 from tests.app.test_pages import declare, set_lifetime
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -69,7 +70,7 @@ def _led():
 
 
 def _fp(at: AppTest) -> str:
-    return at.session_state[S.WORKLOAD_FP]
+    return ledger_key(at)
 
 
 def _messages(at: AppTest) -> str:
@@ -395,7 +396,8 @@ def test_wide_upload_is_usable_columns_ignored_by_default_and_bulk_declared(caps
     at.button(key="data:schema_save").click().run()
     t_save = time.perf_counter() - t0
     assert not at.exception and not at.error, [e.value for e in at.error]
-    schema = Schema.from_json(at.session_state[S.SCHEMAS][_fp(at)] if _fp(at) in at.session_state[S.SCHEMAS]
+    fp = at.session_state[S.WORKLOAD_FP]
+    schema = Schema.from_json(at.session_state[S.SCHEMAS][fp] if fp in at.session_state[S.SCHEMAS]
                               else next(iter(at.session_state[S.SCHEMAS].values())))
     assert len(schema.columns) == 40 and all(c.bounds == (0.0, 100.0) for c in schema.columns)
     assert any("40 column(s) declared; 260 other column(s) of the file are ignored" in c.value for c in at.caption)
