@@ -128,7 +128,7 @@ def _kov_delta(eps0: float, k: int, i: int) -> Fraction:
     """KOV15 Thm 3.3 δ_i for k identical ε₀-DP mechanisms at ε = (k − 2i)ε₀ (exact arithmetic
     on the float inputs)."""
     e = math.exp(eps0)
-    num = sum(math.comb(k, l) * (Fraction(math.exp((k - l) * eps0)) - Fraction(math.exp((k - 2 * i + l) * eps0))) for l in range(i))
+    num = sum(math.comb(k, j) * (Fraction(math.exp((k - j) * eps0)) - Fraction(math.exp((k - 2 * i + j) * eps0))) for j in range(i))
     return num / Fraction(1.0 + e) ** k
 
 
@@ -401,7 +401,7 @@ def test_ledger_with_a_pld_lifetime_budget_composes_through_the_registry(tmp_pat
         assert spent < total_epsilon(s1 + s2, CompositionRule.BASIC, 1e-6)
         # a release that would overspend under the PLD rule is refused
         big = [Spend(LaplaceEvent(0.2), 5.0)]
-        with pytest.raises(Exception, match="budget|ε"):
+        with pytest.raises(Exception, match=r"budget|ε"):
             led.release("fp", "c", "s", [("z", big[0])], lambda: {"z": 0})
     finally:
         led.close()

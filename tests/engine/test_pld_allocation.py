@@ -15,7 +15,15 @@ import numpy as np
 import pytest
 
 from planner.accountants import total_epsilon
-from planner.allocation import Family, Item, Target, allocate, applicable_rules, error_curve, plan_targets
+from planner.allocation import (
+    Family,
+    Item,
+    Target,
+    allocate,
+    applicable_rules,
+    error_curve,
+    plan_targets,
+)
 from planner.budget import CompositionRule
 from planner.cli import main
 

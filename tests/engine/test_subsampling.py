@@ -156,9 +156,9 @@ def test_secret_sample_base_budget_round_trips_within_the_budget(q: float, eps: 
 
 
 def test_secret_sample_validation_names_the_field() -> None:
-    with pytest.raises(BudgetError, match="sampling.rate"):
+    with pytest.raises(BudgetError, match=r"sampling\.rate"):
         Sampling(0.0)
-    with pytest.raises(BudgetError, match="sampling.scheme"):
+    with pytest.raises(BudgetError, match=r"sampling\.scheme"):
         Sampling(0.1, "stratified")  # type: ignore[arg-type]
     with pytest.raises(BudgetError, match="add_remove"):
         Sampling(0.1).check_relation("substitute")
