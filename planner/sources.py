@@ -437,7 +437,6 @@ __all__ = [
     "TableSource",
     "data_dir",
     "dataset_key",
-    "table_key",
     "estimate_csv_rows",
     "file_source",
     "open_cli_source",
@@ -446,4 +445,5 @@ __all__ = [
     "sniff_csv",
     "source_fingerprint",
     "spill_upload",
+    "table_key",
 ]

@@ -21,11 +21,10 @@ from pages._ui import state as S
 from planner.accounts import Principal, Role
 from planner.backends import make_backend
 from planner.ledger import Ledger
-from planner.release import release
 from planner.loader import load_table
+from planner.release import release
 from planner.schema import Schema
-from planner.sources import table_key
-from planner.sources import open_cli_source
+from planner.sources import open_cli_source, table_key
 from planner.workload import plan as make_plan
 from tests.app.test_pages import set_lifetime
 

@@ -14,7 +14,6 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from pages._ui import state as S
-from tests.app.keys import ledger_key
 from planner import release as rel
 from planner import workload
 from planner.accounting import total_epsilon
@@ -22,6 +21,7 @@ from planner.cli import main as cli_main
 from planner.plan_spec import dump_plan_spec, spec_document
 from planner.queries import Query, queries_from_list
 from planner.schema import Schema
+from tests.app.keys import ledger_key
 from tests.app.test_pages import set_lifetime
 
 ROOT = Path(__file__).resolve().parents[2]
