@@ -54,7 +54,7 @@ def _typed(field: str, wk: str) -> None:
     ss[DRAFT] = dict(_draft(), **{field: ss[wk]})
 
 
-def _set(page: str, fingerprint: str, file_fp: str, name: str) -> None:
+def _set(page: str, fingerprint: str, file_fp: str, name: str, sampling: Any = None) -> None:
     """on_click: register the lifetime budget shown in the form."""
     ss = st.session_state
     ss[_ERROR] = None
@@ -68,7 +68,7 @@ def _set(page: str, fingerprint: str, file_fp: str, name: str) -> None:
         return
     try:
         led = cached.ledger()
-        led.register_dataset(fingerprint, name, eps, delta, rule)
+        led.register_dataset(fingerprint, name, eps, delta, rule, sampling=sampling)
         resolve_dataset(led, (fingerprint, file_fp))  # the file's bytes name it too (server file lists)
     except PlannerError as exc:
         ss[_ERROR] = {"page": page, "text": str(exc)}
@@ -117,7 +117,8 @@ def set_form(data: cached.Active, page: str) -> None:
                      help="How the ledger adds up the cost of this dataset's releases; fixed with the budget. "
                           "Follows the Planner's rule until you pick another.")
         st.button("Set the lifetime budget", type="primary", key=f"{page}:lifetime_set",
-                  on_click=_set, args=(page, data.ledger_key, data.fingerprint, data.name))
+                  on_click=_set, args=(page, data.ledger_key, data.fingerprint, data.name,
+                                              data.schema.sampling if data.schema is not None else None))
     err = ss.get(_ERROR)
     if err and err.get("page") == page:
         st.error(err["text"])
