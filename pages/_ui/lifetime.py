@@ -125,7 +125,8 @@ def set_form(data: cached.Active, page: str) -> None:
 
 
 _RULE_SHORT = {"basic": "add up every ε", "advanced": "Kairouz–Oh–Viswanath",
-               "rdp": "Rényi DP", "zcdp": "zero-concentrated DP"}
+               "rdp": "Rényi DP", "zcdp": "zero-concentrated DP",
+               "pld": "optimal: privacy loss distributions"}
 
 
 def metrics(status: BudgetStatus) -> None:
