@@ -498,7 +498,9 @@ def bootstrap_ratio(a: np.ndarray, b: np.ndarray, stat: Callable[[np.ndarray], n
 
     r = ratio(stat(a[ia].reshape(resamples, -1)), stat(b[ib].reshape(resamples, -1)))
     point = float(ratio(stat(a.reshape(1, -1)), stat(b.reshape(1, -1)))[0])
-    return point, float(np.percentile(r, 2.5)), float(np.percentile(r, 97.5))
+    # "lower"/"higher": actual resampled ratios, so an infinite one (OpenDP exact in every
+    # repetition of a resample, the product not) stays inf instead of turning into NaN
+    return point, float(np.percentile(r, 2.5, method="lower")), float(np.percentile(r, 97.5, method="higher"))
 
 
 def mae(x: np.ndarray) -> np.ndarray:
