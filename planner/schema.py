@@ -831,6 +831,7 @@ def suggest_kinds(df: pd.DataFrame, max_categories: int = 50) -> dict[str, Colum
 
     Examples
     --------
+    >>> import pandas as pd
     >>> df = pd.DataFrame({"person_id": [1, 2], "age": [30, 40.5], "ok": [True, False]})
     >>> {k: v.value for k, v in suggest_kinds(df).items()}
     {'person_id': 'identifier', 'age': 'numeric', 'ok': 'boolean'}
