@@ -148,7 +148,7 @@ if data.source in ("upload", "server"):
         """Copy every draft widget's current value into the draft (a button's callback may
         run before the on_change of a field edited in the same interaction)."""
         dd = dict(ss[S.DRAFTS][fp])
-        for field in ("use", "relation", "unit", "max_rows", "public_n"):
+        for field in ("use", "relation", "unit", "max_rows", "public_n", "sample_rate"):
             if f"data:{field}" in ss:
                 dd[field] = ss[f"data:{field}"]
         cols = dict(dd["columns"])
@@ -303,6 +303,14 @@ if data.source in ("upload", "server"):
                     on_change=_set, args=("public_n", "data:public_n"),
                     help="A row count you may publish (e.g. from a census); needed to predict the error of "
                          "means, medians and proportions.")
+    ss["data:sample_rate"] = float(d.get("sample_rate") or 0.0)
+    st.number_input("Secret sample: the public rate at which this table was drawn from its population (0 if it "
+                    "is not a secret random sample)", min_value=0.0, max_value=1.0, step=0.01, format="%g",
+                    key="data:sample_rate", on_change=_set, args=("sample_rate", "data:sample_rate"),
+                    help="Only if the rows are a random draw from a larger population and nobody outside "
+                         "learns who was drawn (Poisson draws under add/remove, a fixed-size draw under "
+                         "replace-one). Your ε then protects everyone in the population, and the planner may "
+                         "spend the larger budget the sampling allows (Balle, Barthe & Gaboardi 2018).")
     st.button("Save schema", type="primary", key="data:schema_save", on_click=_save)
     probs = ss.get("data:schema_problems")
     if probs and probs.get("fp") == fp:

@@ -23,7 +23,7 @@ PAGE = "planner"
 
 # ----------------------------------------------------------------------------- lifetime budget
 st.subheader("Lifetime budget of this dataset")
-status = planning.lifetime(data.fingerprint)
+status = planning.lifetime(data.ledger_key)
 note = S.pop_notice(PAGE)
 if note:
     st.success(note)
@@ -144,7 +144,7 @@ if noisy:
 if view.target is not None:
     res = view.target
     m1, m2, m3 = st.columns(3)
-    m1.metric("Least ε meeting every target", f"{res.total_epsilon:.4g}", help=f"under the {s.rule} rule, δ = {s.delta:g}")
+    m1.metric("Least ε meeting every target", f"{res.population_epsilon:.4g}", help=f"under the {s.rule} rule, δ = {s.delta:g}")
     m2.metric("Hardest target", res.binding, help="the query whose target needs the most budget")
     m3.metric("Queries", len({p.query_id for p in plan.predictions}))
     st.caption("This is the plan the Release page releases: each query gets exactly the share that meets its target.")
@@ -283,7 +283,7 @@ else:
             got = per_rule[rule]
             if isinstance(got, PlannerError):
                 raise got
-            least[rule] = float(got.allocation.used_epsilon)
+            least[rule] = float(got.used_epsilon)
             rows.append({"rule": lifetime.rule_label(rule) + ((" ← in force" if s.rule_fixed else " ← chosen above")
                                                               if rule == s.rule else ""),
                          "least ε meeting every target": least[rule], "note": ""})

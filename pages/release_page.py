@@ -65,7 +65,7 @@ def _do_release() -> None:
         # Every exact aggregate first, as `planner release` does: a plan this backend cannot
         # compute is refused here, before the ledger records any spend.
         engine.aggregate_all(cached.parse_queries(v.wl_json, sj))
-        result = rel.release(v.plan, schema, engine, led, data.fingerprint, data.name)
+        result = rel.release(v.plan, schema, engine, led, data.ledger_key, data.name)
     except PlannerError as exc:
         ss[S.RELEASE_ERROR] = str(exc)
         return
@@ -83,7 +83,7 @@ def _cancel() -> None:
 
 stored = None
 if s.lifetime is not None:
-    for rec in led.releases(data.fingerprint):
+    for rec in led.releases(data.ledger_key):
         if rec.plan_hash == plan_hash:
             stored = rec
 
@@ -112,7 +112,7 @@ if result is None and stored is None:
     pv = planning.preview(data, view, schema)
     if pv is None:  # the budget is visible but this principal may not spend it (the engine's word)
         try:
-            led.preview(data.fingerprint, planning.spends(view, schema))
+            led.preview(data.ledger_key, planning.spends(view, schema))
         except PlannerError as exc:
             st.warning(str(exc), icon=":material/lock:")
         st.button("Release…", type="primary", key="release:open", disabled=True,
@@ -202,7 +202,7 @@ if result is None:
                    "no answers were stored. It is never sampled again, and the spend is never refunded.")
     frame.stop()
 
-status = planning.lifetime(data.fingerprint)
+status = planning.lifetime(data.ledger_key)
 st.success(f"Released (release #{result.release_id}). These answers are stored; a rerun shows them again. "
            + (f"ε {fmt.eps(max(status.epsilon_remaining, 0.0))} of the lifetime {status.epsilon_total:g} remains."
               if status else ""))

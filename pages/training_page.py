@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from pages._ui import fmt
+from pages._ui import fmt, frame
 from planner import dpsgd
 from planner.errors import PlannerError
 from planner.sampling import SamplingScheme
@@ -110,7 +110,7 @@ try:
     curve = _curve(*args)
 except PlannerError as exc:
     st.error(str(exc))
-    st.stop()
+    frame.stop()
 
 m1, m2, m3, m4 = st.columns(4)
 m1.metric("ε, Rényi DP", fmt.eps(priv.epsilon["rdp"]))

@@ -67,7 +67,7 @@ def compare_rules(plans: dict[str, Plan | PlannerError], rule_in_force: str, del
     for rule, p in plans.items():
         if isinstance(p, Plan):
             f = math.sqrt(p.allocation.objective / best_obj) if best_obj > 0 else 1.0
-            rows.append(RuleRow(rule, f, p.allocation.used_epsilon, ""))
+            rows.append(RuleRow(rule, f, p.used_epsilon, ""))
         else:
             rows.append(RuleRow(rule, None, None, f"does not apply: {p}"))
     best = tuple(r.rule for r in rows if r.factor is not None and r.factor <= TIE)

@@ -1194,11 +1194,62 @@ def _allocate_once(
         if np.all(np.isfinite(cand)) and np.all(cand > 0):
             # a pinned share is the owner's number, exactly (the dual works in log θ)
             theta = np.where(free, cand, pinned_theta)
+    reshaped = None
+    if rule is CompositionRule.PLD and method is Method.DUAL:
+        reshaped = _pld_reshaped(wl, exact, epsilon, delta, free, start, theta, pinned_theta)
     theta = fit(theta)
+    if reshaped is not None:  # both now cost exactly ε under PLD: keep the better
+        reshaped = fit(reshaped)
+        if wl.objective(reshaped) < wl.objective(theta):
+            theta = reshaped
     equal = fit(np.where(free, 1.0, pinned_theta))
     if wl.objective(equal) < wl.objective(theta):
         theta, method = equal, Method.EQUAL_SPLIT
     return _finish(wl, theta, rule, epsilon, delta, method, warnings)
+
+
+def _pld_reshaped(
+    wl: _Workload,
+    exact: Callable[[FloatArray], float],
+    epsilon: float,
+    delta: float,
+    free: npt.NDArray[np.bool_],
+    start: FloatArray,
+    theta: FloatArray,
+    pinned_theta: FloatArray,
+) -> FloatArray:
+    """Under the optimal rule: the RDP-optimal allocation at the RDP total E_R whose PLD
+    cost is ``epsilon`` (not the RDP-optimal shape at ε scaled up uniformly).
+
+    Why: PLD ≤ RDP leaves room after the RDP solve at ε. Scaling every share by one factor
+    fills it, but the RDP-optimal split at a larger total E_R is a better use of that room
+    (it is optimal for the surrogate at its own total), and it is the allocation the error
+    curve (:func:`_pld_error_curve`) describes. E_R is found by the secant method on
+    ln(PLD cost) against ln E_R (near-linear: slope ≈ 1), at most 4 dual solves; the caller's
+    exact fit then lands it on the budget, and keeps whichever of this and the uniformly
+    scaled ``theta`` has the lower objective at the same PLD cost.
+    """
+    def at(e_r: float) -> FloatArray:
+        cand = _dual_allocation(wl, CompositionRule.RDP, e_r, delta, free, start)
+        return np.where(free, cand, pinned_theta)
+
+    log_t = math.log(epsilon)
+    x0, g0 = log_t, math.log(exact(theta)) - log_t  # theta is the RDP solution at ε: g0 ≤ 0
+    x1 = x0 - g0 if g0 < -1e-12 else x0
+    if x1 == x0:
+        return theta
+    best, best_gap = theta, abs(g0)
+    for _ in range(4):
+        cand = at(math.exp(x1))
+        if not (np.all(np.isfinite(cand)) and np.all(cand > 0)):
+            break
+        g1 = math.log(exact(cand)) - log_t
+        if abs(g1) < best_gap:
+            best, best_gap = cand, abs(g1)
+        if abs(g1) <= 1e-4 or g1 == g0:  # the caller's exact fit removes the rest (a uniform 1e-4)
+            break
+        x0, g0, x1 = x1, g1, x1 - g1 * (x1 - x0) / (g1 - g0)
+    return best
 
 
 def _exact_cost(wl: _Workload, rule: CompositionRule, delta: float, theta: FloatArray) -> float:

@@ -109,7 +109,7 @@ def steps(spec: PlanSpec, data: str, dataset_name: str, backend: str | None = No
              '    """The plan, exactly as the app made it."""\n'
              f"{_plan_call(spec)}\n\n\n"
              "plan = make_plan()\n"
-             "print(f\"ε spent: {plan.allocation.used_epsilon:.6g} under {plan.allocation.rule.value}; \"\n"
+             "print(f\"ε spent: {plan.used_epsilon:.6g} under {plan.allocation.rule.value}; \"\n"
              "      f\"plan hash {plan_hash(plan, SCHEMA)[:16]}…\")"),
         Step("5. The accuracy table and a chart",
              "Predicted from public facts: the true value is within ± the 95% error 19 times in 20.",

@@ -33,6 +33,14 @@ whose caller is :data:`planner.accounts.LOCAL_OWNER`; once an account exists, ca
 sign in (an explicit ``actor``, or ``PLANNER_USER``/``PLANNER_PASSWORD`` for the command
 line).
 
+Secret samples (:mod:`planner.sampling`): a dataset registered with a sampling declaration
+(the table is a secret random sample of a population at a public rate q) has a lifetime
+budget for the *population*. Every check composes all its recorded spends on the sample at
+δ/q under the dataset's rule and amplifies the composed total *once*:
+ε_pop = ln(1 + q(e^ε − 1)), δ_pop = q·(δ/q) (Balle, Barthe & Gaboardi 2018, Thms 9–10;
+:func:`planner.sampling.sampled_total_epsilon`). Amplifying each release separately and
+adding the results would be wrong: every release reads the same sample.
+
 Integrity (:mod:`planner.ledger_integrity`): every change is journaled in a hash chain
 keyed with the server secret, the journal's replay must equal the tables, and a marker
 outside the database records the newest entry seen, so an emptied, truncated, rolled
@@ -139,6 +147,7 @@ from planner.ledger_integrity import (
     entry_mac,
     replay,
 )
+from planner.sampling import Sampling, SamplingScheme, sampled_total_epsilon
 from planner.strict_json import check_depth, strict_delta, strict_epsilon
 
 __all__ = [
@@ -182,8 +191,9 @@ ENV_PASSWORD: Final = "PLANNER_PASSWORD"
 ENV_PASSWORD_FILE: Final = "PLANNER_PASSWORD_FILE"
 _DEFAULT_HOME: Final = "~/.privacy-budget-planner"
 
-#: The ledger's storage format (1: before accounts and the journal; migrated on open).
-FORMAT_VERSION: Final = 2
+#: The ledger's storage format (1: before accounts and the journal; 2: before secret
+#: samples, i.e. without the datasets' sampling columns). Older formats are migrated on open.
+FORMAT_VERSION: Final = 3
 #: SQLite busy timeout: how long a writer waits for the write lock.
 BUSY_TIMEOUT_SECONDS: Final = 30.0
 #: Relative slack on the budget check, for float noise only (1e-12 of the total).
@@ -242,6 +252,9 @@ class DatasetRow(_LedgerModel, table=True):
     created_at: datetime = Field(sa_column=Column(DateTime(timezone=True), nullable=False))
     schema_hash: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
     registered_by: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
+    # format 3: the secret-sample declaration given at registration (both NULL: not a sample)
+    sampling_rate: float | None = Field(default=None, sa_column=Column(Float, nullable=True))
+    sampling_scheme: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
 
 
 class VersionRow(_LedgerModel, table=True):
@@ -409,6 +422,9 @@ class HeadRow(_LedgerModel, table=True):
 _TRACKED: Final = ("datasets", "dataset_versions", "budget_changes", "releases", "spends",
                    "answers", "accounts", "grants")
 _VOLATILE: Final = {"releases": frozenset({"owner", "lease_expires_at", "heartbeat_at"})}
+#: Nullable columns added after format 2: journaled only when set, so a row that does not
+#: use them has the same journal form as before they existed (old entries still replay).
+_OPTIONAL: Final = {"datasets": frozenset({"sampling_rate", "sampling_scheme"})}
 _V1_TABLES: Final = frozenset({"datasets", "releases", "spends", "answers"})
 
 
@@ -435,6 +451,7 @@ class DatasetInfo:
     created_at: datetime
     schema_hash: str | None = None
     registered_by: str = ""
+    sampling: Sampling | None = None
 
     @property
     def key(self) -> str:
@@ -452,6 +469,7 @@ class DatasetInfo:
             "created_at": self.created_at.isoformat(),
             "schema_hash": self.schema_hash,
             "registered_by": self.registered_by,
+            "sampling": None if self.sampling is None else self.sampling.to_dict(),
         }
 
 
@@ -575,7 +593,9 @@ class BudgetStatus:
     """What a dataset's budget looks like now.
 
     ``epsilon_spent`` is ``total_epsilon(all recorded spends, rule, delta_total)``; every
-    release counts, including those whose answers were lost.
+    release counts, including those whose answers were lost. For a secret sample
+    (``sampling`` set) it is the population's ε: the spends composed on the sample at
+    δ/q (``epsilon_spent_sample``), amplified once (:func:`planner.sampling.sampled_total_epsilon`).
     """
 
     fingerprint: str
@@ -587,10 +607,12 @@ class BudgetStatus:
     epsilon_remaining: float
     releases: int
     releases_without_answers: int = 0
+    sampling: Sampling | None = None
+    epsilon_spent_sample: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-able form (a non-finite value becomes ``None``)."""
-        return {
+        out = {
             "fingerprint": self.fingerprint,
             "name": self.name,
             "epsilon_total": self.epsilon_total,
@@ -601,6 +623,11 @@ class BudgetStatus:
             "releases": self.releases,
             "releases_without_answers": self.releases_without_answers,
         }
+        if self.sampling is not None:
+            out["sampling"] = self.sampling.to_dict()
+            out["epsilon_spent_sample"] = (None if self.epsilon_spent_sample is None
+                                           else _finite_or_none(self.epsilon_spent_sample))
+        return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -638,7 +665,9 @@ class ReleasePreview:
     together. ``fits`` is exactly the ledger's own check (:meth:`Ledger.release` refuses
     the same spends when it is false). For an analyst, ``grant_epsilon`` is the budget an
     owner granted them and ``grant_spent_after`` their own spends composed with this
-    release; ``limit`` says which budget refused (``"dataset"`` or ``"grant"``).
+    release; ``limit`` says which budget refused (``"dataset"`` or ``"grant"``). For a
+    secret sample (``sampling`` set) every ε here is the population's, the composed spends
+    amplified once.
     """
 
     fingerprint: str
@@ -653,6 +682,7 @@ class ReleasePreview:
     limit: str = ""
     grant_epsilon: float | None = None
     grant_spent_after: float | None = None
+    sampling: Sampling | None = None
 
     @property
     def epsilon_remaining(self) -> float:
@@ -681,6 +711,7 @@ class ReleasePreview:
             "grant_epsilon": self.grant_epsilon,
             "grant_spent_after": None if self.grant_spent_after is None
             else _finite_or_none(self.grant_spent_after),
+            "sampling": None if self.sampling is None else self.sampling.to_dict(),
         }
 
 
@@ -827,12 +858,83 @@ def _budget(epsilon: Any, delta: Any, what: str) -> tuple[float, float]:
     return eps, dlt
 
 
-def _compose(spends: Sequence[Spend], rule: CompositionRule, delta: float) -> float:
-    """Composed ε of ``spends``; 0 for none, ``inf`` for anything not a number."""
+def _compose(spends: Sequence[Spend], rule: CompositionRule, delta: float,
+             sampling: Sampling | None = None) -> float:
+    """Composed ε of ``spends``; 0 for none, ``inf`` for anything not a number.
+
+    With ``sampling`` (a secret sample at rate q) the population's ε: the spends composed
+    on the sample at δ/q, then amplified once, ln(1 + q(e^ε − 1))
+    (:func:`planner.sampling.sampled_total_epsilon`; Balle, Barthe & Gaboardi 2018).
+    """
     if not spends:
         return 0.0
-    value = float(total_epsilon(spends, rule, delta))
+    if sampling is None:
+        value = float(total_epsilon(spends, rule, delta))
+    else:
+        value = float(sampled_total_epsilon(spends, rule, delta, sampling))
     return math.inf if math.isnan(value) else value
+
+
+def _sampling_of(row: DatasetRow) -> Sampling | None:
+    """The secret-sample declaration recorded with a dataset (``None``: not a sample).
+
+    Raises
+    ------
+    LedgerIntegrityError
+        One column set without the other, or values no registration could have written.
+    """
+    rate, scheme = row.sampling_rate, row.sampling_scheme
+    if rate is None and scheme is None:
+        return None
+    where = f"the sampling declaration of dataset {row.id}"
+    if rate is None or scheme is None:
+        raise LedgerIntegrityError(_garbage(where, "rate and scheme must be set together"))
+    if isinstance(rate, bool) or not isinstance(rate, (int, float)):
+        raise LedgerIntegrityError(_garbage(where, "the rate is not a number"))
+    try:
+        return Sampling(float(rate), SamplingScheme(scheme))
+    except (BudgetError, ValueError):
+        raise LedgerIntegrityError(_garbage(where, "not a rate in (0, 1] and a known scheme")) from None
+
+
+def _check_sampling(sampling: Any) -> Sampling | None:
+    if sampling is None or isinstance(sampling, Sampling):
+        return sampling
+    raise LedgerError(
+        f"sampling must be a planner.sampling.Sampling or None; got {type(sampling).__name__}. "
+        "Pass the schema's declaration (Schema.sampling)."
+    )
+
+
+def _sampling_columns(sampling: Sampling | None) -> dict[str, Any]:
+    """The dataset row's sampling columns (both ``None`` when the table is the population)."""
+    if sampling is None:
+        return {"sampling_rate": None, "sampling_scheme": None}
+    return {"sampling_rate": sampling.rate, "sampling_scheme": sampling.scheme.value}
+
+
+def _same_sampling(row: DatasetRow, sampling: Sampling | None) -> None:
+    """Refuse registering a dataset again with another sampling declaration."""
+    recorded = _sampling_of(row)
+    if recorded == sampling:
+        return
+
+    def shown(x: Sampling | None) -> str:
+        return "not a sample" if x is None else f"a secret {x.scheme.value} sample at rate {x.rate:g}"
+
+    raise LedgerError(
+        f"dataset {row.name!r} ({row.fingerprint}) is registered as {shown(recorded)}; got "
+        f"{shown(sampling)}. The sampling declaration is fixed with the lifetime budget (it "
+        "decides what every recorded spend costs the population). Use the schema the dataset "
+        "was registered with, or declare a new dataset deliberately."
+    )
+
+
+def _sampling_words(sampling: Sampling | None) -> str:
+    if sampling is None:
+        return ""
+    return (f" (population ε: the table is a secret {sampling.scheme.value} sample at rate "
+            f"q = {sampling.rate:g}, so the spends composed on the sample are amplified once)")
 
 
 def _remedy(rule: CompositionRule) -> str:
@@ -865,46 +967,48 @@ def _preview(
     an owner granted them.
     """
     rule = CompositionRule(ds.rule)
-    spent = _compose(old, rule, ds.delta)
+    smp = _sampling_of(ds)
+    spent = _compose(old, rule, ds.delta, smp)
     args = (ds.fingerprint, rule, ds.epsilon, ds.delta, spent)
     try:
-        after = _compose([*old, *new], rule, ds.delta)
+        after = _compose([*old, *new], rule, ds.delta, smp)
     except BudgetError as exc:
         return ReleasePreview(
             *args, math.inf, math.inf, False,
             f"This release cannot be accounted within the lifetime budget (ε = {ds.epsilon:g}, "
-            f"δ = {ds.delta:g}, {rule.value} rule): {exc}", "dataset",
+            f"δ = {ds.delta:g}, {rule.value} rule{_sampling_words(smp)}): {exc}", "dataset",
+            sampling=smp,
         )
     release = after - spent
     if not _within_budget(after, ds.epsilon):
         remaining = ds.epsilon - spent
         return ReleasePreview(
             *args, release, after, False,
-            f"This release needs ε = {release:.4g} under the {rule.value} rule, but only "
-            f"ε = {max(remaining, 0.0):.4g} of the lifetime budget ε = {ds.epsilon:g} remains "
-            f"(short by {release - remaining:.3g}). {_remedy(rule)}", "dataset",
+            f"This release needs ε = {release:.4g} under the {rule.value} rule{_sampling_words(smp)}, "
+            f"but only ε = {max(remaining, 0.0):.4g} of the lifetime budget ε = {ds.epsilon:g} remains "
+            f"(short by {release - remaining:.3g}). {_remedy(rule)}", "dataset", sampling=smp,
         )
     if grant is None or grant.role is not Role.ANALYST or grant.epsilon is None:
-        return ReleasePreview(*args, release, after, True)
+        return ReleasePreview(*args, release, after, True, sampling=smp)
     g_delta = ds.delta if grant.delta is None else grant.delta
     try:
-        own_after = _compose([*own_old, *new], rule, g_delta)
+        own_after = _compose([*own_old, *new], rule, g_delta, smp)
     except BudgetError as exc:
         return ReleasePreview(
             *args, release, after, False,
             f"This release cannot be accounted within the budget granted to {grant.subject} "
             f"(ε = {grant.epsilon:g}, δ = {g_delta:g}): {exc} Ask an owner for a larger grant.",
-            "grant", grant.epsilon, math.inf,
+            "grant", grant.epsilon, math.inf, sampling=smp,
         )
     if _within_budget(own_after, grant.epsilon):
-        return ReleasePreview(*args, release, after, True, "", "", grant.epsilon, own_after)
-    own_spent = _compose(list(own_old), rule, g_delta)
+        return ReleasePreview(*args, release, after, True, "", "", grant.epsilon, own_after, sampling=smp)
+    own_spent = _compose(list(own_old), rule, g_delta, smp)
     return ReleasePreview(
         *args, release, after, False,
         f"This release would bring the spends of {grant.subject} on this dataset to "
-        f"ε = {own_after:.4g}, above the ε = {grant.epsilon:g} an owner granted them "
-        f"(already spent: {own_spent:.4g}). Lower this release's ε, or ask an owner to raise "
-        "your grant.", "grant", grant.epsilon, own_after,
+        f"ε = {own_after:.4g}{_sampling_words(smp)}, above the ε = {grant.epsilon:g} an owner "
+        f"granted them (already spent: {own_spent:.4g}). Lower this release's ε, or ask an owner "
+        "to raise your grant.", "grant", grant.epsilon, own_after, sampling=smp,
     )
 
 
@@ -977,7 +1081,12 @@ def _answer_value(row: AnswerRow) -> JSON:
 
 def _status_of(ds: DatasetRow, releases: Sequence[ReleaseRecord]) -> BudgetStatus:
     rule = CompositionRule(ds.rule)
-    spent = _compose([sp.spend for rec in releases for sp in rec.spends], rule, ds.delta)
+    smp = _sampling_of(ds)
+    every = [sp.spend for rec in releases for sp in rec.spends]
+    spent = _compose(every, rule, ds.delta, smp)
+    on_sample = None
+    if smp is not None:
+        on_sample = _compose(every, rule, smp.base_delta(ds.delta))
     return BudgetStatus(
         fingerprint=ds.fingerprint,
         name=ds.name,
@@ -990,17 +1099,20 @@ def _status_of(ds: DatasetRow, releases: Sequence[ReleaseRecord]) -> BudgetStatu
         releases_without_answers=sum(
             1 for r in releases if r.status is ReleaseStatus.SPENT_NO_ANSWERS
         ),
+        sampling=smp,
+        epsilon_spent_sample=on_sample,
     )
 
 
 def _history_of(ds: DatasetRow, releases: Sequence[ReleaseRecord]) -> list[HistoryPoint]:
     rule = CompositionRule(ds.rule)
+    smp = _sampling_of(ds)
     points: list[HistoryPoint] = []
     spends: list[Spend] = []
     before = 0.0
     for rec in releases:
         spends.extend(sp.spend for sp in rec.spends)
-        after = _compose(spends, rule, ds.delta)
+        after = _compose(spends, rule, ds.delta, smp)
         points.append(
             HistoryPoint(
                 release_id=rec.release_id,
@@ -1029,6 +1141,7 @@ def _dataset_info(row: DatasetRow) -> DatasetInfo:
         created_at=_aware(row.created_at),
         schema_hash=row.schema_hash,
         registered_by=row.registered_by or "",
+        sampling=_sampling_of(row),
     )
 
 
@@ -1052,8 +1165,10 @@ def _row_dict(row: Any) -> tuple[str, dict[str, Any]]:
     """``(table, {column: canonical value})`` of an ORM row, liveness columns left out."""
     table = row.__table__
     skip = _VOLATILE.get(table.name, frozenset())
+    optional = _OPTIONAL.get(table.name, frozenset())
     return table.name, {
-        c.name: canonical_value(getattr(row, c.name)) for c in table.columns if c.name not in skip
+        c.name: canonical_value(getattr(row, c.name)) for c in table.columns
+        if c.name not in skip and not (c.name in optional and getattr(row, c.name) is None)
     }
 
 
@@ -1467,7 +1582,10 @@ class Ledger:
                 self._migrate_v1(names)
             else:
                 self._create()
-        return self._check_head(marker)
+        problems = self._check_head(marker)
+        if not problems:
+            self._migrate_columns()
+        return problems
 
     def _read_marker(self, problems: list[str]) -> MarkerState | None:
         if self._marker is None:
@@ -1607,6 +1725,56 @@ class Ledger:
                     "which could forget spends. Nothing was changed now; run `planner ledger "
                     "verify` for details and restore the ledger from a backup."]
         return []
+
+    def _missing_columns(self, conn: Any) -> dict[str, list[Any]]:
+        """The nullable columns added since format 2 that a table of this ledger lacks."""
+        insp = inspect(conn)
+        out: dict[str, list[Any]] = {}
+        for table, columns in _OPTIONAL.items():
+            have = {c["name"] for c in insp.get_columns(table)}
+            lack = [c for c in LEDGER_METADATA.tables[table].columns if c.name in columns and c.name not in have]
+            if lack:
+                out[table] = lack
+        return out
+
+    def _migrate_columns(self) -> None:
+        """Bring a format-2 ledger to format 3 after its integrity check passed: add the
+        datasets' nullable sampling columns (``ALTER TABLE … ADD COLUMN``, the way
+        :meth:`_migrate_v1` adds columns) and record format 3 in the head, in one write
+        transaction. Nothing else changes: existing datasets are not samples (NULL), and
+        since NULL optional columns are not journaled (:data:`_OPTIONAL`), every journal
+        entry still replays to the tables. Concurrent openers serialise on the write lock
+        and find the columns already there.
+        """
+        with self._engine.connect() as probe:
+            missing = self._missing_columns(probe)
+            probe.rollback()
+        with self._session(write=False) as s:
+            head = s.get(HeadRow, 1)
+            current = FORMAT_VERSION if head is None else head.format_version
+        if not missing and current >= FORMAT_VERSION:
+            return
+        try:
+            with self._engine.connect() as conn:
+                if self._is_sqlite:
+                    conn = conn.execution_options(**{_BEGIN_OPTION: "IMMEDIATE"})
+                with conn.begin():
+                    if not self._is_sqlite:  # SQLite: BEGIN IMMEDIATE already holds the write lock
+                        conn.exec_driver_sql("SELECT id FROM ledger_head WHERE id = 1 FOR UPDATE")
+                    for table, columns in self._missing_columns(conn).items():
+                        for column in columns:
+                            ddl = column.type.compile(dialect=self._engine.dialect)
+                            conn.exec_driver_sql(f'ALTER TABLE {table} ADD COLUMN "{column.name}" {ddl}')
+                    conn.exec_driver_sql(
+                        f"UPDATE ledger_head SET format_version = {int(FORMAT_VERSION)} "
+                        f"WHERE id = 1 AND format_version < {int(FORMAT_VERSION)}"
+                    )
+        except sa_exc.OperationalError as exc:
+            raise LedgerError(
+                f"the ledger at {self.url} needs two new columns for secret samples (format "
+                f"{FORMAT_VERSION}) but could not be changed ({type(exc.orig).__name__}: busy or "
+                "read-only). Nothing was changed; open it once with write access."
+            ) from exc
 
     def _migrate_v1(self, names: set[str]) -> None:
         """Bring a format-1 ledger (no accounts, no journal, bare file hashes as keys) to
@@ -1942,6 +2110,7 @@ class Ledger:
         *,
         schema_hash: str | None = None,
         rows: int | None = None,
+        sampling: Sampling | None = None,
         actor: Principal | None = None,
     ) -> DatasetInfo:
         """Register a dataset's lifetime budget (idempotent for the same budget).
@@ -1965,6 +2134,12 @@ class Ledger:
             The schema the dataset is declared with (recorded).
         rows : int, optional
             Row count of this version (recorded).
+        sampling : Sampling, optional
+            The schema's declaration that the table is a secret random sample of a
+            population at a public rate (:attr:`planner.schema.Schema.sampling`). The
+            lifetime budget is then the *population's*, and every check amplifies the
+            composed spends once (:func:`planner.sampling.sampled_total_epsilon`). Fixed at
+            registration, like the budget and the rule.
         actor : Principal, optional
             Who registers (an owner; anyone who may read the dataset for the idempotent
             case).
@@ -1979,7 +2154,8 @@ class Ledger:
         BudgetError
             If ε, δ or the rule is invalid.
         LedgerError
-            If the dataset is registered with a different lifetime budget or rule.
+            If the dataset is registered with a different lifetime budget, rule or
+            sampling declaration.
         PermissionDenied
             If the actor may not declare datasets.
         """
@@ -1988,11 +2164,13 @@ class Ledger:
         eps, dlt = _budget(epsilon, delta, "the lifetime budget's")
         rl = _coerce_rule(rule)
         sh = None if schema_hash is None else _check_text(schema_hash, "schema_hash")
+        smp = _check_sampling(sampling)
         who = self._actor(actor)
         with self._write() as (s, head):
             row = self._find_dataset(s, ref)
             if row is not None:
                 self._authorize(s, who, Action.READ, row)
+                _same_sampling(row, smp)
                 if (row.epsilon, row.delta, row.rule) != (eps, dlt, rl.value):
                     raise LedgerError(
                         f"dataset {row.name!r} ({row.fingerprint}) is already registered with "
@@ -2006,7 +2184,8 @@ class Ledger:
             eff, _ = self._authorize(s, who, Action.DECLARE)
             now = _utcnow()
             ds = DatasetRow(fingerprint=_new_dataset_key(), name=label, epsilon=eps, delta=dlt,
-                            rule=rl.value, created_at=now, schema_hash=sh, registered_by=eff.subject)
+                            rule=rl.value, created_at=now, schema_hash=sh, registered_by=eff.subject,
+                            **_sampling_columns(smp))
             s.add(ds)
             s.flush()
             assert ds.id is not None
@@ -2026,6 +2205,7 @@ class Ledger:
         schema_hash: str,
         digest: str | None = None,
         rows: int | None = None,
+        sampling: Sampling | None = None,
         actor: Principal | None = None,
     ) -> DatasetInfo:
         """Declare a new dataset deliberately (owners only): its own name and budget.
@@ -2033,12 +2213,15 @@ class Ledger:
         A changed file of a registered dataset is not a new dataset: it is a new version of
         the same budget (:meth:`add_version`, or ``digest=`` on :meth:`release`). This call
         is the one deliberate way to start a new budget, so it refuses a name already in
-        use and content that is already a version of another dataset.
+        use and content that is already a version of another dataset. ``sampling``: as in
+        :meth:`register_dataset` (the table is a secret sample; the budget is the
+        population's).
         """
         label = _check_text(name, "name", max_chars=200)
         eps, dlt = _budget(epsilon, delta, "the lifetime budget's")
         rl = _coerce_rule(rule)
         sh = _check_text(schema_hash, "schema_hash")
+        smp = _check_sampling(sampling)
         dg = None if digest is None else _check_text(digest, "digest")
         who = self._actor(actor)
         with self._write() as (s, head):
@@ -2054,7 +2237,8 @@ class Ledger:
                 self._refuse_known_version(s, dg)
             now = _utcnow()
             ds = DatasetRow(fingerprint=_new_dataset_key(), name=label, epsilon=eps, delta=dlt,
-                            rule=rl.value, created_at=now, schema_hash=sh, registered_by=eff.subject)
+                            rule=rl.value, created_at=now, schema_hash=sh, registered_by=eff.subject,
+                            **_sampling_columns(smp))
             s.add(ds)
             s.flush()
             assert ds.id is not None
@@ -2861,14 +3045,27 @@ def _verify(ledger: Ledger) -> VerifyReport:
                         else f"tables missing: {', '.join(missing)}")
         return report(None, 0, None)
     try:
+        with ledger.engine.connect() as probe:
+            lacking = ledger._missing_columns(probe)  # a format-2 ledger not opened since
+            probe.rollback()
         with ledger._session(write=False) as s:
             head = s.get(HeadRow, 1)
             journal = s.exec(select(JournalRow).order_by(col(JournalRow.seq))).all()
             actual: dict[str, dict[Any, dict[str, Any]]] = {}
             for table, model in _MODELS.items():
+                actual[table] = {}
+                if table in lacking:  # read the columns it has (the lacking ones are NULL)
+                    cols = [c for c in LEDGER_METADATA.tables[table].columns
+                            if c not in lacking[table] and c.name not in _VOLATILE.get(table, ())]
+                    raw = s.connection().execute(select(*cols)).mappings().all()
+                    checked[table] = len(raw)
+                    for m in raw:
+                        d = {k: canonical_value(v) for k, v in m.items()
+                             if not (k in _OPTIONAL.get(table, ()) and v is None)}
+                        actual[table][d["id"]] = d
+                    continue
                 rows_: Sequence[Any] = s.exec(select(model)).all()  # type: ignore[arg-type]
                 checked[table] = len(rows_)
-                actual[table] = {}
                 for r in rows_:
                     _, d = _row_dict(r)
                     actual[table][d["id"]] = d

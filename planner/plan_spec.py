@@ -423,7 +423,7 @@ def compare_spec(spec: PlanSpec) -> dict[str, dict[str, Any] | str]:
         try:
             if spec.mode == SplitMode.TARGET:
                 res = plan_for_targets(spec.queries, spec.schema, spec.delta, rule, scales)
-                out[rule.value] = {"used_epsilon": res.total_epsilon, "binding": res.binding}
+                out[rule.value] = {"used_epsilon": res.population_epsilon, "binding": res.binding}
             elif spec.mode == SplitMode.EQUAL:
                 out[rule.value] = _summary(plan_equal(spec.queries, spec.schema, spec.epsilon, spec.delta, rule,
                                                       scales))
@@ -436,7 +436,7 @@ def compare_spec(spec: PlanSpec) -> dict[str, dict[str, Any] | str]:
 
 
 def _summary(p: Plan) -> dict[str, Any]:
-    return {"used_epsilon": p.allocation.used_epsilon, "objective": p.allocation.objective,
+    return {"used_epsilon": p.used_epsilon, "objective": p.allocation.objective,
             "rmse": {pr.id: pr.rmse for pr in p.predictions}}
 
 

@@ -446,8 +446,8 @@ class Query:
         >>> from planner.schema import Column, ColumnKind, MissingRule, Schema
         >>> s = Schema((Column("income", ColumnKind.NUMERIC, MissingRule(), 0, 1000),))
         >>> q = Query("m", QueryKind.MEAN, "income", MechanismName.LAPLACE)
-        >>> [(p.name, p.sensitivity.l1) for p in q.parts(s)]
-        [('sum', 1000.0), ('count', 1.0)]
+        >>> [(p.name, p.sensitivity.l1) for p in q.parts(s)]  # the centred sum Σ(x − 500): 500
+        [('sum', 500.0), ('count', 1.0)]
         """
         self.validate(schema)
         return self.statistic.parts(self, schema)

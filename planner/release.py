@@ -18,6 +18,13 @@ Order of a release (PRODUCT.md §5, enforced by :meth:`planner.ledger.Ledger.rel
 5. the answers are stored; a second release of the same :func:`plan_hash` returns
    them without sampling.
 
+Secret samples. When the schema declares that the table is a secret random sample of a
+population (:attr:`planner.schema.Schema.sampling`), the dataset is registered with that
+declaration and its lifetime budget is the population's: the ledger composes every recorded
+spend on the sample and amplifies the total once (Balle, Barthe & Gaboardi 2018,
+arXiv:1807.01647; :func:`planner.sampling.sampled_total_epsilon`). The noise drawn is that of
+the plan's base allocation; the spends recorded are the sample-level costs of that noise.
+
 Known residual. A float sum computed by the backend differs from the exact sum by float
 rounding, so its sensitivity can exceed the declared Δ by a relative ~n·2⁻⁵³ (Casacuberta
 et al. 2022, "Widespread underestimation of sensitivity in differentially private
@@ -30,17 +37,18 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from planner.accounting import CompositionRule, Spend, event_rho
 from planner.backends.base import Aggregate, Backend
-from planner.errors import LedgerError, ReleaseError
+from planner.errors import LedgerError, PermissionDenied, ReleaseError
 from planner.ledger import JSON, Ledger
 from planner.noise import Draw
 from planner.queries import Query
+from planner.sampling import Sampling
 from planner.schema import Schema
 from planner.statistics.base import AnswerRow, ItemRelease
 from planner.workload import Plan
@@ -205,6 +213,8 @@ class ReleaseResult:
     epsilon_spent: float
     epsilon_remaining: float
     warnings: tuple[str, ...] = field(default=())
+    sampling: Sampling | None = None
+    epsilon_spent_sample: float | None = None
 
     def answer(self, query_id: str) -> QueryAnswer:
         for a in self.answers:
@@ -228,6 +238,14 @@ class ReleaseResult:
                 "delta_total": self.delta_total,
                 "epsilon_spent": _finite_or_none(self.epsilon_spent),
                 "epsilon_remaining": _finite_or_none(self.epsilon_remaining),
+                **({} if self.sampling is None else {"secret_sample": {
+                    **self.sampling.to_dict(),
+                    "epsilon_spent_sample": None if self.epsilon_spent_sample is None
+                    else _finite_or_none(self.epsilon_spent_sample),
+                    "note": "epsilon_total, epsilon_spent and epsilon_remaining are the population's: the "
+                            "spends (each query's epsilon, on the sample) composed, then amplified once by "
+                            "the secret sampling (Balle, Barthe & Gaboardi 2018).",
+                }}),
             },
             "queries": [a.to_dict() for a in self.answers],
             "warnings": list(self.warnings),
@@ -299,8 +317,49 @@ def _result(
     return ReleaseResult(
         fingerprint, dataset_name, prepared.plan_hash, prepared.schema_hash, prepared.rule, status,
         release_id, tuple(out), st.epsilon_total, st.delta_total, st.epsilon_spent, st.epsilon_remaining,
-        warnings,
+        warnings, st.sampling, st.epsilon_spent_sample,
     )
+
+
+def resolve_dataset(ledger: Ledger, digests: Sequence[str]) -> str | None:
+    """The key (``ds-…``) of the registered dataset any of ``digests`` is a version of, or
+    ``None``; the other digests are recorded as versions of it on the way.
+
+    The web app knows a table by two digests: the key of its content under the declared
+    schema (:func:`planner.sources.table_key`, what ``planner release`` computes in its
+    scan) and the hash of the file's bytes (the key it had before the content digest, and
+    the one a server file is listed by). Whichever the ledger knows names the dataset, and
+    linking the other keeps one table one budget: a ledger written by an earlier version
+    keeps its spends, the command line finds the app's dataset, and declaring more columns
+    of the same file does not open a second budget.
+
+    Raises
+    ------
+    LedgerError
+        The digests name two different datasets, or the principal may not read the
+        dataset (:class:`~planner.errors.PermissionDenied`).
+    """
+    found: dict[str, str] = {}
+    for d in digests:
+        info = ledger.find_dataset(d)
+        if info is not None:
+            found[d] = info.fingerprint
+    keys = set(found.values())
+    if not keys:
+        return None
+    if len(keys) > 1:
+        raise LedgerError(
+            "this table's content and its file are registered as two different datasets; ask an owner to "
+            "retire one of them (one table has one budget)."
+        )
+    (key,) = keys
+    try:
+        for d in digests:
+            if d not in found:
+                ledger.add_version(key, d)
+    except PermissionDenied:  # a reader who may not add versions: the dataset is found all the same
+        pass
+    return key
 
 
 def release(
@@ -333,7 +392,10 @@ def release(
         The dataset's lifetime budget: registered if the dataset is new, and then it must
         match the recorded one. Omit them to release against the budget already set for the
         dataset (:meth:`planner.ledger.Ledger.register_dataset`); a dataset with no
-        lifetime budget is refused, never registered implicitly.
+        lifetime budget is refused, never registered implicitly. A dataset whose schema
+        declares a secret sample is registered with that declaration (the budget is then
+        the population's), and a release is refused when the schema and the registered
+        dataset disagree about it.
 
     Returns
     -------
@@ -348,10 +410,13 @@ def release(
     ReleaseError, LedgerError, PlannerError
         Rule or schema mismatch; a query that cannot be released; ledger problems.
     """
+    if plan.sampling != schema.sampling:
+        raise ReleaseError("the plan was made under another sampling declaration than the schema's; re-plan "
+                           "with this schema.")
     if total_epsilon is not None:
         ledger.register_dataset(
             fingerprint, dataset_name, total_epsilon, 0.0 if total_delta is None else total_delta,
-            plan.allocation.rule if rule is None else rule,
+            plan.allocation.rule if rule is None else rule, sampling=schema.sampling,
         )
     try:
         registered = ledger.dataset(fingerprint)
@@ -366,6 +431,15 @@ def release(
         raise ReleaseError(
             f"the dataset's lifetime budget is accounted under the {registered.rule.value} rule, "
             f"not {rl.value}; plan under {registered.rule.value}."
+        )
+    if registered.sampling != schema.sampling:
+        def words(x: Sampling | None) -> str:
+            return "not a sample" if x is None else f"a secret {x.scheme.value} sample at rate {x.rate:g}"
+
+        raise ReleaseError(
+            f"dataset {dataset_name!r} is registered as {words(registered.sampling)}, but the schema declares "
+            f"{words(schema.sampling)}. The sampling declaration is fixed with the lifetime budget; release with "
+            "the schema the dataset was registered with."
         )
     if plan.allocation.rule is not rl:
         raise ReleaseError(

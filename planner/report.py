@@ -60,6 +60,10 @@ SOURCES: Final = (
     "<i>Concentrated differential privacy</i>, TCC 2016; Peter Kairouz, Sewoong Oh and Pramod "
     "Viswanath, <i>The composition theorem for differential privacy</i>, ICML 2015.",
 )
+#: Cited when the table is a secret sample (amplification by sampling).
+SAMPLING_SOURCE: Final = (
+    "Borja Balle, Gilles Barthe and Marco Gaboardi, <i>Privacy amplification by subsampling: tight "
+    "analyses via couplings and divergences</i>, NeurIPS 2018.")
 RULE_WORDS: Final = {
     "basic": "basic composition (the ε of the answers add up)",
     "advanced": "advanced composition (Kairouz, Oh and Viswanath)",
@@ -222,6 +226,29 @@ def rule_rows(rule_in_force: str, comparison: Mapping[str, Mapping[str, Any] | s
     return out
 
 
+def secret_sample_text(plan: Plan) -> str:
+    """What a plan on a secret sample spends, on the sample and for the population (HTML).
+
+    The queries' shares compose to ε_s on the sample; the sampling amplifies the composed
+    total once, ε = ln(1 + q(e^ε_s − 1)) (Balle, Barthe and Gaboardi, "Privacy Amplification
+    by Subsampling", 2018).
+    """
+    smp = plan.sampling
+    if smp is None:
+        return ""
+    a = plan.allocation
+    how = ("each member of the population was drawn independently with probability"
+           if smp.scheme.value == "poisson" else "a fixed-size uniform draw (without replacement) of a fraction")
+    return (
+        f"<b>The table is a secret random sample</b> of a larger population ({_e(how)} q = {smp.rate:g}; nobody "
+        f"outside knows who was drawn). The answers' shares compose to <b>ε = {_num(a.used_epsilon)}</b>"
+        + (f", δ = {a.delta:g}" if a.delta > 0 else "")
+        + f" on the sample; because only a secret sample was used, that is <b>ε = {_num(plan.used_epsilon)}</b>"
+        + (f", δ = {plan.delta:g}" if plan.delta > 0 else "")
+        + " for every member of the population, the budget the ledger counts (Balle, Barthe and Gaboardi)."
+    )
+
+
 def guarantee_text(spec: PlanSpec) -> list[str]:
     """The privacy guarantee of a plan in plain words (paragraphs of HTML)."""
     s = spec.schema
@@ -232,6 +259,9 @@ def guarantee_text(spec: PlanSpec) -> list[str]:
     relation = ("whether or not that person is in the table at all" if s.relation.value == "add_remove"
                 else "whatever that person's values are")
     factor = math.exp(min(eps, 700.0))
+    sample = "" if s.sampling is None else (
+        f" The table is a secret random sample of a population (rate q = {s.sampling.rate:g}): ε and δ here are "
+        "the population's, after the amplification by sampling, and hold as long as who was drawn stays secret.")
     out = [
         f"<b>Who is protected.</b> The privacy unit is {unit}. Whatever is published, the chance of seeing "
         f"it changes by at most a factor <b>e<sup>ε</sup></b> depending on {relation}"
@@ -240,7 +270,7 @@ def guarantee_text(spec: PlanSpec) -> list[str]:
         f"{html.escape(RULE_WORDS.get(spec.rule.value, spec.rule.value))}): any published outcome is at most "
         f"{factor:,.3g} times more (or less) likely with the person's data than without it. An attacker who "
         "already knows everything about everybody else cannot learn much more about the person than that bound "
-        "allows, whatever they know or compute (Garivier; Borealis AI).",
+        "allows, whatever they know or compute (Garivier; Borealis AI)." + sample,
         "<b>What it does not cover.</b> The guarantee is about individuals, not about the population: "
         "published statistics are meant to reveal facts about the group (that is what they are for). Every later "
         "release of the same data spends more of the dataset's lifetime budget; the ledger adds those costs up "
@@ -361,11 +391,13 @@ def plan_report(
         f'<p class="meta">Made with the Privacy Budget Planner on {when}. Mode: {_e(MODE_WORDS[spec.mode])}; '
         f"composition rule: {_e(RULE_WORDS.get(a.rule.value, a.rule.value))}; δ = {a.delta:g}.</p>",
         '<p class="note">' + (
-            f"This release spent <b>ε = {_num(a.used_epsilon)}</b> of the dataset's privacy budget on "
+            f"This release spent <b>ε = {_num(plan.used_epsilon)}</b> of the dataset's privacy budget on "
             f"{len(qs)} questions." if release is not None else
-            f"This plan spends <b>ε = {_num(a.used_epsilon)}</b> of the dataset's privacy budget on "
+            f"This plan spends <b>ε = {_num(plan.used_epsilon)}</b> of the dataset's privacy budget on "
             f"{len(qs)} questions. Nothing has been released by this plan yet.") + "</p>",
     ]
+    if plan.sampling is not None:
+        out.append('<p class="note">' + secret_sample_text(plan) + "</p>")
     for w in a.warnings:
         out.append(f'<p class="warn">{_e(w)}</p>')
 
@@ -427,7 +459,8 @@ def plan_report(
         if history:
             out.append(f"<figure>{render_svg(ledger_chart(status, history))}</figure>")
 
-    out.append('<h2>Sources</h2><ul class="sources">' + "".join(f"<li>{s}</li>" for s in SOURCES) + "</ul>")
+    sources = (*SOURCES, SAMPLING_SOURCE) if plan.sampling is not None else SOURCES
+    out.append('<h2>Sources</h2><ul class="sources">' + "".join(f"<li>{s}</li>" for s in sources) + "</ul>")
     out.append("</body></html>")
     return "\n".join(out)
 

@@ -147,6 +147,18 @@ class Sampling:
             return math.inf, self.rate * d
         return math.log1p(self.rate * math.expm1(eps)), self.rate * d
 
+    def base_delta(self, delta: float) -> float:
+        """The δ the composition on the sample is accounted at for a population δ:
+        min(δ/q, 1 − 1e-12) (0 for δ = 0); amplified, it is at most δ.
+
+        Examples
+        --------
+        >>> Sampling(0.1).base_delta(1e-7), Sampling(0.1).base_delta(0.0)
+        (1e-06, 0.0)
+        """
+        d = check_delta(delta)
+        return min(d / self.rate, _MAX_BASE_DELTA) if d > 0 else 0.0
+
     def base_budget(self, epsilon: float, delta: float) -> tuple[float, float]:
         """The (ε, δ) the releases on the sample may compose to so that the population's cost
         is at most (ε, δ): ε_s = ln(1 + (e^ε − 1)/q), δ_s = min(δ/q, 1 − 1e-12).
@@ -168,7 +180,7 @@ class Sampling:
         # the round trip must not exceed ε: step down by a few ulps if rounding overshoots
         while self.amplify(with_room, 0.0)[0] > eps:
             with_room = math.nextafter(with_room, 0.0)
-        return with_room, min(d / self.rate, _MAX_BASE_DELTA)
+        return with_room, self.base_delta(d)
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON form (the schema's ``sampling`` field): ``{"rate": q, "scheme": ...}``."""
@@ -211,7 +223,7 @@ def sampled_total_epsilon(
     d = check_delta(delta)
     if sampling is None:
         return total_epsilon(spends, rule, d)
-    base_delta = min(d / sampling.rate, _MAX_BASE_DELTA) if d > 0 else 0.0
+    base_delta = sampling.base_delta(d)
     eps = total_epsilon(spends, rule, base_delta)
     return sampling.amplify(eps, base_delta)[0]
 

@@ -15,9 +15,18 @@ boolean). Missing and invalid values are both handled by the rule: ``drop`` remo
 row from every query on that column, ``replace`` substitutes the declared public value.
 Backends count both separately so that nothing is dropped silently.
 
+A schema may also declare that the table is a *secret* random sample of a larger
+population drawn at a public rate (``"sampling": {"rate": q, "scheme": "poisson"}``,
+:class:`planner.sampling.Sampling`): the lifetime budget is then a budget for the
+population, and the planner and the ledger account for the amplification by sampling
+(Balle, Barthe & Gaboardi 2018). The scheme's neighbouring relation must be the schema's:
+Poisson sampling under add/remove, sampling without replacement under substitution.
+
 References
 ----------
 MATH.md §1–2 (neighbouring relation, privacy unit, sensitivities from the declared schema).
+B. Balle, G. Barthe, M. Gaboardi, "Privacy Amplification by Subsampling: Tight Analyses via
+Couplings and Divergences", NeurIPS 2018, arXiv:1807.01647 (secret samples).
 """
 
 from __future__ import annotations
@@ -37,6 +46,8 @@ from planner.errors import DataError, SchemaError
 
 if TYPE_CHECKING:  # imported by suggest_kinds only: the CLI starts without pandas
     import pandas as pd
+
+    from planner.sampling import Sampling  # imported when a schema declares sampling (numpy)
 
 #: Version of the schema JSON format written by :meth:`Schema.to_dict`.
 SCHEMA_VERSION: Final[int] = 1
@@ -470,6 +481,77 @@ def _check_salt(salt: Any) -> str:
     return salt
 
 
+_SAMPLING_EXAMPLE: Final = '{"rate": 0.01, "scheme": "poisson"}'
+
+
+def sampling_from_dict(data: Any) -> Sampling:
+    """Read the schema's ``sampling`` field strictly; :class:`SchemaError` naming the field,
+    the constraint and the fix otherwise.
+
+    Examples
+    --------
+    >>> sampling_from_dict({"rate": 0.05}).to_dict()
+    {'rate': 0.05, 'scheme': 'poisson'}
+    >>> sampling_from_dict({"rate": 0})
+    Traceback (most recent call last):
+    ...
+    planner.errors.SchemaError: sampling.rate must be in (0, 1]; got 0.0. Declare the public fraction of the population drawn into the table (1 = the whole population).
+    """
+    from planner.errors import BudgetError
+    from planner.sampling import Sampling, SamplingScheme
+
+    if not isinstance(data, Mapping):
+        raise SchemaError(
+            f"'sampling' must be an object such as {_SAMPLING_EXAMPLE} (the table is a secret random "
+            "sample of a population at that public rate), or left out when the table is the population."
+        )
+    unknown = sorted(str(k)[:40] for k in set(data) - {"rate", "scheme"})
+    if unknown:
+        raise SchemaError(f"'sampling' has unknown key(s) {unknown[:5]}; the keys are 'rate' and 'scheme'.")
+    if "rate" not in data:
+        raise SchemaError(
+            "sampling.rate is missing: declare the public fraction q of the population drawn into the "
+            f"table, e.g. {_SAMPLING_EXAMPLE}."
+        )
+    rate = data["rate"]
+    if isinstance(rate, bool) or not isinstance(rate, (int, float)):
+        raise SchemaError(
+            f"sampling.rate must be a number in (0, 1]; got a {type(rate).__name__}. Write it as a "
+            "number, e.g. 0.01 for a 1% sample."
+        )
+    scheme = data.get("scheme", SamplingScheme.POISSON.value)
+    schemes = [m.value for m in SamplingScheme]
+    if not isinstance(scheme, str) or scheme not in schemes:
+        shown = repr(scheme[:40]) if isinstance(scheme, str) else f"a {type(scheme).__name__}"
+        raise SchemaError(
+            f"sampling.scheme must be one of {schemes}; got {shown}. Use 'poisson' when each member of the "
+            "population entered independently with probability q, 'without_replacement' for a fixed-size "
+            "uniform draw."
+        )
+    try:
+        return Sampling(float(rate), SamplingScheme(scheme))
+    except BudgetError as exc:
+        raise SchemaError(str(exc)) from None
+
+
+def _sampling_problem(sampling: Any, relation: Any) -> str:
+    """The message if ``sampling`` is not a valid declaration for ``relation`` (else "")."""
+    from planner.errors import BudgetError
+    from planner.sampling import Sampling
+
+    if not isinstance(sampling, Sampling):
+        return "'sampling' must be a planner.sampling.Sampling (or null when the table is the population)."
+    try:
+        rel = Relation(relation)
+    except ValueError:
+        return ""  # the relation's own problem is reported
+    try:
+        sampling.check_relation(rel.value)
+    except BudgetError as exc:
+        return str(exc)
+    return ""
+
+
 @dataclass(frozen=True, slots=True)
 class Schema:
     """The whole declaration.
@@ -490,6 +572,22 @@ class Schema:
         Salt of the hash that orders a person's rows for truncation to c rows.
         Determinism only: the guarantee does not depend on it staying secret, because
         truncation of one person's rows never depends on another person's rows.
+    sampling : Sampling or None
+        ``None``: the table is the population (nothing is amplified). Otherwise the
+        declaration that the table is a *secret* random sample of a population at the
+        public rate ``sampling.rate``: each privacy unit of the population (a row, or a
+        person with all their rows) was drawn independently with probability q
+        (``poisson``, add/remove relation) or the table is a uniform draw of q·N units
+        without replacement (``without_replacement``, substitute relation; N public), and
+        nobody outside learns who was drawn. Every (ε, δ) composition on the table is then
+        (ln(1 + q(e^ε − 1)), qδ)-DP for the population [BBG18]_. The scheme's relation
+        must equal ``relation``.
+
+    References
+    ----------
+    .. [BBG18] B. Balle, G. Barthe, M. Gaboardi, "Privacy Amplification by Subsampling:
+       Tight Analyses via Couplings and Divergences", NeurIPS 2018, arXiv:1807.01647,
+       Thms 9–10.
     """
 
     columns: tuple[Column, ...]
@@ -497,6 +595,7 @@ class Schema:
     unit: PrivacyUnit = field(default_factory=PrivacyUnit)
     public_n: int | None = None
     salt: str = ""
+    sampling: Sampling | None = None
 
     def __post_init__(self) -> None:
         cols = tuple(self.columns)
@@ -540,6 +639,10 @@ class Schema:
             object.__setattr__(self, "salt", _check_salt(self.salt))
         except SchemaError as exc:
             problems.append(str(exc))
+        if self.sampling is not None:
+            problem = _sampling_problem(self.sampling, self.relation)
+            if problem:
+                problems.append(problem)
         if problems:
             raise SchemaProblems(problems)
 
@@ -564,9 +667,18 @@ class Schema:
         )
 
     # ------------------------------------------------------------------ JSON
+    @property
+    def is_sample(self) -> bool:
+        """Whether the table is declared a secret random sample of a population."""
+        return self.sampling is not None
+
     def to_dict(self) -> dict[str, Any]:
-        """JSON-able form with a ``version`` field (inverse of :meth:`from_dict`)."""
-        return {
+        """JSON-able form with a ``version`` field (inverse of :meth:`from_dict`).
+
+        ``sampling`` is written only when declared, so a schema without it has the same
+        JSON (and :meth:`schema_hash`) as before the field existed.
+        """
+        out: dict[str, Any] = {
             "version": SCHEMA_VERSION,
             "relation": self.relation.value,
             "privacy_unit": self.unit.to_dict(),
@@ -574,6 +686,9 @@ class Schema:
             "salt": self.salt,
             "columns": [c.to_dict() for c in self.columns],
         }
+        if self.sampling is not None:
+            out["sampling"] = self.sampling.to_dict()
+        return out
 
     @classmethod
     def from_dict(cls, data: Any) -> Schema:
@@ -590,7 +705,7 @@ class Schema:
                 f"schema version {version!r} is not supported; this planner reads version "
                 f"{SCHEMA_VERSION}. Re-save the schema with this planner."
             )
-        allowed = {"version", "relation", "privacy_unit", "public_n", "salt", "columns"}
+        allowed = {"version", "relation", "privacy_unit", "public_n", "salt", "columns", "sampling"}
         unknown = set(data) - allowed
         if unknown:
             raise SchemaError(
@@ -617,6 +732,12 @@ class Schema:
         except SchemaError as exc:
             problems.append(str(exc))
             unit = PrivacyUnit()
+        sampling = None
+        if data.get("sampling") is not None:
+            try:
+                sampling = sampling_from_dict(data["sampling"])
+            except SchemaError as exc:
+                problems.append(str(exc))
         if problems:
             # the table-level checks too, on the columns that could be read (a unit column
             # whose own declaration failed is reported once, above)
@@ -626,7 +747,8 @@ class Schema:
             if columns:
                 try:
                     cls(columns=tuple(columns), relation=data.get("relation", Relation.ADD_REMOVE.value),
-                        unit=unit, public_n=data.get("public_n"), salt=data.get("salt", ""))
+                        unit=unit, public_n=data.get("public_n"), salt=data.get("salt", ""),
+                        sampling=sampling)
                 except SchemaProblems as exc:
                     problems += [p for p in exc.problems if p not in problems]
             raise SchemaProblems(problems)
@@ -636,6 +758,7 @@ class Schema:
             unit=unit,
             public_n=data.get("public_n"),
             salt=data.get("salt", ""),
+            sampling=sampling,
         )
 
     def to_json(self, indent: int | None = 2) -> str:
@@ -708,6 +831,7 @@ def suggest_kinds(df: pd.DataFrame, max_categories: int = 50) -> dict[str, Colum
 
     Examples
     --------
+    >>> import pandas as pd
     >>> df = pd.DataFrame({"person_id": [1, 2], "age": [30, 40.5], "ok": [True, False]})
     >>> {k: v.value for k, v in suggest_kinds(df).items()}
     {'person_id': 'identifier', 'age': 'numeric', 'ok': 'boolean'}

@@ -24,7 +24,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Final, Literal
+from typing import IO, TYPE_CHECKING, Final, Literal
 
 from planner.backends.digest import ContentDigest
 from planner.errors import DataError
@@ -34,6 +34,11 @@ from planner.loader import (
     _too_big,
     max_upload_bytes,
 )
+
+if TYPE_CHECKING:  # annotations only: the command line starts without pandas
+    import pandas as pd
+
+    from planner.schema import Schema
 
 #: Environment variable naming the allow-listed data directory.
 DATA_DIR_ENV: Final[str] = "PLANNER_DATA_DIR"
@@ -384,6 +389,27 @@ def dataset_key(digest: ContentDigest) -> str:
     ).hexdigest()
 
 
+def table_key(df: pd.DataFrame, schema: Schema) -> str:
+    """:func:`dataset_key` of a table already in memory (the web app's loaded file): the
+    content digest of its declared columns by the pandas backend, equal to the one every
+    other backend computes in its scan of the file (tests/engine/test_digest.py), so the
+    app and ``planner release`` know the same table as one dataset.
+
+    >>> import pandas as pd
+    >>> from planner.schema import Schema
+    >>> s = Schema.from_dict({"version": 1, "columns": [
+    ...     {"name": "age", "kind": "numeric", "lower": 0, "upper": 100, "missing": {"action": "drop"}}]})
+    >>> a = table_key(pd.DataFrame({"age": ["30", "41"]}), s)
+    >>> a == table_key(pd.DataFrame({"age": ["41", "30"]}), s)  # row order does not matter
+    True
+    >>> a == table_key(pd.DataFrame({"age": ["30", "42"]}), s)
+    False
+    """
+    from planner.backends.pandas_backend import PandasBackend
+
+    return dataset_key(PandasBackend(df, schema).content_digest())
+
+
 def source_fingerprint(source: Source) -> str:
     """The ledger's dataset key: sha256 of the file's bytes (same as the pandas route).
 
@@ -419,4 +445,5 @@ __all__ = [
     "sniff_csv",
     "source_fingerprint",
     "spill_upload",
+    "table_key",
 ]

@@ -5,6 +5,19 @@ allocation items; :func:`plan` allocates a total budget and returns, per item, i
 the noise scale and the predicted RMSE and 95% error bound in the query's own units
 (again from the statistic). Everything here is data-independent (MATH.md §7): it reads
 the schema, the queries, ε and δ, and the declared public row count — never the data.
+
+Secret samples. When the schema declares that the table is a secret random sample of a
+population at a public rate q (:attr:`planner.schema.Schema.sampling`), the owner's ε and δ
+are the *population's*. Every plan then allocates the base budget
+(ε_s, δ_s) = (ln(1 + (e^ε − 1)/q), δ/q) (:meth:`planner.sampling.Sampling.base_budget`) with
+the unchanged accountants, so that the composed releases, amplified once, cost exactly the
+owner's budget: ln(1 + q(e^{ε_s} − 1)) = ε, q·δ_s = δ (Balle, Barthe & Gaboardi 2018, Thms
+9–10). The noise, and so every prediction, is that of the base allocation.
+
+References
+----------
+B. Balle, G. Barthe, M. Gaboardi, "Privacy Amplification by Subsampling: Tight Analyses via
+Couplings and Divergences", NeurIPS 2018, arXiv:1807.01647.
 """
 
 from __future__ import annotations
@@ -33,8 +46,9 @@ from planner.allocation import (
     plan_warnings,
 )
 from planner.budget import Budget
-from planner.errors import PlannerError, QueryError
+from planner.errors import PlanError, PlannerError, QueryError
 from planner.queries import Query
+from planner.sampling import Sampling
 from planner.schema import Schema
 from planner.statistics.base import BETA, Part, Prediction
 
@@ -46,6 +60,7 @@ __all__ = [
     "SplitMode",
     "TargetResult",
     "accuracy_curves",
+    "budget_for",
     "build_items",
     "compare",
     "compare_curve",
@@ -57,6 +72,7 @@ __all__ = [
     "plan_for_targets",
     "plan_manual",
     "predict",
+    "secret_sample_dict",
 ]
 
 
@@ -111,24 +127,120 @@ def predict(part: Part, share: ItemAllocation, schema: Schema, rule: Composition
 
 @dataclass(frozen=True, slots=True)
 class Plan:
-    """A workload's allocation under one rule, with per-item predictions."""
+    """A workload's allocation under one rule, with per-item predictions.
+
+    ``allocation`` is always in the table's own terms: what the releases compose to under
+    the rule (the shares the noise is drawn with). When the schema declares a secret
+    sample (``sampling``), that is the *base* budget on the sample and ``budget`` is the
+    owner's population (ε, δ); :attr:`epsilon`, :attr:`delta` and :attr:`used_epsilon` are
+    the population's (amplified once, :meth:`planner.sampling.Sampling.amplify`). Without
+    sampling the two coincide.
+    """
 
     allocation: Allocation
     parts: tuple[Part, ...]
     predictions: tuple[Prediction, ...]
+    sampling: Sampling | None = None
+    budget: tuple[float, float] | None = None
+
+    @property
+    def epsilon(self) -> float:
+        """The plan's total ε for the privacy unit of the population (the owner's budget)."""
+        if self.sampling is None or self.budget is None:
+            return self.allocation.epsilon
+        return self.budget[0]
+
+    @property
+    def delta(self) -> float:
+        """The plan's total δ for the population."""
+        if self.sampling is None or self.budget is None:
+            return self.allocation.delta
+        return self.budget[1]
+
+    @property
+    def used_epsilon(self) -> float:
+        """What the plan spends for the population: the allocation's composed ε, amplified
+        once when the table is a secret sample, ln(1 + q(e^ε_s − 1))."""
+        a = self.allocation
+        if self.sampling is None:
+            return a.used_epsilon
+        return self.sampling.amplify(a.used_epsilon, a.delta)[0]
 
     def to_dict(self) -> dict[str, Any]:
+        """JSON form. ``epsilon``, ``delta`` and ``used_epsilon`` are the population's; a
+        secret sample adds ``secret_sample`` with the base (sample) and population budgets
+        (the queries' shares are on the sample)."""
         a = self.allocation
-        return {
+        out: dict[str, Any] = {
             "rule": a.rule.value,
-            "epsilon": a.epsilon,
-            "delta": a.delta,
-            "used_epsilon": a.used_epsilon,
+            "epsilon": self.epsilon,
+            "delta": self.delta,
+            "used_epsilon": self.used_epsilon,
             "objective": a.objective,
             "method": a.method,
             "warnings": list(a.warnings),
             "queries": [p.to_dict() for p in self.predictions],
         }
+        if self.sampling is not None:
+            out["secret_sample"] = secret_sample_dict(self.sampling, a.epsilon, a.delta, a.used_epsilon,
+                                                      self.epsilon, self.delta)
+        return out
+
+
+def secret_sample_dict(sampling: Sampling, epsilon_sample: float, delta_sample: float, used_sample: float,
+                       epsilon_population: float, delta_population: float) -> dict[str, Any]:
+    """What a plan's JSON says about a secret sample: the rate and scheme, and the budget on
+    the sample (what the queries' shares compose to) beside the population's.
+
+    Examples
+    --------
+    >>> s = Sampling(0.1)
+    >>> d = secret_sample_dict(s, *s.base_budget(0.5, 1e-7), s.base_budget(0.5, 1e-7)[0], 0.5, 1e-7)
+    >>> d["rate"], round(d["sample"]["epsilon"], 6), d["population"]["epsilon"]
+    (0.1, 2.013197, 0.5)
+    """
+    used_pop = sampling.amplify(used_sample, delta_sample)[0]
+    return {
+        "rate": sampling.rate,
+        "scheme": sampling.scheme.value,
+        "relation": sampling.relation,
+        "sample": {"epsilon": epsilon_sample, "delta": delta_sample, "used_epsilon": used_sample},
+        "population": {"epsilon": epsilon_population, "delta": delta_population, "used_epsilon": used_pop},
+        "note": ("The table is a secret random sample of a population: the queries' shares compose to the "
+                 "sample's ε; amplified once by the sampling, ln(1 + q(e^ε − 1)), they cost the population's ε "
+                 "(Balle, Barthe & Gaboardi 2018)."),
+    }
+
+
+def budget_for(schema: Schema, epsilon: float, delta: float) -> tuple[float, float]:
+    """The (ε, δ) a plan allocates for the owner's (population) budget: unchanged, or for a
+    secret sample the base budget (ln(1 + (e^ε − 1)/q), δ/q) whose amplification is ε
+    (:meth:`planner.sampling.Sampling.base_budget`; Balle, Barthe & Gaboardi 2018).
+
+    Examples
+    --------
+    >>> from planner.schema import Column, ColumnKind, MissingRule, Schema
+    >>> col = (Column("age", ColumnKind.NUMERIC, MissingRule(), 0, 100),)
+    >>> budget_for(Schema(col), 0.5, 1e-7)
+    (0.5, 1e-07)
+    >>> e, d = budget_for(Schema(col, sampling=Sampling(0.1)), 0.5, 1e-7)
+    >>> round(e, 6), d  # ln(1 + (e^0.5 − 1)/0.1), 1e-7/0.1
+    (2.013197, 1e-06)
+    """
+    if schema.sampling is None:
+        return epsilon, delta
+    return schema.sampling.base_budget(epsilon, delta)
+
+
+def _sampled(alloc: Allocation, parts: Sequence[Part], schema: Schema, epsilon: float, delta: float) -> Plan:
+    """The :class:`Plan` of an allocation made with :func:`budget_for`: the warnings speak of
+    the population's ε (and of δ on the sample, against the table's own row count)."""
+    smp = schema.sampling
+    preds = _predictions(parts, alloc, schema, alloc.rule)
+    if smp is None:
+        return Plan(alloc, tuple(parts), preds)
+    alloc = replace(alloc, warnings=plan_warnings(epsilon, alloc.delta, schema.public_n))
+    return Plan(alloc, tuple(parts), preds, smp, (float(epsilon), float(delta)))
 
 
 def _predictions(parts: Sequence[Part], alloc: Allocation | Sequence[ItemAllocation], schema: Schema,
@@ -156,8 +268,8 @@ def plan(
     if unknown:
         raise QueryError(f"pinned shares name unknown queries {sorted(unknown)}; use the query ids of the plan.")
     items = [_pin(p.item, pins.get(p.item.id)) for p in parts]
-    alloc = allocate(items, epsilon, delta, rule, schema.public_n)
-    return Plan(alloc, tuple(parts), _predictions(parts, alloc, schema, alloc.rule))
+    alloc = allocate(items, *budget_for(schema, epsilon, delta), rule, schema.public_n)
+    return _sampled(alloc, parts, schema, epsilon, delta)
 
 
 def plan_equal(
@@ -184,8 +296,8 @@ def plan_equal(
     [0.3, 0.3, 0.3]
     """
     parts = build_items(queries, schema, error_scales)
-    alloc = allocate_equal([p.item for p in parts], epsilon, delta, rule, schema.public_n)
-    return Plan(alloc, tuple(parts), _predictions(parts, alloc, schema, alloc.rule))
+    alloc = allocate_equal([p.item for p in parts], *budget_for(schema, epsilon, delta), rule, schema.public_n)
+    return _sampled(alloc, parts, schema, epsilon, delta)
 
 
 def item_ids(queries: Sequence[Query], schema: Schema) -> list[tuple[str, str, str, bool]]:
@@ -215,6 +327,9 @@ def manual_total(queries: Sequence[Query], schema: Schema, delta: float, rule: C
     """The ε a manual split costs under ``rule``: its shares composed by the ledger's
     accountant (:func:`planner.allocation.pinned_cost`), whatever the budget.
 
+    For a secret sample (the schema's ``sampling``) the population's ε: the shares composed
+    on the sample at δ/q, amplified once (:func:`planner.sampling.sampled_total_epsilon`).
+
     Examples
     --------
     >>> from planner.schema import Column, ColumnKind, MissingRule, Schema
@@ -224,7 +339,10 @@ def manual_total(queries: Sequence[Query], schema: Schema, delta: float, rule: C
     0.75
     """
     _, items = _manual_items(queries, schema, shares, None)
-    return pinned_cost(items, delta, rule)
+    smp = schema.sampling
+    if smp is None:
+        return pinned_cost(items, delta, rule)
+    return smp.amplify(pinned_cost(items, smp.base_delta(delta), rule), smp.base_delta(delta))[0]
 
 
 def plan_manual(
@@ -247,8 +365,16 @@ def plan_manual(
         The shares cost more than ``epsilon`` (the message gives their total).
     """
     parts, items = _manual_items(queries, schema, shares, error_scales)
-    alloc = allocate(items, epsilon, delta, rule, schema.public_n)
-    return Plan(alloc, tuple(parts), _predictions(parts, alloc, schema, alloc.rule))
+    if schema.sampling is not None:
+        cost = manual_total(queries, schema, delta, rule, shares)
+        if not cost <= epsilon * (1 + 1e-12):
+            raise PlanError(
+                f"the manual shares cost ε = {cost:.6g} for the population (composed on the secret sample "
+                f"at rate {schema.sampling.rate:g}, amplified once), more than the budget ε = {epsilon:g}; "
+                "lower the shares or raise ε."
+            )
+    alloc = allocate(items, *budget_for(schema, epsilon, delta), rule, schema.public_n)
+    return _sampled(alloc, parts, schema, epsilon, delta)
 
 
 def plan_budget(queries: Sequence[Query], schema: Schema, budget: Budget,
@@ -268,6 +394,10 @@ class TargetResult:
     ``plan`` is the allocation that meets each target exactly (the θ found per query), so
     releasing ``plan`` releases what target mode promised; its ``allocation.epsilon`` and
     ``used_epsilon`` are ``total_epsilon``.
+
+    For a secret sample (``sampling`` set) ``total_epsilon`` is on the sample (δ is then the
+    sample's δ/q) and :attr:`population_epsilon` is what the plan costs the population, the
+    total amplified once.
     """
 
     total_epsilon: float
@@ -277,16 +407,31 @@ class TargetResult:
     cost_shares: dict[str, float]
     predictions: tuple[Prediction, ...]
     plan: Plan
+    sampling: Sampling | None = None
+
+    @property
+    def population_epsilon(self) -> float:
+        """The least ε for the population: ``total_epsilon``, amplified once for a secret sample."""
+        if self.sampling is None:
+            return self.total_epsilon
+        return self.sampling.amplify(self.total_epsilon, self.delta)[0]
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        """JSON form; for a secret sample ``total_epsilon`` and ``delta`` are the population's
+        and ``secret_sample`` gives the sample's beside them."""
+        out: dict[str, Any] = {
             "rule": self.rule.value,
-            "total_epsilon": self.total_epsilon,
-            "delta": self.delta,
+            "total_epsilon": self.population_epsilon,
+            "delta": self.plan.delta,
             "binding": self.binding,
             "cost_shares": self.cost_shares,
             "queries": [p.to_dict() for p in self.predictions],
         }
+        if self.sampling is not None:
+            out["secret_sample"] = secret_sample_dict(self.sampling, self.total_epsilon, self.delta,
+                                                      self.total_epsilon, self.population_epsilon,
+                                                      self.plan.delta)
+        return out
 
 
 def plan_for_targets(
@@ -299,6 +444,9 @@ def plan_for_targets(
     """Target mode: the least total ε meeting every query's ``target`` (95%, its units).
 
     A query whose id is in ``relative_scales`` reads its target as a fraction of that scale.
+    ``delta`` is the owner's (population) δ; for a secret sample the search runs on the
+    sample at δ/q and the result's :attr:`TargetResult.population_epsilon` is its cost to
+    the population.
     """
     parts = build_items(queries, schema, relative_scales)
     targets: dict[str, Target] = {}
@@ -308,15 +456,20 @@ def plan_for_targets(
             raise QueryError(f"query {p.query.id!r}: target mode needs a 'target' for every query.")
         relative = relative_scales is not None and p.query.id in relative_scales
         targets[p.item.id] = _target_in_item_units(p, schema, float(t), relative, CompositionRule(rule))
-    res = plan_targets([p.item for p in parts], targets, delta, rule)
+    smp = schema.sampling
+    base_delta = delta if smp is None else smp.base_delta(delta)
+    res = plan_targets([p.item for p in parts], targets, base_delta, rule)
     preds = _predictions(parts, res.items, schema, res.rule)
+    pop_eps = res.total_epsilon if smp is None else smp.amplify(res.total_epsilon, base_delta)[0]
     alloc = Allocation(
-        res.rule, res.total_epsilon, delta, res.total_epsilon,
+        res.rule, res.total_epsilon, base_delta, res.total_epsilon,
         float(sum(it.weighted_mse for it in res.items)), Method.TARGETS, res.items,
-        plan_warnings(res.total_epsilon, delta, schema.public_n),
+        plan_warnings(pop_eps, base_delta, schema.public_n),
     )
-    return TargetResult(res.total_epsilon, delta, res.rule, res.binding, res.cost_shares, preds,
-                        Plan(alloc, tuple(parts), preds))
+    the_plan = Plan(alloc, tuple(parts), preds) if smp is None else Plan(
+        alloc, tuple(parts), preds, smp, (pop_eps, float(delta)))
+    return TargetResult(res.total_epsilon, base_delta, res.rule, res.binding, res.cost_shares, preds,
+                        the_plan, smp)
 
 
 def _target_in_item_units(part: Part, schema: Schema, target: float, relative: bool,
@@ -363,9 +516,10 @@ def compare(
     parts = build_items(queries, schema, error_scales)
     items = [p.item for p in parts]
     out: dict[str, Plan] = {}
-    for rule in applicable_rules(items, delta):
-        alloc = allocate(items, epsilon, delta, rule, schema.public_n)
-        out[rule.value] = Plan(alloc, tuple(parts), _predictions(parts, alloc, schema, rule))
+    eps_b, delta_b = budget_for(schema, epsilon, delta)
+    for rule in applicable_rules(items, delta_b):
+        alloc = allocate(items, eps_b, delta_b, rule, schema.public_n)
+        out[rule.value] = _sampled(alloc, parts, schema, epsilon, delta)
     return out
 
 
@@ -376,12 +530,18 @@ def compare_curve(
     delta: float,
     error_scales: dict[str, float] | None = None,
 ) -> dict[str, list[float]]:
-    """Total weighted error (the planner's objective) of the optimal split at each total ε, per rule."""
+    """Total weighted error (the planner's objective) of the optimal split at each total ε, per rule.
+
+    The ε's are the owner's (population) budgets: for a secret sample each is mapped to its
+    base budget (:func:`budget_for`) before the split."""
     parts = build_items(queries, schema, error_scales)
     items = [p.item for p in parts]
     out: dict[str, list[float]] = {}
-    for rule in applicable_rules(items, delta):
-        out[rule.value] = [float(x) for x in error_curve(items, np.asarray(epsilons, dtype=float), delta, rule)]
+    base = [budget_for(schema, float(e), delta) for e in epsilons]
+    delta_b = base[0][1] if base else delta
+    xs = np.asarray([e for e, _ in base], dtype=float)
+    for rule in applicable_rules(items, delta_b):
+        out[rule.value] = [float(x) for x in error_curve(items, xs, delta_b, rule)]
     return out
 
 

@@ -208,11 +208,50 @@ class Active:
 
     name: str
     source: str
-    fingerprint: str
+    fingerprint: str  # of the file's bytes: the session's caches and drafts only
     df: pd.DataFrame
     schema: Schema | None
     schema_json: str | None
     sample: str | None
+
+    @property
+    def ledger_key(self) -> str | None:
+        """What the ledger knows this dataset by: the key of its content digest under the
+        declared schema (:func:`planner.sources.dataset_key`), the same the command line
+        computes in its scan, so the same table is one budget in the app and the CLI
+        whatever its file format, row order or line endings. ``None`` until a schema is
+        declared (the digest covers the declared columns)."""
+        if self.schema_json is None:
+            return None
+        ck = content_key(self.fingerprint, self.schema_json, self.df)
+        return resolved_key(ck, self.fingerprint) or ck
+
+
+def resolved_key(content: str, file_fp: str) -> str | None:
+    """``planner.release.resolve_dataset`` of the table's two digests (content, file bytes),
+    remembered for the session once found (a registered dataset's key never changes)."""
+    from planner.errors import PermissionDenied
+    from planner.release import resolve_dataset
+
+    memo = st.session_state.setdefault("keep.data.ledger_keys", {})
+    if (content, file_fp) in memo:
+        return str(memo[(content, file_fp)])
+    try:
+        key = resolve_dataset(ledger(), (content, file_fp))
+    except PermissionDenied:
+        return None  # registered but not shared: the pages show the engine's refusal for it
+    if key is not None:
+        memo[(content, file_fp)] = key
+    return key
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def content_key(fingerprint: str, schema_json: str, _df: pd.DataFrame) -> str:
+    """:func:`planner.sources.dataset_key` of the table's content digest (PRIVATE input,
+    keyed output: only this key leaves the function)."""
+    from planner.sources import table_key
+
+    return table_key(_df, Schema.from_json(schema_json))
 
 
 def active() -> Active:

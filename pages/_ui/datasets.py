@@ -95,7 +95,8 @@ def draft_from_schema(schema: Schema | None, kinds: dict[str, str]) -> dict[str,
     """A draft the form can edit: the saved declaration, or the suggested kinds only."""
     cols: dict[str, dict[str, str]] = {name: {"kind": kind, "bounds": "", "categories": ""} for name, kind in kinds.items()}
     if schema is None:
-        return {"use": [], "columns": cols, "relation": "add_remove", "unit": UNIT_ROW, "max_rows": 1, "public_n": 0}
+        return {"use": [], "columns": cols, "relation": "add_remove", "unit": UNIT_ROW, "max_rows": 1, "public_n": 0,
+                "sample_rate": 0.0}
     for c in schema.columns:
         entry = cols.setdefault(c.name, {"kind": c.kind.value, "bounds": "", "categories": ""})
         entry["kind"] = c.kind.value
@@ -105,7 +106,8 @@ def draft_from_schema(schema: Schema | None, kinds: dict[str, str]) -> dict[str,
             entry["categories"] = ", ".join(c.categories)
     return {"use": [c.name for c in schema.columns], "columns": cols, "relation": schema.relation.value,
             "unit": schema.unit.column or UNIT_ROW, "max_rows": schema.unit.max_rows,
-            "public_n": schema.public_n or 0}
+            "public_n": schema.public_n or 0,
+            "sample_rate": schema.sampling.rate if schema.sampling is not None else 0.0}
 
 
 def draft(fingerprint: str, schema: Schema | None, kinds: dict[str, str]) -> dict[str, Any]:
@@ -149,6 +151,10 @@ def spec_from_draft(d: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
         "privacy_unit": {"column": None if unit == UNIT_ROW else unit, "max_rows": int(d.get("max_rows") or 1)},
         "public_n": int(d.get("public_n") or 0) or None, "columns": columns,
     }
+    rate = float(d.get("sample_rate") or 0.0)
+    if rate > 0:  # a secret sample: the scheme follows the relation (poisson ↔ add/remove)
+        spec["sampling"] = {"rate": rate, "scheme": "poisson" if spec["relation"] == "add_remove"
+                            else "without_replacement"}
     return spec, problems
 
 

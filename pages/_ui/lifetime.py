@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 import streamlit as st
 
 from planner.errors import PlannerError
+from planner.release import resolve_dataset
 
 from . import cached, fmt
 from . import state as S
@@ -53,7 +54,7 @@ def _typed(field: str, wk: str) -> None:
     ss[DRAFT] = dict(_draft(), **{field: ss[wk]})
 
 
-def _set(page: str, fingerprint: str, name: str) -> None:
+def _set(page: str, fingerprint: str, file_fp: str, name: str, sampling: Any = None) -> None:
     """on_click: register the lifetime budget shown in the form."""
     ss = st.session_state
     ss[_ERROR] = None
@@ -66,7 +67,9 @@ def _set(page: str, fingerprint: str, name: str) -> None:
         ss[_ERROR] = {"page": page, "text": "Type the lifetime ε: the total this dataset may ever spend."}
         return
     try:
-        cached.ledger().register_dataset(fingerprint, name, eps, delta, rule)
+        led = cached.ledger()
+        led.register_dataset(fingerprint, name, eps, delta, rule, sampling=sampling)
+        resolve_dataset(led, (fingerprint, file_fp))  # the file's bytes name it too (server file lists)
     except PlannerError as exc:
         ss[_ERROR] = {"page": page, "text": str(exc)}
         return
@@ -81,7 +84,12 @@ def set_form(data: cached.Active, page: str) -> None:
     from . import auth, planning
 
     ss = st.session_state
-    _, denied = planning.budget_access(data.fingerprint)
+    if data.ledger_key is None:
+        st.info("Declare this dataset's schema on the Data page first: its budget belongs to the declared "
+                "columns' content (the same table in another file format or row order shares it).",
+                icon=":material/info:")
+        return
+    _, denied = planning.budget_access(data.ledger_key)
     if denied:
         st.warning(denied, icon=":material/lock:")
         return
@@ -109,14 +117,16 @@ def set_form(data: cached.Active, page: str) -> None:
                      help="How the ledger adds up the cost of this dataset's releases; fixed with the budget. "
                           "Follows the Planner's rule until you pick another.")
         st.button("Set the lifetime budget", type="primary", key=f"{page}:lifetime_set",
-                  on_click=_set, args=(page, data.fingerprint, data.name))
+                  on_click=_set, args=(page, data.ledger_key, data.fingerprint, data.name,
+                                              data.schema.sampling if data.schema is not None else None))
     err = ss.get(_ERROR)
     if err and err.get("page") == page:
         st.error(err["text"])
 
 
 _RULE_SHORT = {"basic": "add up every ε", "advanced": "Kairouz–Oh–Viswanath",
-               "rdp": "Rényi DP", "zcdp": "zero-concentrated DP"}
+               "rdp": "Rényi DP", "zcdp": "zero-concentrated DP",
+               "pld": "optimal: privacy loss distributions"}
 
 
 def metrics(status: BudgetStatus) -> None:

@@ -153,7 +153,7 @@ def downloads(data: cached.Active, view: planning.PlanView, page: str,
         return plan_spec.parse_plan_spec(doc)
 
     led = cached.ledger() if view.settings.lifetime is not None else None  # acting for this session
-    fp = data.fingerprint
+    fp = data.ledger_key
 
     def ledger_state() -> tuple[Any, list[Any]]:  # read on click: after the page's own release, if any
         if led is None:

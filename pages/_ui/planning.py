@@ -62,9 +62,13 @@ class PlanView:
     scales: cached.Pins  # the public scales errors are measured against
 
 
-def budget_access(fingerprint: str) -> tuple[BudgetStatus | None, str | None]:
+def budget_access(fingerprint: str | None) -> tuple[BudgetStatus | None, str | None]:
     """(the dataset's lifetime budget and spend, or None when none is set or it is not
-    visible to the session's principal; the engine's reason when it is not visible)."""
+    visible to the session's principal; the engine's reason when it is not visible).
+    ``fingerprint`` is the dataset's ledger key (``Active.ledger_key``); ``None`` (no schema
+    declared yet) has no budget."""
+    if fingerprint is None:
+        return None, None
     try:
         return cached.ledger().status(fingerprint), None
     except PermissionDenied as exc:
@@ -73,7 +77,7 @@ def budget_access(fingerprint: str) -> tuple[BudgetStatus | None, str | None]:
         return None, None
 
 
-def lifetime(fingerprint: str) -> BudgetStatus | None:
+def lifetime(fingerprint: str | None) -> BudgetStatus | None:
     """The dataset's lifetime budget and spend, or None when none is set yet (or the
     session's principal may not see it)."""
     return budget_access(fingerprint)[0]
@@ -93,7 +97,7 @@ def settings(data: cached.Active) -> Settings:
         ε or δ as typed is not a valid privacy parameter (the message names it and the fix).
     """
     ss = st.session_state
-    status = lifetime(data.fingerprint)
+    status = lifetime(data.ledger_key)
     eps = check_epsilon(ss[S.EPSILON], "ε (this release)")
     delta = check_delta(ss[S.DELTA], "δ")
     rule = status.rule.value if status is not None else str(ss[S.RULE])
@@ -177,7 +181,7 @@ def preview(data: cached.Active, view: PlanView, schema: Schema) -> ReleasePrevi
     if view.settings.lifetime is None:
         return None
     try:
-        return cached.ledger().preview(data.fingerprint, spends(view, schema))
+        return cached.ledger().preview(data.ledger_key, spends(view, schema))
     except (LedgerError, PermissionDenied):
         return None
 

@@ -49,7 +49,7 @@ def render_budget(box: Any, data: cached.Active | None) -> None:
         return
     ss = st.session_state
     with box:
-        status = planning.lifetime(data.fingerprint)
+        status = planning.lifetime(data.ledger_key)
         st.markdown("### Lifetime budget")
         if status is None:
             st.caption("Not set yet (Planner or Release page).")

@@ -442,8 +442,10 @@ def _zcdp_log_delta(rho: float, eps: FloatArray) -> FloatArray:
         y = np.where((nxt > lo) & (nxt < hi), nxt, (lo + hi) / 2.0)
         if bool(np.all(np.abs(step) < 1e-12 * np.maximum(1.0, np.abs(y)))):
             break
-    a = 1.0 + np.exp(y)
-    return np.asarray((a - 1.0) * (rho * a - e + np.log1p(-1.0 / a)) - np.log(a), dtype=np.float64)
+    # in t = α − 1 = e^y: ln(1 − 1/α) = y − ln(1 + t) and ln α = ln(1 + t), stable where
+    # α rounds to 1 (a large ρ at a small ε: t underflows against 1)
+    t = np.exp(y)
+    return np.asarray(t * (rho * (1.0 + t) - e + y - np.log1p(t)) - np.log1p(t), dtype=np.float64)
 
 
 @dataclass(frozen=True)

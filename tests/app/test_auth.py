@@ -21,9 +21,10 @@ from pages._ui import state as S
 from planner.accounts import Principal, Role
 from planner.backends import make_backend
 from planner.ledger import Ledger
+from planner.loader import load_table
 from planner.release import release
-from planner.schema import Schema, dataset_fingerprint
-from planner.sources import open_cli_source
+from planner.schema import Schema
+from planner.sources import open_cli_source, table_key
 from planner.workload import plan as make_plan
 from tests.app.test_pages import set_lifetime
 
@@ -31,7 +32,8 @@ ROOT = Path(__file__).resolve().parents[2]
 APP = str(ROOT / "app.py")
 CENSUS_CSV = ROOT / "data" / "census.csv"
 SURVEY_CSV = ROOT / "data" / "survey.csv"
-CENSUS_FP = dataset_fingerprint(CENSUS_CSV)
+# the ledger key the app and the CLI compute for the census sample (content digest)
+CENSUS_FP = table_key(load_table(CENSUS_CSV, name=CENSUS_CSV.name), Schema.load(CENSUS_CSV.with_suffix('.schema.json')))
 PASSWORD = "correct horse battery staple"
 OWNER = Principal("user:olivia", Role.OWNER)
 
@@ -59,7 +61,7 @@ def _organisation(url: str, analyst_epsilon: float | None = 0.6) -> Ledger:
     sp = make_plan(__import__("planner.queries", fromlist=["queries_from_list"]).queries_from_list(
         [{"id": "respondents", "kind": "count", "mechanism": "laplace"}], survey), survey, 0.5, 0.0, "rdp")
     release(sp, survey, make_backend("pandas", open_cli_source(str(SURVEY_CSV)), survey), led.with_actor(OWNER),
-            dataset_fingerprint(SURVEY_CSV), "survey (sample)", total_epsilon=2.0, total_delta=1e-6, rule="rdp")
+            table_key(load_table(SURVEY_CSV, name=SURVEY_CSV.name), Schema.load(SURVEY_CSV.with_suffix('.schema.json'))), "survey (sample)", total_epsilon=2.0, total_delta=1e-6, rule="rdp")
     return led
 
 

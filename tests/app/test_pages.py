@@ -9,6 +9,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from pages._ui import state as S
+from tests.app.keys import ledger_key
 
 ROOT = Path(__file__).resolve().parents[2]
 APP = str(ROOT / "app.py")
@@ -41,7 +42,7 @@ def _goto(at: AppTest, page: str) -> AppTest:
 def _status(at: AppTest):
     from pages._ui.cached import ledger
 
-    return ledger().status(at.session_state[S.WORKLOAD_FP])
+    return ledger().status(ledger_key(at))
 
 
 def set_lifetime(at: AppTest, page: str, epsilon: float, delta: float = 1e-6, rule: str | None = None) -> AppTest:

@@ -23,6 +23,7 @@ from planner import workload
 from planner.accounting import total_epsilon
 from planner.queries import queries_from_list
 from planner.schema import Schema
+from tests.app.keys import ledger_key
 from tests.app.test_pages import declare, set_lifetime
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -69,7 +70,7 @@ def _led():
 
 
 def _fp(at: AppTest) -> str:
-    return at.session_state[S.WORKLOAD_FP]
+    return ledger_key(at)
 
 
 def _messages(at: AppTest) -> str:
@@ -395,7 +396,8 @@ def test_wide_upload_is_usable_columns_ignored_by_default_and_bulk_declared(caps
     at.button(key="data:schema_save").click().run()
     t_save = time.perf_counter() - t0
     assert not at.exception and not at.error, [e.value for e in at.error]
-    schema = Schema.from_json(at.session_state[S.SCHEMAS][_fp(at)] if _fp(at) in at.session_state[S.SCHEMAS]
+    fp = at.session_state[S.WORKLOAD_FP]
+    schema = Schema.from_json(at.session_state[S.SCHEMAS][fp] if fp in at.session_state[S.SCHEMAS]
                               else next(iter(at.session_state[S.SCHEMAS].values())))
     assert len(schema.columns) == 40 and all(c.bounds == (0.0, 100.0) for c in schema.columns)
     assert any("40 column(s) declared; 260 other column(s) of the file are ignored" in c.value for c in at.caption)
@@ -406,3 +408,30 @@ def test_wide_upload_is_usable_columns_ignored_by_default_and_bulk_declared(caps
     with capsys.disabled():
         print(f"\n300-column upload: first run {t_upload:.2f} s ({widgets_before} text inputs drawn); "
               f"bulk declare + save {t_save:.2f} s; Planner {t_plan:.2f} s")
+
+
+def test_a_secret_sample_declared_on_the_data_page_is_planned_and_spent_for_the_population():
+    # PEOPLE as a secret Poisson sample at rate 0.1 (add/remove): the Data page's field writes
+    # "sampling" into the schema; the lifetime budget is registered with it; the release spends
+    # the plan's base (sample) budget and the ledger counts its population cost, amplified once
+    # (planner.sampling: ln(1 + q(e^ε − 1)), BBG18 Thm 9), never more than ε = 1.
+    import math
+
+    at = _upload(_app(), "people.csv", PEOPLE)
+    at.number_input(key="data:sample_rate").set_value(0.1)
+    declare(at, {"age": {"kind": "numeric", "bounds": "0, 100"}})
+    fp = at.session_state[S.WORKLOAD_FP]
+    schema = Schema.from_json(at.session_state[S.SCHEMAS][fp])
+    assert schema.sampling is not None and schema.sampling.rate == 0.1
+    _tour(at, "data_page")  # the declaration survives a tour
+    assert at.number_input(key="data:sample_rate").value == 0.1
+    _goto(at, "plan_page")
+    at.number_input(key=_w(S.EPSILON, "planner")).set_value(1.0).run()
+    set_lifetime(at, "planner", 1.0, delta=1e-6, rule="basic")
+    assert _led().status(ledger_key(at)).sampling is not None
+    _release(at)
+    status = _led().status(ledger_key(at))
+    spent_sample = status.epsilon_spent_sample
+    assert spent_sample > 1.0  # the sample may spend more than ε: base ε = ln(1 + (e − 1)/0.1) ≈ 2.94
+    assert status.epsilon_spent == pytest.approx(math.log1p(0.1 * math.expm1(spent_sample)), rel=1e-9)
+    assert status.epsilon_spent <= 1.0 + 1e-9

@@ -21,6 +21,7 @@ from planner.cli import main as cli_main
 from planner.plan_spec import dump_plan_spec, spec_document
 from planner.queries import Query, queries_from_list
 from planner.schema import Schema
+from tests.app.keys import ledger_key
 from tests.app.test_pages import set_lifetime
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -83,7 +84,7 @@ def test_equal_split_gives_every_answer_the_same_share_and_is_what_is_released()
     assert max(shares) == pytest.approx(min(shares), rel=1e-6)  # shown rounded to 4 digits in the table
     set_lifetime(at, "planner", 3.0)
     _release(at)
-    rec = _led().releases(at.session_state[S.WORKLOAD_FP])[-1]
+    rec = _led().releases(ledger_key(at))[-1]
     expected = workload.plan_equal(_census_queries(), CENSUS, 1.0, 1e-6, "rdp",
                                    workload.default_error_scales(_census_queries(), CENSUS))
     assert rec.plan_hash == rel.plan_hash(expected, CENSUS)
@@ -115,7 +116,7 @@ def test_manual_split_starts_equal_shows_its_total_and_refuses_an_over_budget_sp
     assert any("These shares cost **ε = 0.7** under the **basic** rule" in s.value for s in at.success)
     set_lifetime(at, "planner", 3.0, rule="basic")
     _release(at)
-    rec = _led().releases(at.session_state[S.WORKLOAD_FP])[-1]
+    rec = _led().releases(ledger_key(at))[-1]
     per_query: dict[str, float] = {}
     for sp in rec.spends:  # a mean as noisy sum ÷ noisy count records its two parts
         per_query[sp.query_id.split(":")[0]] = per_query.get(sp.query_id.split(":")[0], 0.0) + sp.epsilon
@@ -200,7 +201,7 @@ def test_engine_choice_reaches_the_release_and_an_impossible_one_spends_nothing(
     at.session_state[S.WORKLOAD] = rows
     _goto(at, "plan_page")
     set_lifetime(at, "planner", 3.0)
-    fp = at.session_state[S.WORKLOAD_FP]
+    fp = ledger_key(at)
     # DuckDB (the default) cannot compute grouped statistics yet: refused before any spend
     _goto(at, "release_page")
     at.session_state[S.CONFIRMED] = True

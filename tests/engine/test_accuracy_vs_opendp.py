@@ -337,3 +337,91 @@ def test_sum_sensitivity_is_opendps_integer_make_sum_and_no_allowance_is_paid(c:
     (comp,) = item.components
     assert comp.d_in == sum_sensitivity(q, s).l1 and comp.scale == pytest.approx(c * 200_000 / 0.1, rel=1e-12)
     assert item.draws[0].recorded.epsilon == pytest.approx(0.1, rel=1e-12)
+
+
+# ------------------------------------------------------------------ 5. the mode's inverse sensitivity
+
+
+def _bfs_add_remove_distance(counts: tuple[int, ...]) -> list[int]:
+    """Breadth-first search over add/remove steps (one row added to or removed from one
+    category): the least number of steps after which each category is the mode (ties
+    to the smallest index). An independent computation of D_f."""
+    from collections import deque
+
+    k = len(counts)
+    best = [-1] * k
+    seen = {counts}
+    queue = deque([(counts, 0)])
+    while queue and min(best) < 0:
+        cur, d = queue.popleft()
+        mode = max(range(k), key=lambda j: (cur[j], -j))
+        if best[mode] < 0:
+            best[mode] = d
+        for j in range(k):
+            for step in (1, -1):
+                nxt = list(cur)
+                nxt[j] += step
+                t = tuple(nxt)
+                if nxt[j] >= 0 and t not in seen:
+                    seen.add(t)
+                    queue.append((t, d + 1))
+    return best
+
+
+def test_add_remove_mode_distance_is_breadth_first_search() -> None:
+    from planner.statistics.mode import add_remove_mode_distance
+
+    rng = np.random.default_rng(18)
+    cases = [(5, 3, 0), (0, 0, 0), (0, 4), (4, 0), (2, 2, 2), (1, 0, 3, 3)]
+    cases += [tuple(int(v) for v in rng.integers(0, 6, size=int(rng.integers(1, 5)))) for _ in range(40)]
+    for counts in cases:
+        assert add_remove_mode_distance(counts).tolist() == _bfs_add_remove_distance(counts), counts
+
+
+@pytest.mark.parametrize("c", [1, 3])
+def test_add_remove_mode_distance_moves_by_at_most_c_per_unit(c: int) -> None:
+    """Adding or removing a unit's ≤ c rows moves every −D_f by at most c (D_f is a
+    distance to a set: the triangle inequality), and the brute force reaches c."""
+    from planner.statistics.mode import add_remove_mode_distance
+
+    rng = np.random.default_rng(c)
+    worst = 0
+    for _ in range(500):
+        x = rng.integers(0, 8, size=4)
+        unit = np.bincount(rng.integers(0, 4, size=int(rng.integers(1, c + 1))), minlength=4)
+        moved = np.abs(add_remove_mode_distance(x + unit) - add_remove_mode_distance(x)).max()
+        worst = max(worst, int(moved))
+    assert worst == c
+
+
+@pytest.mark.parametrize("c", [1, 3])
+@pytest.mark.parametrize("eps", [0.01, 1.0])
+def test_mode_ism_noise_is_opendps_noisy_max_at_the_add_remove_distance(c: int, eps: float) -> None:
+    """The ISM's selection under add/remove: OpenDP's make_noisy_max on non-monotone i64
+    scores, the scale its own binary search finds for ε at d_in = c; the scores are
+    −(rows to add or remove), so a category 8 rows behind the leader scores −8 (it scored
+    −4, the substitution distance, before issue 18: twice the noise per row of gap)."""
+    from planner.backends.base import BinCounts
+
+    s = schema("add_remove", c)
+    q = Query("mo", "mode", "g", "inverse_sensitivity")
+    (item,) = prepare(plan([q], s, eps, 0.0, "basic"), s).items
+    (comp,) = item.components
+
+    def make(scale: float) -> Any:
+        return dp.m.make_noisy_max(dp.vector_domain(dp.atom_domain(T="i64")), dp.linf_distance(T="i64"),
+                                   dp.max_divergence(), scale=scale)
+
+    theirs = dp.binary_search_param(make, d_in=c, d_out=eps, T=float)
+    assert comp.scale == pytest.approx(theirs, rel=1e-6)
+    assert comp.cost == pytest.approx(eps, rel=1e-9)
+    seen: list[np.ndarray] = []
+    import planner.noise as noise
+
+    orig = noise._invoke
+    try:
+        noise._invoke = lambda m, arg: (seen.append(np.asarray(arg)), orig(m, arg))[1]
+        item.answer(BinCounts(("a", "b"), (500, 508)))
+    finally:
+        noise._invoke = orig
+    assert seen[0].tolist() == [-8, 0]

@@ -419,3 +419,16 @@ def test_sampled_events_round_trip_through_json() -> None:
         PoissonSampledEvent(LaplaceEvent(1.0), 1.5)
     with pytest.raises(BudgetError, match="wraps one mechanism"):
         PoissonSampledEvent(PoissonSampledEvent(LaplaceEvent(1.0), 0.5), 0.5)
+
+
+def test_large_epsilon_exponential_beside_laplace_is_finite() -> None:
+    # Found by the allocator's property test: an exponential mechanism at ε₀ = √1000 (its
+    # zCDP envelope ρ = ε₀²/8 = 125) composed with a Laplace at the same ε₀ made the envelope's
+    # variance NaN (α − 1 underflowed to 0 in ln(1 − 1/α)). The composition is at most the
+    # basic sum 2·ε₀ and at least the Laplace alone.
+    from planner.accountants import accountant
+    from planner.events import ExponentialEvent
+
+    e0 = math.sqrt(1000.0)
+    eps = accountant(CompositionRule.PLD).compose([LaplaceEvent(e0), ExponentialEvent(e0)]).epsilon(1e-6)
+    assert math.isfinite(eps) and e0 <= eps <= 2 * e0 * (1 + 1e-9)

@@ -117,8 +117,9 @@ def test_queries_sensitivity_row_unit(query: Query, relation: Relation, l1: floa
         (q(K.MEDIAN, "age", M.EXPONENTIAL), AR, 1.5, 1.5),  # c·max(α, 1 − α) = 3·½
         (q(K.MODE, "sex", M.EXPONENTIAL), SUB, 3, 3),
         (q(K.PROPORTION, "smoker", M.LAPLACE), AR, 3, 3),
-        # mean public n, substitute: 252 / 1000
-        (q(K.MEAN, "age", M.GAUSSIAN, mode=MeanMode.PUBLIC_N), SUB, 0.252, 0.252),
+        # mean public n, substitute: the centred sum Σ(x − 54) moves by at most c·(U − L) = 3·72
+        # (a unit's c rows from 18 to 90), over n: 216 / 1000 (planner/statistics/mean.py, issue 18)
+        (q(K.MEAN, "age", M.GAUSSIAN, mode=MeanMode.PUBLIC_N), SUB, 0.216, 0.216),
     ],
 )
 def test_queries_sensitivity_person_unit(query: Query, relation: Relation, l1: float, l2: float) -> None:
@@ -154,7 +155,9 @@ def test_queries_mean_sum_over_count_has_two_parts() -> None:
     assert qq.mode is MeanMode.SUM_OVER_COUNT
     parts = qq.parts(schema(AR))
     assert [(p.name, p.sensitivity) for p in parts] == [
-        ("sum", Sensitivity(90, 90)),  # MATH.md §2 sum, add/remove
+        # the centred sum Σ(x − m₀), m₀ = (18 + 90)/2: add/remove moves it by at most
+        # (U − L)/2 = 36, not max(|L|, |U|) = 90 (planner/statistics/mean.py, issue 18)
+        ("sum", Sensitivity(36, 36)),
         ("count", Sensitivity(1, 1)),  # MATH.md §2 count
     ]
     with pytest.raises(QueryError, match="use parts"):
@@ -172,8 +175,8 @@ def test_queries_quantile_parts_per_alpha_and_hist_size() -> None:
 
 
 def test_queries_mean_public_n_rules() -> None:
-    with pytest.raises(QueryError, match="substitute relation only"):
-        q(K.MEAN, "age", M.LAPLACE, mode="public_n").validate(schema(AR))
+    # valid under add/remove too since issue 18 (the centred sum over a public n)
+    q(K.MEAN, "age", M.LAPLACE, mode="public_n").validate(schema(AR))
     with pytest.raises(QueryError, match="needs the schema's public_n"):
         q(K.MEAN, "age", M.LAPLACE, mode="public_n").validate(schema(SUB, public_n=None))
 
