@@ -562,9 +562,16 @@ class SqlBackend(Backend):
         """
         return False
 
+    #: called (no arguments) just before each statement that reads the data: the command
+    #: line waits for the first one before importing the release machinery, so that the
+    #: imports do not hold the GIL while the scan is being set up
+    on_read: Callable[[], None] | None = None
+
     def _run_sql(self, sql: str, params: Params) -> list[tuple[Any, ...]]:
         if self._src in sql:
             self.passes += 1
+            if self.on_read is not None:
+                self.on_read()
         try:
             return self._execute(sql, params.values)
         except (DataError, QueryError):
