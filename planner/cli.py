@@ -151,6 +151,7 @@ def _cmd_release(args: argparse.Namespace) -> Any:
     scan = BackgroundScan(kind, open_cli_source(args.data), spec.schema, spec.queries,
                           spark_master=args.spark_master)
     try:
+        scan.wait_reading(timeout=10.0)  # the imports below would hold the GIL the set-up needs
         from planner.release import cmd_release
     except BaseException:
         scan.cancel()

@@ -208,6 +208,7 @@ class BackgroundScan:
         self.source = source
         self._engine: Backend | None = None
         self._error: BaseException | None = None
+        self._reading = threading.Event()
         self._thread = threading.Thread(
             target=self._run, args=(schema, tuple(queries), spark_master), name="planner-scan",
             daemon=True,
@@ -216,16 +217,34 @@ class BackgroundScan:
 
     def _run(self, schema: Schema, queries: tuple[Query, ...], spark_master: str | None) -> None:
         try:
+            if self.kind.strip().lower() == "pandas":  # pandas reads the file in make_backend
+                self._reading.set()
             engine = make_backend(self.kind, self.source, schema, spark_master=spark_master)
             self._engine = engine
             prefetch = getattr(engine, "prefetch", None)
             if callable(prefetch):
+                from planner.backends.sql import SqlBackend
+
+                if isinstance(engine, SqlBackend):
+                    engine.on_read = self._reading.set
                 prefetch(queries, report=True, digest=True)
             else:
                 engine.column_report()
                 engine.content_digest()
         except BaseException as exc:  # re-raised by result(), in the caller's thread
             self._error = exc
+        finally:
+            self._reading.set()
+
+    def wait_reading(self, timeout: float | None = None) -> bool:
+        """Wait until the scan's engine has started reading the data (or the scan ended).
+
+        The command line imports the release machinery after this: DuckDB and Spark
+        release the GIL while they read, whereas setting the scan up (importing the
+        engine, compiling the statement) needs it. Returns whether reading started
+        within ``timeout``.
+        """
+        return self._reading.wait(timeout)
 
     def result(self) -> Backend:
         """The filled backend (waits for the scan); the scan's error, raised here."""

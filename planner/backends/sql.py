@@ -562,9 +562,16 @@ class SqlBackend(Backend):
         """
         return False
 
+    #: called (no arguments) just before each statement that reads the data: the command
+    #: line waits for the first one before importing the release machinery, so that the
+    #: imports do not hold the GIL while the scan is being set up
+    on_read: Callable[[], None] | None = None
+
     def _run_sql(self, sql: str, params: Params) -> list[tuple[Any, ...]]:
         if self._src in sql:
             self.passes += 1
+            if self.on_read is not None:
+                self.on_read()
         try:
             return self._execute(sql, params.values)
         except (DataError, QueryError):
@@ -1311,9 +1318,14 @@ class SqlBackend(Backend):
                     if (g.edges is not None or g.grid is not None) and self._value_counted(g.k)}
         wanted = groups
         groups = list(dict.fromkeys(by_value.get(g, g) for g in groups))
+        # a quantile's candidate counts and the bins of [*grid, top] (rank_counts): one key
+        ranks = self._rank_pairs(groups)
+        groups = [g for g in groups if g not in ranks.values()]
         keys: list[str] = []
         for j, g in enumerate(groups):
             guess, idx, key = self._bin_key_sql(g, p, j)
+            if g in ranks:
+                key = self._rank_key_sql(g, p, j)
             keys.append(key)
             if guess is not None:
                 layers[3].add(f"gg{j}", guess)
@@ -1334,7 +1346,8 @@ class SqlBackend(Backend):
             if keys:
                 layers[5].cols += [(f"gk{j}", e) for j, e in enumerate(keys)]
             src = chain("kept", layers[:3] + layers[3:])
-            domains = [self._bin_domain(g) for g in groups]
+            domains = [(-2, 2 * len(g.edges or ()) - 3) if g in ranks else self._bin_domain(g)
+                       for g in groups]
             # a few keys: one count per key in the same aggregate (a comparison per row);
             # more: a histogram (DuckDB counts it in a pass of its own, or in this one)
             small = [dm[1] - dm[0] < SMALL_DOMAIN for dm in domains]
@@ -1398,7 +1411,10 @@ class SqlBackend(Backend):
             else:
                 res[r] = vals[0] if isinstance(r, _Rows) else tuple(vals)
         for g, counts in zip(groups, grouped, strict=True):
-            res[g] = counts
+            if g in ranks:
+                res[g], res[ranks[g]] = self._split_ranks(counts)
+            else:
+                res[g] = counts
         for g in wanted:
             if g in by_value:
                 res[g] = self._bins_of_values(g, res[by_value[g]])
@@ -1685,6 +1701,58 @@ class SqlBackend(Backend):
             )
         whens = " ".join(f"WHEN {v} <= {p(float(x))} THEN {i}" for i, x in enumerate(grid))
         return None, f"CASE {whens} ELSE {n} END", key
+
+    def _rank_pairs(self, groups: Sequence[_Bins]) -> dict[_Bins, _Bins]:
+        """``{bins: candidates}``: histogram requests over edges ``[*grid, top]`` whose
+        column also has candidate counts on ``grid`` (:func:`planner.statistics.quantile.rank_counts`
+        asks for both), where the grid covers the column's bounds. Each pair is counted
+        with one key (:meth:`_rank_key_sql`): one histogram, not two (DuckDB reads the
+        source again for every ``histogram`` of a large domain)."""
+        have = set(groups)
+        out: dict[_Bins, _Bins] = {}
+        for g in groups:
+            if g.edges is None or len(g.edges) < 3:
+                continue
+            c = _Bins(g.k, grid=g.edges[:-1])
+            lo, hi = self.schema.columns[g.k].bounds
+            if c in have and c.grid is not None and c.grid[0] <= lo and c.grid[-1] >= hi:
+                out[g] = c
+        return out
+
+    def _rank_key_sql(self, g: _Bins, p: Params, j: int) -> str:
+        """The joint key of a histogram over edges e = ``[*grid, top]`` and the candidate
+        counts on ``grid`` (see :meth:`_rank_pairs`): −1 not usable, −2 outside the edges,
+        else 2·b + t with b the histogram's bin (e_b ≤ x < e_{b+1}, the last closed) and
+        t = 0 where x = e_b exactly, 1 elsewhere. The smallest candidate ≥ x is then
+        b + t (:meth:`_split_ranks`). The bin index is column ``gi{j}`` of
+        :meth:`_bin_key_sql`."""
+        e = np.asarray(g.edges, dtype=np.float64)
+        nb = e.size - 1
+        v = f"v{g.k}"
+        first, last = p(float(e[0])), p(float(e[-1]))
+        edge = self._edge_fn(e, p)
+        return (
+            f"CASE WHEN NOT u{g.k} THEN -1 WHEN {v} = {last} THEN {2 * nb - 1} "
+            f"WHEN {v} < {first} OR {v} > {last} THEN -2 "
+            f"ELSE 2 * gi{j} + CASE WHEN {v} = {edge(f'gi{j}')} THEN 0 ELSE 1 END END"
+        )
+
+    @staticmethod
+    def _split_ranks(counts: dict[int, int]) -> tuple[dict[int, int], dict[int, int]]:
+        """(histogram counts, candidate counts) from the counts of :meth:`_rank_key_sql`'s key."""
+        bins: dict[int, int] = {}
+        cands: dict[int, int] = {}
+        for key, c in counts.items():
+            if key < 0:
+                if key != -1:  # the grid covers the bounds: a clipped value is inside
+                    raise QueryError("internal error: a clipped value fell outside the candidate grid.")
+                bins[-1] = bins.get(-1, 0) + c
+                cands[-1] = cands.get(-1, 0) + c
+                continue
+            b, t = divmod(key, 2)
+            bins[b] = bins.get(b, 0) + c
+            cands[b + t] = cands.get(b + t, 0) + c
+        return bins, cands
 
     def _lazy_exact(self, q: str, guess: str, exact: str, e: np.ndarray) -> str:
         """The bin index from the quotient q = (x − e₀)/w: the guess itself where q is far

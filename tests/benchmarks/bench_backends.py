@@ -51,7 +51,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[2]
+#: The checkout whose ``planner`` is measured: this one, or ``$BENCH_PLANNER_ROOT`` (e.g. an
+#: older checkout, for a before/after table run by the same benchmark script).
+ROOT = Path(os.environ.get("BENCH_PLANNER_ROOT") or Path(__file__).resolve().parents[2]).resolve()
 
 QUERIES = [
     {"id": "n", "kind": "count", "mechanism": "laplace"},
@@ -377,6 +379,7 @@ def write_plan(folder: Path, path: Path, max_rows: int) -> Path:
     spec.write_text(json.dumps({
         "schema": schema_dict(path, max_rows),
         "budget": {"epsilon": 1.0, "delta": 1e-6, "composition": "zcdp"},
+        "lifetime": {"epsilon": 10.0, "delta": 1e-5},  # a fresh ledger each run: set once
         "queries": QUERIES,
         "dataset_name": "bench",
     }))
@@ -479,6 +482,7 @@ def main() -> None:
     folder.mkdir(parents=True, exist_ok=True)
     extra = ["--max-rows", str(args.max_rows)] + (
         ["--memory-limit", args.memory_limit] if args.memory_limit else [])
+    print(f"planner measured: {ROOT}; load average {os.getloadavg()[0]:.2f}")
     print(f"cores: {os.cpu_count()}; data in {folder}; {args.rows_per_person} row(s) per person, "
           f"max_rows c = {args.max_rows}; median of {args.repeat} run(s) (min in brackets)"
           + (f"; DuckDB memory_limit {args.memory_limit}" if args.memory_limit else ""))

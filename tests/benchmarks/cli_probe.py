@@ -14,12 +14,13 @@ from __future__ import annotations
 import importlib.abc
 import importlib.machinery
 import json
+import os
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(os.environ.get("BENCH_PLANNER_ROOT") or Path(__file__).resolve().parents[2]).resolve()
 STATE: dict[str, Any] = {"first_scan": None, "fingerprint_s": 0.0}
 
 
