@@ -148,8 +148,9 @@ def _read_regular(path: Path, label: str, limit: int) -> bytes:
     try:
         fd = os.open(path, flags)
     except OSError as exc:
-        why = "a loop of symbolic links" if exc.errno == errno.ELOOP else exc.strerror
-        raise DataError(f"cannot read file {label!r} ({why}); check the path.") from exc
+        if exc.errno == errno.ELOOP:
+            raise link_loop(label) from exc
+        raise DataError(f"cannot read file {label!r} ({exc.strerror}); check the path.") from exc
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
@@ -469,6 +470,31 @@ def check_parquet_schema(names: list[str], rows: int, label: str) -> None:
         raise DataError(f"file {label!r} has columns but no rows; upload a file with data.")
 
 
+def parquet_chunks_fit(metadata: Any, size: int) -> bool:
+    """Whether every column chunk the footer lists lies between the leading marker and the
+    footer (a file cut inside, or spliced, points past its data: every engine's later
+    read would fail, each with its own words). Metadata only: no page is read."""
+    end = size - 8 - int(metadata.serialized_size)
+    for g in range(metadata.num_row_groups):
+        group = metadata.row_group(g)
+        for c in range(group.num_columns):
+            chunk = group.column(c)
+            start = chunk.data_page_offset
+            if chunk.has_dictionary_page and chunk.dictionary_page_offset:
+                start = min(start, chunk.dictionary_page_offset)
+            if start < 4 or start + chunk.total_compressed_size > end:
+                return False
+    return True
+
+
+def link_loop(label: str) -> DataError:
+    """The error for a path that is a loop of symbolic links (every route says this)."""
+    return DataError(
+        f"file {label!r} is a loop of symbolic links (or a link to a missing file); it was "
+        "not read. Name the file itself, or fix the link."
+    )
+
+
 def bad_parquet(label: str, truncated: bool) -> DataError:
     """The error for a Parquet file that cannot be read (the same from every engine)."""
     if truncated:
@@ -490,8 +516,11 @@ def _read_parquet(data: bytes, label: str) -> pd.DataFrame:
     try:
         meta = pq.ParquetFile(io.BytesIO(data))
         names, rows = [str(n) for n in meta.schema_arrow.names], meta.metadata.num_rows
+        fits = parquet_chunks_fit(meta.metadata, len(data))
     except (pa.ArrowException, OSError, ValueError) as exc:
         raise bad_parquet(label, truncated=False) from exc
+    if not fits:
+        raise bad_parquet(label, truncated=False)
     # before reading the rows: pyarrow refuses duplicated names with a vaguer error
     check_parquet_schema(names, rows, label)
     try:

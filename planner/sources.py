@@ -40,9 +40,11 @@ from planner.loader import (
     check_parquet_schema,
     check_text_limits,
     is_utf8,
+    link_loop,
     max_upload_bytes,
     no_rows,
     not_regular,
+    parquet_chunks_fit,
 )
 
 #: Environment variable naming the allow-listed data directory.
@@ -184,9 +186,7 @@ def resolve_paths(spec: str | os.PathLike[str], base: Path | None = None) -> tup
         try:
             r = m.resolve(strict=True)
         except (OSError, RuntimeError) as exc:  # Python 3.11: RuntimeError on a link loop
-            raise _refuse(
-                text, f"{m.name!r} is a broken symbolic link or a loop of symbolic links"
-            ) from exc
+            raise link_loop(m.name) from exc
         if not r.is_relative_to(root):
             raise _refuse(text, "a matching file is a link that leads outside the data directory")
         try:
@@ -318,8 +318,11 @@ def _check_parquet(path: Path, label: str) -> None:
     try:
         meta = pq.ParquetFile(path)
         names, rows = [str(n) for n in meta.schema_arrow.names], meta.metadata.num_rows
+        fits = parquet_chunks_fit(meta.metadata, size)
     except (pa.ArrowException, OSError, ValueError) as exc:
         raise bad_parquet(label, truncated=False) from exc
+    if not fits:
+        raise bad_parquet(label, truncated=False)
     check_parquet_schema(names, rows, label)
 
 
