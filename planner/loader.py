@@ -14,15 +14,18 @@ bytes.
 
 from __future__ import annotations
 
+import codecs
 import csv
+import errno
 import io
 import math
 import os
 import re
+import stat
 import unicodedata
 from collections.abc import Mapping
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any, Final, Literal
+from typing import IO, TYPE_CHECKING, Any, Final, Literal, Protocol
 
 from planner.backends.base import ColumnStats
 from planner.errors import DataError, PlannerError
@@ -39,8 +42,16 @@ MAX_MB_ENV: Final[str] = "PLANNER_MAX_UPLOAD_MB"
 FileFormat = Literal["csv", "tsv", "parquet"]
 Source = str | os.PathLike[str] | bytes | bytearray | memoryview | IO[bytes]
 
+#: At most this many columns are read (Spark's CSV parser stops at 20,480; a wider
+#: header is refused before any engine parses it, so memory stays bounded).
+MAX_COLUMNS: Final[int] = 10_000
+#: At most this many bytes per line of a CSV/TSV file (the header and every row; DuckDB's
+#: own limit, ``max_line_size``, is 2 MB: this one is met first by every engine).
+MAX_LINE_BYTES: Final[int] = 1 << 20
+
 _DELIMITERS: Final[str] = ",;\t|"
 _SAMPLE_BYTES: Final[int] = 1 << 16
+_SCAN_CHUNK: Final[int] = 1 << 24
 _NUMBER = re.compile(r"^\s*[-+]?(\d+(\.\d*)?|\.\d+)([eE][-+]?\d+)?\s*$")
 
 
@@ -82,13 +93,7 @@ def read_source(source: Source, name: str | None = None, max_mb: float | None = 
     if isinstance(source, (str, os.PathLike)):
         p = Path(source)
         label = name or p.name
-        try:
-            size = p.stat().st_size
-            if size > limit:
-                raise _too_big(label, size, limit)
-            return p.read_bytes(), label
-        except OSError as exc:
-            raise DataError(f"cannot read file {label!r} ({exc.strerror}); check the path.") from exc
+        return _read_regular(p, label, limit), label
     if isinstance(source, (bytes, bytearray, memoryview)):
         data = bytes(source)
         label = name or "upload"
@@ -111,6 +116,142 @@ def read_source(source: Source, name: str | None = None, max_mb: float | None = 
     if len(data) > limit:
         raise _too_big(label, len(data), limit)
     return data, label
+
+
+def file_kind(mode: int) -> str:
+    """What a file that is not a regular file is, for messages ("a FIFO (named pipe)")."""
+    if stat.S_ISDIR(mode):
+        return "a folder"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO (named pipe)"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "not a regular file"
+
+
+def not_regular(label: str, mode: int) -> DataError:
+    """The error for a data path that is a folder, FIFO, device or socket (never read)."""
+    return DataError(
+        f"file {label!r} is {file_kind(mode)}, not a regular file; it was not read. Name a "
+        "regular CSV, TSV or Parquet file."
+    )
+
+
+def _read_regular(path: Path, label: str, limit: int) -> bytes:
+    """The bytes of a regular file of at most ``limit`` bytes; anything else is refused
+    unread. Opened with ``O_NONBLOCK`` (a FIFO never waits for a writer) and checked by
+    ``fstat`` on the open descriptor (a swap between check and read cannot slip a device
+    in); at most ``limit + 1`` bytes are read, so ``/dev/zero`` cannot fill the memory."""
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise link_loop(label) from exc
+        raise DataError(f"cannot read file {label!r} ({exc.strerror}); check the path.") from exc
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise not_regular(label, st.st_mode)
+        if st.st_size > limit:
+            raise _too_big(label, st.st_size, limit)
+        os.set_blocking(fd, True)
+        chunks: list[bytes] = []
+        total = 0
+        while total <= limit:
+            block = os.read(fd, min(1 << 24, limit + 1 - total))
+            if not block:
+                break
+            chunks.append(block)
+            total += len(block)
+        if total > limit:
+            raise _too_big(label, total, limit)
+        return b"".join(chunks)
+    except OSError as exc:
+        raise DataError(f"cannot read file {label!r} ({exc.strerror}); check the path.") from exc
+    finally:
+        os.close(fd)
+
+
+class TextBuffer(Protocol):
+    """Bytes or an ``mmap`` of a file: what :func:`check_text_limits` scans."""
+
+    def __len__(self) -> int: ...
+    def __getitem__(self, key: slice, /) -> bytes: ...
+    def find(self, sub: bytes, start: int = ..., end: int = ..., /) -> int: ...
+    def rfind(self, sub: bytes, start: int = ..., end: int = ..., /) -> int: ...
+
+
+def _line_of(buf: TextBuffer, pos: int) -> int:
+    """The 1-based line number of byte ``pos`` (counted in chunks: bounded memory)."""
+    lines = 1
+    for i in range(0, pos, _SCAN_CHUNK):
+        lines += buf[i:min(i + _SCAN_CHUNK, pos)].count(b"\n")
+    return lines
+
+
+def too_many_columns(label: str, found: str) -> DataError:
+    """The error for a header wider than :data:`MAX_COLUMNS` (the same from every engine)."""
+    return DataError(
+        f"file {label!r} has too many columns ({found}); at most {MAX_COLUMNS:,} are read. "
+        "Keep only the columns the schema declares (e.g. export those columns to a new file)."
+    )
+
+
+def check_text_limits(buf: TextBuffer, label: str) -> None:
+    """Refuse a CSV/TSV that holds a NUL byte anywhere, or a line over :data:`MAX_LINE_BYTES`.
+
+    One scan of the whole file (``memchr`` for the NUL byte; for the lines, one backward
+    search per :data:`MAX_LINE_BYTES`, so a long file costs about one pass): a binary
+    tail after a valid head is refused, never silently read or ignored. A header line
+    over the limit that holds more than :data:`MAX_COLUMNS` delimiters is reported as
+    too many columns. The pandas loader and the SQL sources (DuckDB, Spark) both call it,
+    so every engine gives the same verdict.
+    """
+    nul = buf.find(b"\x00")
+    if nul >= 0:
+        raise DataError(
+            f"file {label!r} contains binary data (a NUL byte on line {_line_of(buf, nul):,}); "
+            "it is not CSV text. Remove the binary part, or re-export the table as a UTF-8 "
+            "CSV or Parquet file."
+        )
+    n = len(buf)
+    start = 0
+    while n - start > MAX_LINE_BYTES:
+        q = buf.rfind(b"\n", start, start + MAX_LINE_BYTES + 1)
+        if q < 0:
+            line = _line_of(buf, start)
+            if line == 1 or not buf[:start].strip():
+                head = buf[start:start + MAX_LINE_BYTES]
+                widest = max(head.count(d.encode()) for d in _DELIMITERS) + 1
+                if widest > MAX_COLUMNS:
+                    raise too_many_columns(
+                        label, f"more than {widest - 1:,} in the first {MAX_LINE_BYTES:,} "
+                        "bytes of the header"
+                    )
+            raise DataError(
+                f"file {label!r}: line {line:,} is longer than {MAX_LINE_BYTES:,} bytes (the "
+                "longest line accepted); a cell that long is not a value a release can use. "
+                "Shorten or remove that cell, or check that the file is a CSV with line breaks."
+            )
+        start = q + 1
+
+
+def is_utf8(buf: TextBuffer) -> bool:
+    """Whether the whole buffer is valid UTF-8 (streamed: ASCII chunks cost one check)."""
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    try:
+        for i in range(0, len(buf), _SCAN_CHUNK):
+            chunk = buf[i:i + _SCAN_CHUNK]
+            if chunk.isascii() and not decoder.getstate()[0]:
+                continue
+            decoder.decode(chunk)
+        decoder.decode(b"", final=True)
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 def _guess_format(data: bytes, label: str, file_format: FileFormat | None) -> FileFormat:
@@ -158,7 +299,13 @@ def _decode(data: bytes, label: str) -> tuple[str, str]:
         except UnicodeDecodeError:
             continue
     assert text is not None  # latin-1 decodes any bytes
-    sample = text[:_SAMPLE_BYTES]
+    check_controls(text[:_SAMPLE_BYTES], label)
+    return text, encoding
+
+
+def check_controls(sample: str, label: str) -> None:
+    """Refuse decoded text whose sample is more than 1 % control characters (binary data
+    read as Latin-1); the loader and the SQL sources apply it to the same first 64 KiB."""
     if sample:
         bad = sum(
             1 for ch in sample if unicodedata.category(ch) in ("Cc", "Cs", "Co", "Cn")
@@ -169,7 +316,6 @@ def _decode(data: bytes, label: str) -> tuple[str, str]:
                 f"file {label!r} is not readable text in UTF-8 or Latin-1 (wrong encoding, or "
                 "binary data); save it as UTF-8 CSV and upload again."
             )
-    return text, encoding
 
 
 def _sniff_delimiter(text: str, file_format: FileFormat) -> str:
@@ -204,6 +350,8 @@ def _read_header(
         header = next(csv.reader(io.StringIO(text.lstrip("\r\n")), delimiter=delimiter))
     except (StopIteration, csv.Error) as exc:
         raise DataError(f"file {label!r}: the header row cannot be read; check its quotes.") from exc
+    if len(header) > MAX_COLUMNS:
+        raise too_many_columns(label, f"{len(header):,} in the header")
     _check_header(header, label)
     if all(_NUMBER.match(h) for h in header):
         raise DataError(
@@ -271,6 +419,7 @@ def _read_csv(data: bytes, label: str, file_format: FileFormat) -> pd.DataFrame:
     import pyarrow.csv as pacsv
 
     _check_binary(data, label)
+    check_text_limits(data, label)
     text, encoding = _decode(data, label)
     if not text.strip():
         raise DataError(f"file {label!r} is empty; upload a file with a header row and data.")
@@ -299,11 +448,63 @@ def _read_csv(data: bytes, label: str, file_format: FileFormat) -> pd.DataFrame:
             f"(delimiter {delimiter!r}); check the delimiter, quotes and line endings."
         ) from exc
     if table.num_rows == 0:
-        raise DataError(
-            f"file {label!r} has a header but no data rows; upload a file with at least one row."
-        )
+        raise no_rows(label)
     df: pd.DataFrame = table.to_pandas()
     return df
+
+
+def no_rows(label: str) -> DataError:
+    """The error for a CSV with a header and no data rows (the same from every engine)."""
+    return DataError(
+        f"file {label!r} has a header but no data rows; upload a file with at least one row."
+    )
+
+
+def check_parquet_schema(names: list[str], rows: int, label: str) -> None:
+    """The Parquet checks every engine shares (read from the footer: no data read): at most
+    :data:`MAX_COLUMNS` columns, no empty or duplicated column name, at least one row."""
+    if len(names) > MAX_COLUMNS:
+        raise too_many_columns(label, f"{len(names):,}")
+    _check_header(names, label)
+    if rows == 0:
+        raise DataError(f"file {label!r} has columns but no rows; upload a file with data.")
+
+
+def parquet_chunks_fit(metadata: Any, size: int) -> bool:
+    """Whether every column chunk the footer lists lies between the leading marker and the
+    footer (a file cut inside, or spliced, points past its data: every engine's later
+    read would fail, each with its own words). Metadata only: no page is read."""
+    end = size - 8 - int(metadata.serialized_size)
+    for g in range(metadata.num_row_groups):
+        group = metadata.row_group(g)
+        for c in range(group.num_columns):
+            chunk = group.column(c)
+            start = chunk.data_page_offset
+            if chunk.has_dictionary_page and chunk.dictionary_page_offset:
+                start = min(start, chunk.dictionary_page_offset)
+            if start < 4 or start + chunk.total_compressed_size > end:
+                return False
+    return True
+
+
+def link_loop(label: str) -> DataError:
+    """The error for a path that is a loop of symbolic links (every route says this)."""
+    return DataError(
+        f"file {label!r} is a loop of symbolic links (or a link to a missing file); it was "
+        "not read. Name the file itself, or fix the link."
+    )
+
+
+def bad_parquet(label: str, truncated: bool) -> DataError:
+    """The error for a Parquet file that cannot be read (the same from every engine)."""
+    if truncated:
+        return DataError(
+            f"file {label!r} is not a valid Parquet file (missing Parquet markers; truncated "
+            "or another format); re-export it as Parquet or CSV."
+        )
+    return DataError(
+        f"file {label!r} could not be read as Parquet (corrupt or unsupported); re-export it."
+    )
 
 
 def _read_parquet(data: bytes, label: str) -> pd.DataFrame:
@@ -311,20 +512,21 @@ def _read_parquet(data: bytes, label: str) -> pd.DataFrame:
     import pyarrow.parquet as pq
 
     if data[:4] != b"PAR1" or data[-4:] != b"PAR1":
-        raise DataError(
-            f"file {label!r} is not a valid Parquet file (missing Parquet markers; truncated "
-            "or another format); re-export it as Parquet or CSV."
-        )
+        raise bad_parquet(label, truncated=True)
+    try:
+        meta = pq.ParquetFile(io.BytesIO(data))
+        names, rows = [str(n) for n in meta.schema_arrow.names], meta.metadata.num_rows
+        fits = parquet_chunks_fit(meta.metadata, len(data))
+    except (pa.ArrowException, OSError, ValueError) as exc:
+        raise bad_parquet(label, truncated=False) from exc
+    if not fits:
+        raise bad_parquet(label, truncated=False)
+    # before reading the rows: pyarrow refuses duplicated names with a vaguer error
+    check_parquet_schema(names, rows, label)
     try:
         table = pq.read_table(io.BytesIO(data))
     except (pa.ArrowException, OSError, ValueError) as exc:
-        raise DataError(
-            f"file {label!r} could not be read as Parquet (corrupt or unsupported); "
-            "re-export it."
-        ) from exc
-    _check_header([str(n) for n in table.column_names], label)
-    if table.num_rows == 0:
-        raise DataError(f"file {label!r} has columns but no rows; upload a file with data.")
+        raise bad_parquet(label, truncated=False) from exc
     df: pd.DataFrame = table.to_pandas()
     return df
 
@@ -449,10 +651,14 @@ def refuse_invalid_cells(schema: Schema, report: Mapping[str, Any]) -> None:
 
 __all__ = [
     "DEFAULT_MAX_MB",
+    "MAX_COLUMNS",
+    "MAX_LINE_BYTES",
     "MAX_MB_ENV",
     "ColumnStats",
     "check_against_schema",
+    "check_text_limits",
     "column_report",
+    "is_utf8",
     "load_table",
     "max_upload_bytes",
     "read_source",

@@ -17,8 +17,10 @@ from __future__ import annotations
 
 import atexit
 import hashlib
+import mmap
 import os
 import shutil
+import stat
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -29,10 +31,20 @@ from typing import IO, TYPE_CHECKING, Final, Literal
 from planner.backends.digest import ContentDigest
 from planner.errors import DataError
 from planner.loader import (
+    MAX_LINE_BYTES,
     _check_binary,
     _read_header,
     _too_big,
+    bad_parquet,
+    check_controls,
+    check_parquet_schema,
+    check_text_limits,
+    is_utf8,
+    link_loop,
     max_upload_bytes,
+    no_rows,
+    not_regular,
+    parquet_chunks_fit,
 )
 
 if TYPE_CHECKING:  # annotations only: the command line starts without pandas
@@ -178,12 +190,17 @@ def resolve_paths(spec: str | os.PathLike[str], base: Path | None = None) -> tup
     for m in matches:
         try:
             r = m.resolve(strict=True)
-        except OSError as exc:
-            raise _refuse(text, "a matching file is a broken link") from exc
+        except (OSError, RuntimeError) as exc:  # Python 3.11: RuntimeError on a link loop
+            raise link_loop(m.name) from exc
         if not r.is_relative_to(root):
             raise _refuse(text, "a matching file is a link that leads outside the data directory")
-        if not r.is_file():
-            raise DataError(f"data source {pattern!r} matches a folder, not a file; name the files.")
+        try:
+            mode = r.stat().st_mode
+        except OSError as exc:
+            raise _refuse(text, f"{m.name!r} cannot be read ({exc.strerror})") from exc
+        if not stat.S_ISREG(mode):
+            # never opened: a FIFO would block, /dev/zero would never end
+            raise not_regular(m.name, mode)
         out.append(r)
     return tuple(out)
 
@@ -214,24 +231,104 @@ def _decode_sample(raw: bytes) -> tuple[str, str]:
     return raw.decode("latin-1"), "latin-1"  # pragma: no cover - latin-1 decodes anything
 
 
-def _transcode(path: Path, encoding: str) -> Path:
-    """A UTF-8 copy of a text file (streamed), in a private temporary directory."""
+def _transcode(path: Path, encoding: str) -> tuple[Path, str]:
+    """A UTF-8 copy of a text file (streamed), in a private temporary directory, and the
+    encoding it was read in.
+
+    ``encoding`` (from the first 64 KiB) when the whole file decodes in it, else Latin-1:
+    the pandas loader's choice on the whole file (Windows-1252, else Latin-1), so every
+    engine reads the same text.
+    """
     out = _private_dir() / (path.stem + ".utf8.csv")
-    with path.open("r", encoding=encoding, newline="") as src, out.open("w", encoding="utf-8", newline="") as dst:
-        shutil.copyfileobj(src, dst, 1 << 20)
-    return out
+    for enc in dict.fromkeys((encoding, "latin-1")):
+        try:
+            with path.open("r", encoding=enc, newline="") as src, \
+                    out.open("w", encoding="utf-8", newline="") as dst:
+                shutil.copyfileobj(src, dst, 1 << 20)
+            return out, enc
+        except UnicodeDecodeError:
+            continue
+    raise AssertionError("latin-1 decodes any bytes")  # pragma: no cover
+
+
+#: verdicts of :func:`_scan_file` by (device, inode, size, mtime): a file the app opens
+#: again (plan, then release) is scanned once
+_SCANNED: dict[tuple[int, int, int, int], bool] = {}
+
+
+def _scan_file(path: Path, label: str) -> bool:
+    """The whole-file checks of a CSV (no NUL byte, no line over the limit; see
+    :func:`planner.loader.check_text_limits`) through a read-only memory map (the page
+    cache, not the process's memory); returns whether the whole file is UTF-8."""
+    with path.open("rb") as f:
+        st = os.fstat(f.fileno())
+        key = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+        if key in _SCANNED:
+            return _SCANNED[key]
+        if st.st_size == 0:
+            return True
+        with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as buf:
+            check_text_limits(buf, label)
+            utf8 = is_utf8(buf)
+    if len(_SCANNED) > 256:
+        _SCANNED.clear()
+    _SCANNED[key] = utf8
+    return utf8
 
 
 def sniff_csv(path: Path, label: str, tsv: bool = False) -> tuple[str, tuple[str, ...], str]:
-    """(delimiter, header, encoding) of a CSV file, checked like the pandas loader does."""
+    """(delimiter, header, encoding) of a CSV file, checked like the pandas loader does.
+
+    The whole file is scanned once (NUL bytes, line lengths, UTF-8); the header is read
+    to its end (up to :data:`planner.loader.MAX_LINE_BYTES`), never cut at the sample.
+    """
     with path.open("rb") as f:
         raw = f.read(_SAMPLE)
+        if raw.strip() and b"\n" not in raw.lstrip(b"\r\n"):
+            raw += f.read(MAX_LINE_BYTES + 1)
+        whole = not f.read(1)
     if not raw.strip():
         raise DataError(f"file {label!r} is empty; upload a file with a header row and data.")
     _check_binary(raw, label)
+    utf8 = _scan_file(path, label)
     text, encoding = _decode_sample(raw)
+    if not utf8 and encoding == "utf-8":
+        # the head is UTF-8, a later byte is not: the loader decodes the whole file as
+        # Windows-1252 (or Latin-1); so does the transcoded copy
+        try:
+            text, encoding = raw.decode("cp1252"), "cp1252"
+        except UnicodeDecodeError:
+            text, encoding = raw.decode("latin-1"), "latin-1"
+    check_controls(text[:_SAMPLE], label)
     delimiter, header = _read_header(text, label, "tsv" if tsv else "csv")
+    if whole:
+        body = text.lstrip("\r\n").split("\n", 1)
+        if '"' not in body[0] and (len(body) == 1 or not body[1].strip()):
+            raise no_rows(label)
     return delimiter, tuple(header), encoding
+
+
+def _check_parquet(path: Path, label: str) -> None:
+    """The Parquet checks of the pandas loader, from the file's footer (no rows read)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    with path.open("rb") as f:
+        head = f.read(4)
+        size = os.fstat(f.fileno()).st_size
+        f.seek(max(size - 4, 0))
+        tail = f.read(4)
+    if head != b"PAR1" or tail != b"PAR1" or size < 12:
+        raise bad_parquet(label, truncated=True)
+    try:
+        meta = pq.ParquetFile(path)
+        names, rows = [str(n) for n in meta.schema_arrow.names], meta.metadata.num_rows
+        fits = parquet_chunks_fit(meta.metadata, size)
+    except (pa.ArrowException, OSError, ValueError) as exc:
+        raise bad_parquet(label, truncated=False) from exc
+    if not fits:
+        raise bad_parquet(label, truncated=False)
+    check_parquet_schema(names, rows, label)
 
 
 def estimate_csv_rows(source: FileSource) -> int:
@@ -258,6 +355,8 @@ def file_source(paths: tuple[Path, ...], label: str, *, temporary: bool = False,
         raise DataError(f"data source {label!r} mixes CSV and Parquet files; use one format.")
     kind = kinds.pop()
     if kind == "parquet":
+        for p in paths:
+            _check_parquet(p, label if len(paths) == 1 else p.name)
         return FileSource("parquet", paths, label, temporary=temporary, _keep=keep)
     delimiter: str = ","
     header: tuple[str, ...] = ()
@@ -272,7 +371,19 @@ def file_source(paths: tuple[Path, ...], label: str, *, temporary: bool = False,
                 f"data source {label!r}: file {p.name!r} has a different header or delimiter "
                 "than the first file; every file of a glob must have the same columns."
             )
-        out.append(p if enc == "utf-8" else _transcode(p, enc))
+        if enc != "utf-8":
+            copy, used = _transcode(p, enc)
+            if used != enc and i == 0:  # the header as the whole file's encoding reads it
+                delimiter, header, _ = sniff_csv(copy, label if len(paths) == 1 else p.name,
+                                                 tsv=p.suffix.lower() in (".tsv", ".tab"))
+            elif used != enc and sniff_csv(copy, p.name, tsv=p.suffix.lower() in (".tsv", ".tab"))[:2] != (delimiter, header):
+                raise DataError(
+                    f"data source {label!r}: file {p.name!r} has a different header or "
+                    "delimiter than the first file; every file of a glob must have the same "
+                    "columns."
+                )
+            p = copy
+        out.append(p)
     return FileSource("csv", tuple(out), label, delimiter, header, temporary, keep, paths)
 
 

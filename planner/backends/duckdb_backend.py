@@ -124,6 +124,13 @@ class DuckDBBackend(SqlBackend):
                     f"DuckDB memory limit {memory_limit!r} is not valid ({type(exc).__name__}); "
                     "use a size such as '2GB' or '500MB' (PLANNER_DUCKDB_MEMORY_LIMIT)."
                 ) from exc
+        # external access off: the source's own files are the only ones DuckDB may open
+        # (a view or macro in a database file cannot read anything outside); the settings
+        # are then locked (issue 16, finding 6)
+        allowed = [str(p) for p in source.paths] if isinstance(source, FileSource) else []
+        self._con.execute("SET allowed_paths = $p", {"p": allowed})
+        self._con.execute("SET enable_external_access = false")
+        self._con.execute("SET lock_configuration = true")
         try:
             if isinstance(source, FileSource):
                 files = [str(p) for p in source.paths]
@@ -171,6 +178,15 @@ class DuckDBBackend(SqlBackend):
         except PlannerError:
             self.close()
             raise
+        except duckdb.PermissionException as exc:  # its message names the outside path
+            self.close()
+            raise DataError(
+                f"data source {getattr(source, 'label', 'table')!r} reads a file outside the "
+                "source (a view or macro over read_csv, read_parquet or another file); "
+                "reading other files through a database is refused. Store the rows in a "
+                "table of the database (CREATE TABLE ... AS SELECT ...), or name the data "
+                "file itself as the source."
+            ) from exc
         except Exception as exc:  # messages may quote private cells
             self.close()
             raise DataError(
