@@ -68,6 +68,7 @@ generated names).
 
 from __future__ import annotations
 
+import itertools
 import uuid
 from abc import abstractmethod
 from collections.abc import Callable, Iterable, Sequence
@@ -353,10 +354,27 @@ class _Digest:
     """The content digest's row count and lane sums (every row, before bounding)."""
 
 
-_Request = _Stats | _Rows | _Count | _Sum | _Bins | _Digest
+@dataclass(frozen=True, slots=True)
+class _InGroup:
+    """A request over the rows of one group (:meth:`SqlBackend.where`).
+
+    ``by`` says how each condition keys a row: an int k, the usable code of categorical or
+    boolean column k (−1 when not usable: in no group); a :class:`Predicate`, 1 where it
+    holds and −1 elsewhere. ``codes`` are the group's key values, one per condition.
+    Every group of one ``by`` is computed by one ``GROUP BY`` (:meth:`SqlBackend._run_groups`).
+    """
+
+    by: tuple[int | Predicate, ...]
+    codes: tuple[int, ...]
+    req: _Stats | _Rows | _Count | _Sum | _Bins
+
+
+_Request = _Stats | _Rows | _Count | _Sum | _Bins | _Digest | _InGroup
 
 
 def _default(req: _Request) -> Any:
+    if isinstance(req, _InGroup):
+        return _default(req.req)
     if isinstance(req, _Bins):
         return {}
     if isinstance(req, _Rows):
@@ -1196,6 +1214,14 @@ class SqlBackend(Backend):
         (:meth:`_check_units`); when someone is over c, the requests are computed again
         over the bounded rows (the content digest stays: it covers every row).
         """
+        reqs = list(reqs)
+        in_group = [r for r in reqs if isinstance(r, _InGroup)]
+        if in_group:  # the whole-table requests first: they decide whether bounding is needed
+            plain = [r for r in reqs if not isinstance(r, _InGroup)]
+            if plain or self._bounding is None:
+                self._run(plain)
+            self._run_groups(in_group)
+            return
         todo: list[_Request] = list(dict.fromkeys([_Rows(), *reqs]))
         if self._bounding is None:
             res, units = self._statement(todo, bounded=False, unit_check=True)
@@ -1848,3 +1874,213 @@ class SqlBackend(Backend):
         qs = list(queries)
         self.prefetch(qs)
         return {q.id: self.aggregate(q) for q in qs}
+
+    # ------------------------------------------------------------------ groups
+    def where(self, conditions: Sequence[Predicate]) -> Backend:
+        """The (contribution-bounded) rows matching every condition, as a backend.
+
+        The view computes nothing itself: its requests go to this backend, which answers
+        every group of the same conditions' columns in one ``GROUP BY`` over the bounded
+        rows (:meth:`_run_groups`), so a grouped statistic costs one statement whatever
+        its number of groups (and batches with the rest of a plan in :meth:`prefetch`).
+        """
+        return _GroupView(self, tuple(conditions))
+
+    def _run_groups(self, reqs: Sequence[_InGroup]) -> None:
+        """Compute in-group requests: one statement per distinct ``by``, every group at once.
+
+        Groups that hold no row get the values of an empty table (zero counts and sums).
+        """
+        by_key: dict[tuple[int | Predicate, ...], list[_InGroup]] = {}
+        for r in reqs:
+            by_key.setdefault(r.by, []).append(r)
+        for by, rs in by_key.items():
+            inners = list(dict.fromkeys([_Rows(), *(r.req for r in rs)]))
+            found = self._group_statement(by, inners)
+            domains = [range(1, 2) if isinstance(key, Predicate)
+                       else range(len(self.schema.columns[key].labels)) for key in by]
+            for codes in itertools.product(*domains):
+                got = found.get(codes, {})
+                for inner in inners:
+                    self._cache[_InGroup(by, codes, inner)] = got.get(inner, _default(inner))
+            for r in rs:  # codes outside the declared values (none from grouped statistics)
+                self._cache.setdefault(r, _default(r.req))
+
+    def _group_statement(self, by: tuple[int | Predicate, ...],
+                         inners: Sequence[_Stats | _Rows | _Count | _Sum | _Bins]
+                         ) -> dict[tuple[int, ...], dict[_Request, Any]]:
+        """Per group (key values ``codes``), the values of ``inners``: ONE statement.
+
+        ``SELECT keys, aggregates FROM kept WHERE every key ≥ 0 GROUP BY GROUPING SETS
+        ((keys), (keys, bin key₁), …)``: the scalar requests (row, count, exact-sum and
+        column-stat aggregates, the same SQL as :meth:`_statement`) per group, and the bin
+        counts per group and bin. Rows are bounded first (``kept``), exactly as for the
+        whole table, so a group holds the same rows as the pandas backend's view.
+        """
+        d = self.dialect
+        p = Params(d)
+        used: set[int] = set()
+        for key in by:
+            used.add(key if isinstance(key, int) else self.schema.names.index(key.column))
+        for r in inners:
+            if isinstance(r, (_Stats, _Sum, _Bins)):
+                used.add(r.k)
+            elif isinstance(r, _Count):
+                if r.k is not None:
+                    used.add(r.k)
+                if r.predicate is not None:
+                    used.add(self.schema.names.index(r.predicate.column))
+        if self._bounding:
+            ctes = self._kept_with(p, sorted(used))
+        else:
+            ctes = f"WITH kept AS {d.cte_hint}({self._cells_sql(p, sorted(used), pid=False)})"
+        layers = [_Layer() for _ in range(6)]  # sums ×3, bin guess, bin index, keys
+        aggs: list[str] = ["count(*)"]
+        slots: list[tuple[_Request, int, int]] = []
+
+        def one(cond: str) -> str:
+            return "count(*)" if cond == "TRUE" else d.count_if(cond)
+
+        never = self._never_flags()
+        for r in inners:
+            start = len(aggs)
+            if isinstance(r, _Bins):
+                continue
+            if isinstance(r, _Rows):
+                slots.append((r, 0, 1))
+                continue
+            if isinstance(r, _Stats):
+                k = r.k
+                aggs += ["0"] + ["0" if f"{x}{k}" in never else one(f"{x}{k}") for x in ("cl", "i", "m")]
+            elif isinstance(r, _Count):
+                keep = [f"NOT d{r.k}"] if r.k is not None else []
+                if r.predicate is not None:
+                    keep.append(f"NOT d{self.schema.names.index(r.predicate.column)}")
+                usable = " AND ".join(keep) if keep else "TRUE"
+                m = usable if r.predicate is None else f"{usable} AND {self._predicate_sql(r.predicate, p)}"
+                aggs += [one(m), one(usable)]
+            else:
+                aggs += self._sum_sql(r.k, p, layers[:3])
+            slots.append((r, start, len(aggs) - start))
+        wanted = [r for r in inners if isinstance(r, _Bins)]
+        by_value = {g: _Bins(g.k) for g in wanted
+                    if (g.edges is not None or g.grid is not None) and self._value_counted(g.k)}
+        bins = list(dict.fromkeys(by_value.get(g, g) for g in wanted))
+        for j, g in enumerate(bins):
+            guess, idx, key_sql = self._bin_key_sql(g, p, j)
+            if guess is not None:
+                layers[3].add(f"gg{j}", guess)
+            if idx is not None:
+                layers[4].add(f"gi{j}", idx)
+            layers[5].add(f"gk{j}", key_sql)
+        gcols = [f"gw{i}" for i in range(len(by))]
+        for col_, key in zip(gcols, by, strict=True):
+            if isinstance(key, int):
+                layers[5].add(col_, f"CASE WHEN u{key} THEN v{key} ELSE -1 END")
+            else:
+                layers[5].add(col_, f"CASE WHEN {self._predicate_sql(key, p)} THEN 1 ELSE -1 END")
+        src = "kept"
+        for layer in layers:
+            if layer.cols:
+                src = f"(SELECT *, {', '.join(f'{e} AS {a}' for a, e in layer.cols)} FROM {src} s)"
+        kcols = [f"gk{j}" for j in range(len(bins))]
+        sets = [", ".join(gcols)] + [", ".join([*gcols, c]) for c in kcols]
+        sql = (f"{ctes} SELECT {', '.join([*gcols, *kcols, *aggs])} FROM {src} z "
+               f"WHERE {' AND '.join(f'{c} >= 0' for c in gcols)} "
+               f"GROUP BY GROUPING SETS ({', '.join(f'({s_})' for s_ in sets)})")
+        nb, nk = len(gcols), len(kcols)
+        out: dict[tuple[int, ...], dict[_Request, Any]] = {}
+        for row in self._run_sql(sql, p):
+            codes = tuple(int(v) for v in row[:nb])
+            res = out.setdefault(codes, {})
+            which = [j for j in range(nk) if row[nb + j] is not None]
+            if which:
+                counts = res.setdefault(bins[which[0]], {})
+                counts[int(row[nb + which[0]])] = int(row[nb + nk])
+                continue
+            vals_row = [0 if v is None else int(v) for v in row[nb + nk:]]
+            rows_here = vals_row[0]
+            for req, start, width in slots:
+                vals = vals_row[start:start + width]
+                if isinstance(req, _Stats):
+                    vals[0] = self._usable(req.k, rows_here, vals[2], vals[3])
+                res[req] = vals[0] if isinstance(req, _Rows) else tuple(vals)
+        for res in out.values():
+            for g in bins:
+                res.setdefault(g, {})
+            for g in wanted:
+                if g in by_value:
+                    res[g] = self._bins_of_values(g, res[by_value[g]])
+        return out
+
+
+class _GroupView(SqlBackend):
+    """The rows of one group of a :class:`SqlBackend` (:meth:`SqlBackend.where`).
+
+    Every aggregate method is the SQL backend's own; the requests are wrapped as
+    :class:`_InGroup` and answered by the parent, which owns the engine (closing a view
+    closes nothing).
+    """
+
+    def __init__(self, parent: SqlBackend, conditions: tuple[Predicate, ...]) -> None:
+        self.schema = parent.schema
+        self.kind = parent.kind
+        self.dialect = parent.dialect
+        self._parent = parent
+        self._conditions = conditions
+        self._types = parent._types
+        self._cache = {}
+        self._collect = None
+        by: list[int | Predicate] = []
+        codes: list[int] = []
+        for pr in conditions:
+            pr.validate(self.schema, "group")
+            k, col = self._col(pr.column)
+            if pr.op is PredicateOp.EQ and col.kind is ColumnKind.CATEGORICAL:
+                by.append(k)
+                codes.append(col.labels.index(str(pr.values[0])))
+            elif pr.op is PredicateOp.EQ and col.kind is ColumnKind.BOOLEAN:
+                by.append(k)
+                codes.append(int(bool(pr.values[0])))
+            else:
+                by.append(pr)
+                codes.append(1)
+        self._by = tuple(by)
+        self._codes = tuple(codes)
+
+    def _execute(self, sql: str, params: dict[str, Any]) -> list[tuple[Any, ...]]:
+        raise QueryError("internal error: a group view runs no statement of its own.")
+
+    def _values(self, reqs: Sequence[_Request]) -> list[Any]:
+        inner: list[_Request] = []
+        for r in reqs:
+            if not isinstance(r, (_Stats, _Rows, _Count, _Sum, _Bins)):
+                raise QueryError("the content digest covers the whole table, not one group of it.")
+            inner.append(_InGroup(self._by, self._codes, r))
+        return self._parent._values(inner)
+
+    @property
+    def rows_truncated(self) -> int:
+        return 0  # bounding happened before grouping, in the parent
+
+    def where(self, conditions: Sequence[Predicate]) -> Backend:
+        return self._parent.where((*self._conditions, *conditions))
+
+    def prefetch(self, queries: Iterable[Query], *, report: bool = False, digest: bool = False) -> None:
+        """Collect the group's requests in the parent and compute them in one statement."""
+        if digest:
+            raise QueryError("the content digest covers the whole table, not one group of it.")
+        parent = self._parent
+        parent._collect = set()
+        try:
+            for q in queries:
+                self.aggregate(q)
+            todo = parent._collect
+        finally:
+            parent._collect = None
+        if report:
+            whole: list[_Stats | _Rows] = [_Rows(), *(_Stats(k) for k in range(len(self.schema.columns)))]
+            todo |= {_InGroup(self._by, self._codes, r) for r in whole}
+        todo = {r for r in todo if r not in parent._cache}
+        if todo:
+            parent._run(todo)
