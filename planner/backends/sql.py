@@ -1881,46 +1881,47 @@ class SqlBackend(Backend):
 
         The view computes nothing itself: its requests go to this backend, which answers
         every group of the same conditions' columns in one ``GROUP BY`` over the bounded
-        rows (:meth:`_run_groups`), so a grouped statistic costs one statement whatever
-        its number of groups (and batches with the rest of a plan in :meth:`prefetch`).
+        rows (:meth:`_run_groups`): the grouped statistics of a plan cost one statement
+        together, whatever their groupings and numbers of groups (:meth:`prefetch`).
         """
         return _GroupView(self, tuple(conditions))
 
     def _run_groups(self, reqs: Sequence[_InGroup]) -> None:
-        """Compute in-group requests: one statement per distinct ``by``, every group at once.
+        """Compute in-group requests: every group of every grouping in ONE statement.
 
         Groups that hold no row get the values of an empty table (zero counts and sums).
         """
-        by_key: dict[tuple[int | Predicate, ...], list[_InGroup]] = {}
-        for r in reqs:
-            by_key.setdefault(r.by, []).append(r)
-        for by, rs in by_key.items():
-            inners = list(dict.fromkeys([_Rows(), *(r.req for r in rs)]))
-            found = self._group_statement(by, inners)
+        bys = list(dict.fromkeys(r.by for r in reqs))
+        inners = list(dict.fromkeys([_Rows(), *(r.req for r in reqs)]))
+        found = self._group_statement(bys, inners)
+        for by in bys:
             domains = [range(1, 2) if isinstance(key, Predicate)
                        else range(len(self.schema.columns[key].labels)) for key in by]
             for codes in itertools.product(*domains):
-                got = found.get(codes, {})
+                got = found.get((by, codes), {})
                 for inner in inners:
                     self._cache[_InGroup(by, codes, inner)] = got.get(inner, _default(inner))
-            for r in rs:  # codes outside the declared values (none from grouped statistics)
-                self._cache.setdefault(r, _default(r.req))
+        for r in reqs:  # codes outside the declared values (none from grouped statistics)
+            self._cache.setdefault(r, _default(r.req))
 
-    def _group_statement(self, by: tuple[int | Predicate, ...],
+    def _group_statement(self, bys: Sequence[tuple[int | Predicate, ...]],
                          inners: Sequence[_Stats | _Rows | _Count | _Sum | _Bins]
-                         ) -> dict[tuple[int, ...], dict[_Request, Any]]:
-        """Per group (key values ``codes``), the values of ``inners``: ONE statement.
+                         ) -> dict[tuple[tuple[int | Predicate, ...], tuple[int, ...]], dict[_Request, Any]]:
+        """Per grouping ``by`` and group (key values ``codes``), the values of ``inners``.
 
-        ``SELECT keys, aggregates FROM kept WHERE every key ≥ 0 GROUP BY GROUPING SETS
-        ((keys), (keys, bin key₁), …)``: the scalar requests (row, count, exact-sum and
-        column-stat aggregates, the same SQL as :meth:`_statement`) per group, and the bin
-        counts per group and bin. Rows are bounded first (``kept``), exactly as for the
-        whole table, so a group holds the same rows as the pandas backend's view.
+        ONE statement: ``SELECT keys, aggregates FROM kept GROUP BY GROUPING SETS ((keys of
+        a grouping), (keys of a grouping, bin key₁), …)`` for every grouping at once: the
+        scalar requests (row, count, exact-sum and column-stat aggregates, the same SQL as
+        :meth:`_statement`) per group, and the bin counts per group and bin. A key is −1
+        on a row in no group of it (not usable; a condition that does not hold): those
+        groups are read past. Rows are bounded first (``kept``), exactly as for the whole
+        table, so a group holds the same rows as the pandas backend's view.
         """
         d = self.dialect
         p = Params(d)
+        keys = list(dict.fromkeys(key for by in bys for key in by))
         used: set[int] = set()
-        for key in by:
+        for key in keys:
             used.add(key if isinstance(key, int) else self.schema.names.index(key.column))
         for r in inners:
             if isinstance(r, (_Stats, _Sum, _Bins)):
@@ -1973,8 +1974,8 @@ class SqlBackend(Backend):
             if idx is not None:
                 layers[4].add(f"gi{j}", idx)
             layers[5].add(f"gk{j}", key_sql)
-        gcols = [f"gw{i}" for i in range(len(by))]
-        for col_, key in zip(gcols, by, strict=True):
+        gcols = [f"gw{i}" for i in range(len(keys))]
+        for col_, key in zip(gcols, keys, strict=True):
             if isinstance(key, int):
                 layers[5].add(col_, f"CASE WHEN u{key} THEN v{key} ELSE -1 END")
             else:
@@ -1984,27 +1985,37 @@ class SqlBackend(Backend):
             if layer.cols:
                 src = f"(SELECT *, {', '.join(f'{e} AS {a}' for a, e in layer.cols)} FROM {src} s)"
         kcols = [f"gk{j}" for j in range(len(bins))]
-        sets = [", ".join(gcols)] + [", ".join([*gcols, c]) for c in kcols]
+        # a grouping set per distinct set of keys (two groupings may share one)
+        at = {by: [keys.index(key) for key in by] for by in bys}
+        patterns: dict[frozenset[int], list[tuple[int | Predicate, ...]]] = {}
+        for by in bys:
+            patterns.setdefault(frozenset(at[by]), []).append(by)
+        sets: list[str] = []
+        for pat in patterns:
+            cols = [gcols[i] for i in sorted(pat)]
+            sets += [", ".join(cols)] + [", ".join([*cols, c]) for c in kcols]
         sql = (f"{ctes} SELECT {', '.join([*gcols, *kcols, *aggs])} FROM {src} z "
-               f"WHERE {' AND '.join(f'{c} >= 0' for c in gcols)} "
                f"GROUP BY GROUPING SETS ({', '.join(f'({s_})' for s_ in sets)})")
-        nb, nk = len(gcols), len(kcols)
-        out: dict[tuple[int, ...], dict[_Request, Any]] = {}
+        nw, nk = len(gcols), len(kcols)
+        out: dict[tuple[tuple[int | Predicate, ...], tuple[int, ...]], dict[_Request, Any]] = {}
         for row in self._run_sql(sql, p):
-            codes = tuple(int(v) for v in row[:nb])
-            res = out.setdefault(codes, {})
-            which = [j for j in range(nk) if row[nb + j] is not None]
-            if which:
-                counts = res.setdefault(bins[which[0]], {})
-                counts[int(row[nb + which[0]])] = int(row[nb + nk])
-                continue
-            vals_row = [0 if v is None else int(v) for v in row[nb + nk:]]
-            rows_here = vals_row[0]
-            for req, start, width in slots:
-                vals = vals_row[start:start + width]
-                if isinstance(req, _Stats):
-                    vals[0] = self._usable(req.k, rows_here, vals[2], vals[3])
-                res[req] = vals[0] if isinstance(req, _Rows) else tuple(vals)
+            pat = frozenset(i for i in range(nw) if row[i] is not None)
+            which = [j for j in range(nk) if row[nw + j] is not None]
+            vals_row = [0 if v is None else int(v) for v in row[nw + nk:]]
+            for by in patterns.get(pat, []):
+                codes = tuple(int(row[i]) for i in at[by])
+                if any(c < 0 for c in codes):
+                    continue  # rows in no group of this grouping
+                res = out.setdefault((by, codes), {})
+                if which:
+                    counts = res.setdefault(bins[which[0]], {})
+                    counts[int(row[nw + which[0]])] = vals_row[0]
+                    continue
+                for req, start, width in slots:
+                    vals = vals_row[start:start + width]
+                    if isinstance(req, _Stats):
+                        vals[0] = self._usable(req.k, vals_row[0], vals[2], vals[3])
+                    res[req] = vals[0] if isinstance(req, _Rows) else tuple(vals)
         for res in out.values():
             for g in bins:
                 res.setdefault(g, {})
