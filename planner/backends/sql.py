@@ -1893,24 +1893,29 @@ class SqlBackend(Backend):
         """
         bys = list(dict.fromkeys(r.by for r in reqs))
         inners = list(dict.fromkeys([_Rows(), *(r.req for r in reqs)]))
-        found = self._group_statement(bys, inners)
+        binned = {by: {r.req for r in reqs if r.by == by and isinstance(r.req, _Bins)} for by in bys}
+        found = self._group_statement(bys, inners, binned)
         for by in bys:
             domains = [range(1, 2) if isinstance(key, Predicate)
                        else range(len(self.schema.columns[key].labels)) for key in by]
+            # only what this grouping asked for: its statement computed no other bins
+            mine = list(dict.fromkeys([_Rows(), *(r.req for r in reqs if r.by == by)]))
             for codes in itertools.product(*domains):
                 got = found.get((by, codes), {})
-                for inner in inners:
+                for inner in mine:
                     self._cache[_InGroup(by, codes, inner)] = got.get(inner, _default(inner))
         for r in reqs:  # codes outside the declared values (none from grouped statistics)
             self._cache.setdefault(r, _default(r.req))
 
     def _group_statement(self, bys: Sequence[tuple[int | Predicate, ...]],
-                         inners: Sequence[_Stats | _Rows | _Count | _Sum | _Bins]
+                         inners: Sequence[_Stats | _Rows | _Count | _Sum | _Bins],
+                         binned: dict[tuple[int | Predicate, ...], set[_Bins]],
                          ) -> dict[tuple[tuple[int | Predicate, ...], tuple[int, ...]], dict[_Request, Any]]:
         """Per grouping ``by`` and group (key values ``codes``), the values of ``inners``.
 
         ONE statement: ``SELECT keys, aggregates FROM kept GROUP BY GROUPING SETS ((keys of
-        a grouping), (keys of a grouping, bin key₁), …)`` for every grouping at once: the
+        a grouping), (keys of a grouping, bin key₁), …)`` for every grouping at once (bin
+        keys only with the groupings that ask for them, ``binned``): the
         scalar requests (row, count, exact-sum and column-stat aggregates, the same SQL as
         :meth:`_statement`) per group, and the bin counts per group and bin. A key is −1
         on a row in no group of it (not usable; a condition that does not hold): those
@@ -1991,9 +1996,11 @@ class SqlBackend(Backend):
         for by in bys:
             patterns.setdefault(frozenset(at[by]), []).append(by)
         sets: list[str] = []
-        for pat in patterns:
+        for pat, pat_bys in patterns.items():
             cols = [gcols[i] for i in sorted(pat)]
-            sets += [", ".join(cols)] + [", ".join([*cols, c]) for c in kcols]
+            need = {by_value.get(g, g) for by in pat_bys for g in binned.get(by, set())}
+            sets += [", ".join(cols)] + [", ".join([*cols, c]) for c, g in zip(kcols, bins, strict=True)
+                                         if g in need]
         sql = (f"{ctes} SELECT {', '.join([*gcols, *kcols, *aggs])} FROM {src} z "
                f"GROUP BY GROUPING SETS ({', '.join(f'({s_})' for s_ in sets)})")
         nw, nk = len(gcols), len(kcols)
