@@ -5,7 +5,7 @@ small typed values. Mechanisms take these aggregates and never see a DataFrame. 
 budget accounting and the choice of what to release happen elsewhere, in one trusted
 process (notes/engines.md §6).
 
-Contract every backend (pandas now; DuckDB and Spark later) must meet identically:
+Contract every backend (pandas, DuckDB, Spark) must meet identically:
 
 1. **Contribution bounding** first: with a person-level privacy unit, at most c rows per
    person are kept, ordered by a salted hash of the row's declared values (ties, i.e.
