@@ -124,8 +124,8 @@ st.selectbox("Engine computing a release's exact aggregates", engines,
              format_func=lambda b: ENGINE_WORDS.get(b, b), **S.bind(S.BACKEND, PAGE, options=engines),
              help="The same engines as `planner release --backend`: they compute identical clipped aggregates; the "
                   "noise is always added afterwards, by OpenDP. Spark is offered when the server sets "
-                  "PLANNER_SPARK_MASTER. Grouped statistics need pandas for now (the others refuse them before "
-                  "anything is spent).")
+                  "PLANNER_SPARK_MASTER. Grouped statistics (by region, by region × sex) work in every engine; "
+                  "DuckDB and Spark compute all groups of a grouping in one GROUP BY.")
 
 # ----------------------------------------------------------------------------- schema for uploads
 if data.source in ("upload", "server"):

@@ -5,7 +5,7 @@ small typed values. Mechanisms take these aggregates and never see a DataFrame. 
 budget accounting and the choice of what to release happen elsewhere, in one trusted
 process (notes/engines.md §6).
 
-Contract every backend (pandas now; DuckDB and Spark later) must meet identically:
+Contract every backend (pandas, DuckDB, Spark) must meet identically:
 
 1. **Contribution bounding** first: with a person-level privacy unit, at most c rows per
    person are kept, ordered by a salted hash of the row's declared values (ties, i.e.
@@ -250,11 +250,13 @@ class Backend(ABC):
         condition: the aggregates of one group of a grouped statistic. Rows dropped by a
         condition column's missing-value rule belong to no group.
 
-        Backends override this; one that cannot restrict says so with a clear error.
+        Backends override this (pandas with a row mask; DuckDB and Spark with one
+        ``GROUP BY`` per grouping, :meth:`planner.backends.sql.SqlBackend.where`); one that
+        cannot restrict says so with a clear error.
         """
         raise QueryError(
-            f"the {type(self).__name__} cannot compute grouped statistics yet; use the pandas or "
-            "DuckDB backend for this plan."
+            f"the {type(self).__name__} cannot restrict rows to a group, so it cannot compute grouped "
+            "statistics; use the pandas, DuckDB or Spark backend for this plan."
         )
 
     @abstractmethod

@@ -68,6 +68,7 @@ generated names).
 
 from __future__ import annotations
 
+import itertools
 import uuid
 from abc import abstractmethod
 from collections.abc import Callable, Iterable, Sequence
@@ -353,10 +354,27 @@ class _Digest:
     """The content digest's row count and lane sums (every row, before bounding)."""
 
 
-_Request = _Stats | _Rows | _Count | _Sum | _Bins | _Digest
+@dataclass(frozen=True, slots=True)
+class _InGroup:
+    """A request over the rows of one group (:meth:`SqlBackend.where`).
+
+    ``by`` says how each condition keys a row: an int k, the usable code of categorical or
+    boolean column k (−1 when not usable: in no group); a :class:`Predicate`, 1 where it
+    holds and −1 elsewhere. ``codes`` are the group's key values, one per condition.
+    Every group of one ``by`` is computed by one ``GROUP BY`` (:meth:`SqlBackend._run_groups`).
+    """
+
+    by: tuple[int | Predicate, ...]
+    codes: tuple[int, ...]
+    req: _Stats | _Rows | _Count | _Sum | _Bins
+
+
+_Request = _Stats | _Rows | _Count | _Sum | _Bins | _Digest | _InGroup
 
 
 def _default(req: _Request) -> Any:
+    if isinstance(req, _InGroup):
+        return _default(req.req)
     if isinstance(req, _Bins):
         return {}
     if isinstance(req, _Rows):
@@ -1203,6 +1221,14 @@ class SqlBackend(Backend):
         (:meth:`_check_units`); when someone is over c, the requests are computed again
         over the bounded rows (the content digest stays: it covers every row).
         """
+        reqs = list(reqs)
+        in_group = [r for r in reqs if isinstance(r, _InGroup)]
+        if in_group:  # the whole-table requests first: they decide whether bounding is needed
+            plain = [r for r in reqs if not isinstance(r, _InGroup)]
+            if plain or self._bounding is None:
+                self._run(plain)
+            self._run_groups(in_group)
+            return
         todo: list[_Request] = list(dict.fromkeys([_Rows(), *reqs]))
         if self._bounding is None:
             res, units = self._statement(todo, bounded=False, unit_check=True)
@@ -1916,3 +1942,231 @@ class SqlBackend(Backend):
         qs = list(queries)
         self.prefetch(qs)
         return {q.id: self.aggregate(q) for q in qs}
+
+    # ------------------------------------------------------------------ groups
+    def where(self, conditions: Sequence[Predicate]) -> Backend:
+        """The (contribution-bounded) rows matching every condition, as a backend.
+
+        The view computes nothing itself: its requests go to this backend, which answers
+        every group of the same conditions' columns in one ``GROUP BY`` over the bounded
+        rows (:meth:`_run_groups`): the grouped statistics of a plan cost one statement
+        together, whatever their groupings and numbers of groups (:meth:`prefetch`).
+        """
+        return _GroupView(self, tuple(conditions))
+
+    def _run_groups(self, reqs: Sequence[_InGroup]) -> None:
+        """Compute in-group requests: every group of every grouping in ONE statement.
+
+        Groups that hold no row get the values of an empty table (zero counts and sums).
+        """
+        bys = list(dict.fromkeys(r.by for r in reqs))
+        inners = list(dict.fromkeys([_Rows(), *(r.req for r in reqs)]))
+        binned = {by: {r.req for r in reqs if r.by == by and isinstance(r.req, _Bins)} for by in bys}
+        found = self._group_statement(bys, inners, binned)
+        for by in bys:
+            domains = [range(1, 2) if isinstance(key, Predicate)
+                       else range(len(self.schema.columns[key].labels)) for key in by]
+            # only what this grouping asked for: its statement computed no other bins
+            mine = list(dict.fromkeys([_Rows(), *(r.req for r in reqs if r.by == by)]))
+            for codes in itertools.product(*domains):
+                got = found.get((by, codes), {})
+                for inner in mine:
+                    self._cache[_InGroup(by, codes, inner)] = got.get(inner, _default(inner))
+        for r in reqs:  # codes outside the declared values (none from grouped statistics)
+            self._cache.setdefault(r, _default(r.req))
+
+    def _group_statement(self, bys: Sequence[tuple[int | Predicate, ...]],
+                         inners: Sequence[_Stats | _Rows | _Count | _Sum | _Bins],
+                         binned: dict[tuple[int | Predicate, ...], set[_Bins]],
+                         ) -> dict[tuple[tuple[int | Predicate, ...], tuple[int, ...]], dict[_Request, Any]]:
+        """Per grouping ``by`` and group (key values ``codes``), the values of ``inners``.
+
+        ONE statement: ``SELECT keys, aggregates FROM kept GROUP BY GROUPING SETS ((keys of
+        a grouping), (keys of a grouping, bin key₁), …)`` for every grouping at once (bin
+        keys only with the groupings that ask for them, ``binned``): the
+        scalar requests (row, count, exact-sum and column-stat aggregates, the same SQL as
+        :meth:`_statement`) per group, and the bin counts per group and bin. A key is −1
+        on a row in no group of it (not usable; a condition that does not hold): those
+        groups are read past. Rows are bounded first (``kept``), exactly as for the whole
+        table, so a group holds the same rows as the pandas backend's view.
+        """
+        d = self.dialect
+        p = Params(d)
+        keys = list(dict.fromkeys(key for by in bys for key in by))
+        used: set[int] = set()
+        for key in keys:
+            used.add(key if isinstance(key, int) else self.schema.names.index(key.column))
+        for r in inners:
+            if isinstance(r, (_Stats, _Sum, _Bins)):
+                used.add(r.k)
+            elif isinstance(r, _Count):
+                if r.k is not None:
+                    used.add(r.k)
+                if r.predicate is not None:
+                    used.add(self.schema.names.index(r.predicate.column))
+        if self._bounding:
+            ctes = self._kept_with(p, sorted(used))
+        else:
+            ctes = f"WITH kept AS {d.cte_hint}({self._cells_sql(p, sorted(used), pid=False)})"
+        layers = [_Layer() for _ in range(6)]  # sums ×3, bin guess, bin index, keys
+        aggs: list[str] = ["count(*)"]
+        slots: list[tuple[_Request, int, int]] = []
+
+        def one(cond: str) -> str:
+            return "count(*)" if cond == "TRUE" else d.count_if(cond)
+
+        never = self._never_flags()
+        for r in inners:
+            start = len(aggs)
+            if isinstance(r, _Bins):
+                continue
+            if isinstance(r, _Rows):
+                slots.append((r, 0, 1))
+                continue
+            if isinstance(r, _Stats):
+                k = r.k
+                aggs += ["0"] + ["0" if f"{x}{k}" in never else one(f"{x}{k}") for x in ("cl", "i", "m")]
+            elif isinstance(r, _Count):
+                keep = [f"NOT d{r.k}"] if r.k is not None else []
+                if r.predicate is not None:
+                    keep.append(f"NOT d{self.schema.names.index(r.predicate.column)}")
+                usable = " AND ".join(keep) if keep else "TRUE"
+                m = usable if r.predicate is None else f"{usable} AND {self._predicate_sql(r.predicate, p)}"
+                aggs += [one(m), one(usable)]
+            else:
+                aggs += self._sum_sql(r.k, p, layers[:3])
+            slots.append((r, start, len(aggs) - start))
+        wanted = [r for r in inners if isinstance(r, _Bins)]
+        by_value = {g: _Bins(g.k) for g in wanted
+                    if (g.edges is not None or g.grid is not None) and self._value_counted(g.k)}
+        bins = list(dict.fromkeys(by_value.get(g, g) for g in wanted))
+        for j, g in enumerate(bins):
+            guess, idx, key_sql = self._bin_key_sql(g, p, j)
+            if guess is not None:
+                layers[3].add(f"gg{j}", guess)
+            if idx is not None:
+                layers[4].add(f"gi{j}", idx)
+            layers[5].add(f"gk{j}", key_sql)
+        gcols = [f"gw{i}" for i in range(len(keys))]
+        for col_, key in zip(gcols, keys, strict=True):
+            if isinstance(key, int):
+                layers[5].add(col_, f"CASE WHEN u{key} THEN v{key} ELSE -1 END")
+            else:
+                layers[5].add(col_, f"CASE WHEN {self._predicate_sql(key, p)} THEN 1 ELSE -1 END")
+        src = "kept"
+        for layer in layers:
+            if layer.cols:
+                src = f"(SELECT *, {', '.join(f'{e} AS {a}' for a, e in layer.cols)} FROM {src} s)"
+        kcols = [f"gk{j}" for j in range(len(bins))]
+        # a grouping set per distinct set of keys (two groupings may share one)
+        at = {by: [keys.index(key) for key in by] for by in bys}
+        patterns: dict[frozenset[int], list[tuple[int | Predicate, ...]]] = {}
+        for by in bys:
+            patterns.setdefault(frozenset(at[by]), []).append(by)
+        sets: list[str] = []
+        for pat, pat_bys in patterns.items():
+            cols = [gcols[i] for i in sorted(pat)]
+            need = {by_value.get(g, g) for by in pat_bys for g in binned.get(by, set())}
+            sets += [", ".join(cols)] + [", ".join([*cols, c]) for c, g in zip(kcols, bins, strict=True)
+                                         if g in need]
+        sql = (f"{ctes} SELECT {', '.join([*gcols, *kcols, *aggs])} FROM {src} z "
+               f"GROUP BY GROUPING SETS ({', '.join(f'({s_})' for s_ in sets)})")
+        nw, nk = len(gcols), len(kcols)
+        out: dict[tuple[tuple[int | Predicate, ...], tuple[int, ...]], dict[_Request, Any]] = {}
+        for row in self._run_sql(sql, p):
+            pat = frozenset(i for i in range(nw) if row[i] is not None)
+            which = [j for j in range(nk) if row[nw + j] is not None]
+            vals_row = [0 if v is None else int(v) for v in row[nw + nk:]]
+            for by in patterns.get(pat, []):
+                codes = tuple(int(row[i]) for i in at[by])
+                if any(c < 0 for c in codes):
+                    continue  # rows in no group of this grouping
+                res = out.setdefault((by, codes), {})
+                if which:
+                    counts = res.setdefault(bins[which[0]], {})
+                    counts[int(row[nw + which[0]])] = vals_row[0]
+                    continue
+                for req, start, width in slots:
+                    vals = vals_row[start:start + width]
+                    if isinstance(req, _Stats):
+                        vals[0] = self._usable(req.k, vals_row[0], vals[2], vals[3])
+                    res[req] = vals[0] if isinstance(req, _Rows) else tuple(vals)
+        for res in out.values():
+            for g in bins:
+                res.setdefault(g, {})
+            for g in wanted:
+                if g in by_value:
+                    res[g] = self._bins_of_values(g, res[by_value[g]])
+        return out
+
+
+class _GroupView(SqlBackend):
+    """The rows of one group of a :class:`SqlBackend` (:meth:`SqlBackend.where`).
+
+    Every aggregate method is the SQL backend's own; the requests are wrapped as
+    :class:`_InGroup` and answered by the parent, which owns the engine (closing a view
+    closes nothing).
+    """
+
+    def __init__(self, parent: SqlBackend, conditions: tuple[Predicate, ...]) -> None:
+        self.schema = parent.schema
+        self.kind = parent.kind
+        self.dialect = parent.dialect
+        self._parent = parent
+        self._conditions = conditions
+        self._types = parent._types
+        self._cache = {}
+        self._collect = None
+        by: list[int | Predicate] = []
+        codes: list[int] = []
+        for pr in conditions:
+            pr.validate(self.schema, "group")
+            k, col = self._col(pr.column)
+            if pr.op is PredicateOp.EQ and col.kind is ColumnKind.CATEGORICAL:
+                by.append(k)
+                codes.append(col.labels.index(str(pr.values[0])))
+            elif pr.op is PredicateOp.EQ and col.kind is ColumnKind.BOOLEAN:
+                by.append(k)
+                codes.append(int(bool(pr.values[0])))
+            else:
+                by.append(pr)
+                codes.append(1)
+        self._by = tuple(by)
+        self._codes = tuple(codes)
+
+    def _execute(self, sql: str, params: dict[str, Any]) -> list[tuple[Any, ...]]:
+        raise QueryError("internal error: a group view runs no statement of its own.")
+
+    def _values(self, reqs: Sequence[_Request]) -> list[Any]:
+        inner: list[_Request] = []
+        for r in reqs:
+            if not isinstance(r, (_Stats, _Rows, _Count, _Sum, _Bins)):
+                raise QueryError("the content digest covers the whole table, not one group of it.")
+            inner.append(_InGroup(self._by, self._codes, r))
+        return self._parent._values(inner)
+
+    @property
+    def rows_truncated(self) -> int:
+        return 0  # bounding happened before grouping, in the parent
+
+    def where(self, conditions: Sequence[Predicate]) -> Backend:
+        return self._parent.where((*self._conditions, *conditions))
+
+    def prefetch(self, queries: Iterable[Query], *, report: bool = False, digest: bool = False) -> None:
+        """Collect the group's requests in the parent and compute them in one statement."""
+        if digest:
+            raise QueryError("the content digest covers the whole table, not one group of it.")
+        parent = self._parent
+        parent._collect = set()
+        try:
+            for q in queries:
+                self.aggregate(q)
+            todo = parent._collect
+        finally:
+            parent._collect = None
+        if report:
+            whole: list[_Stats | _Rows] = [_Rows(), *(_Stats(k) for k in range(len(self.schema.columns)))]
+            todo |= {_InGroup(self._by, self._codes, r) for r in whole}
+        todo = {r for r in todo if r not in parent._cache}
+        if todo:
+            parent._run(todo)

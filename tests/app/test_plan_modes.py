@@ -193,22 +193,31 @@ def test_a_broken_plan_file_gets_a_message_not_a_traceback() -> None:
 
 
 # ----------------------------------------------------------------------------- the engine choice
-def test_engine_choice_reaches_the_release_and_an_impossible_one_spends_nothing() -> None:
-    at = _app("queries_page")
+def _grouped_workload(at: AppTest) -> str:
+    """Add a grouped mean to the census workload; the dataset's ledger key."""
+    _goto(at, "queries_page")
     rows = [dict(r) for r in at.session_state[S.WORKLOAD]]
     rows.append({"id": "income_by_sex", "kind": "grouped_mean", "column": "income", "mechanism": "laplace",
                  "weight": 1.0, "options": {"by": ["sex"]}})
     at.session_state[S.WORKLOAD] = rows
     _goto(at, "plan_page")
     set_lifetime(at, "planner", 3.0)
-    fp = ledger_key(at)
-    # DuckDB (the default) cannot compute grouped statistics yet: refused before any spend
-    _goto(at, "release_page")
-    at.session_state[S.CONFIRMED] = True
-    at.run()
-    assert any("cannot compute grouped statistics" in e.value for e in at.error)
-    assert _led().releases(fp) == [] and _led().status(fp).epsilon_spent == 0.0
-    # pandas, picked on the Data page, computes them: the release goes through
+    return ledger_key(at)
+
+
+def test_duckdb_the_default_engine_releases_grouped_statistics() -> None:
+    at = _app("queries_page")
+    fp = _grouped_workload(at)
+    _release(at)
+    assert any("computed by the **duckdb** backend" in c.value for c in at.caption)
+    recs = _led().releases(fp)
+    assert len(recs) == 1 and "income_by_sex" in recs[0].answers
+
+
+def test_engine_choice_reaches_the_release() -> None:
+    at = _app("queries_page")
+    fp = _grouped_workload(at)
+    # pandas, picked on the Data page, computes the aggregates of this release
     _goto(at, "data_page")
     at.selectbox(key=S.widget_key(S.BACKEND, "data")).set_value("pandas").run()
     _release(at)
