@@ -614,8 +614,12 @@ def _split(events: Sequence[PrivacyEvent], *, renyi_exponential: bool = False) -
 def check_relations(events: Sequence[PrivacyEvent]) -> None:
     """Refuse a composition that mixes Poisson sampling (add/remove neighbours) with sampling
     without replacement (substitute neighbours): each is only valid under its own relation."""
-    rel = _split(events).relations
-    if len(rel) > 1:
+    _check_split(_split(events))
+
+
+def _check_split(sp: _Split) -> None:
+    """:func:`check_relations` on an already split composition."""
+    if len(sp.relations) > 1:
         raise BudgetError(
             "these events mix Poisson sampling (accounted under add/remove neighbours) with "
             "sampling without replacement (substitute neighbours); one composition has one "
@@ -873,9 +877,8 @@ def _compose_fft(parts: Sequence[tuple[_Dist, int]], var: float) -> tuple[_Dist,
                 arr[j, : m.size] = m
         f = sfft.rfft(arr, n, axis=1)
         kb = ks[c0 : c0 + chunk]
-        powered = kb != 1.0
-        if powered.any():
-            f[powered] = f[powered] ** kb[powered][:, None]
+        for gi in np.flatnonzero(kb != 1.0):
+            f[gi] = _int_power(f[gi], int(kb[gi]))
         spec *= np.prod(f, axis=0)
     res = sfft.irfft(spec, n)
     # position r holds grid index ≡ shift + r (mod n): rotate so position j is index lo + j
@@ -887,6 +890,24 @@ def _compose_fft(parts: Sequence[tuple[_Dist, int]], var: float) -> tuple[_Dist,
     noise = max(-float(res.min()), 4.0 * np.finfo(float).eps * float(res.max()))
     inf = min(-math.expm1(log_keep) + upper_out, 1.0)
     return _Dist.grid(h, lo, np.maximum(res, 0.0), inf, noise), n
+
+
+def _int_power(z: npt.NDArray[np.complex128], k: int) -> npt.NDArray[np.complex128]:
+    """zᵏ for a whole k ≥ 1 by repeated squaring: ⌊log₂ k⌋ squarings and at most as many
+    products, about 3× faster than the complex ``**`` (which goes through exp(k·ln z)) and
+    as accurate (relative error about k·eps either way; the composed masses' rounding is
+    measured after the inverse FFT and charged against δ, see :func:`_compose_fft`)."""
+    result: npt.NDArray[np.complex128] | None = None
+    base = z
+    while True:
+        if k & 1:
+            result = base.copy() if result is None else np.multiply(result, base, out=result)
+        k >>= 1
+        if not k:
+            break
+        base = base * base
+    assert result is not None
+    return result
 
 
 def _epsilon_of(dist: _Dist, delta: float) -> float:
@@ -1149,14 +1170,15 @@ def pld_epsilon(events: Sequence[PrivacyEvent], delta: float, *, with_error: boo
     evs = list(events)
     if not evs:
         return PldResult(0.0, d, "exact")
-    check_relations(evs)
+    first = _split(evs)
+    _check_split(first)
     if d == 0.0:
         return PldResult(_pure_total(evs), d, "pure")
     # Exponential mechanisms compose better by their ε²/8-zCDP bound when they are many and
     # small (the per-event bounded-range envelope is loose under composition): both ways
     # are valid bounds, and the smaller is kept.
-    splits = [_split(evs)]
-    if any(isinstance(p, _BoundedRange) for p, _ in splits[0].groups):
+    splits = [first]
+    if any(isinstance(p, _BoundedRange) for p, _ in first.groups):
         splits.append(_split(evs, renyi_exponential=True))
     return min((_split_epsilon(sp, d, with_error) for sp in splits), key=lambda r: r.epsilon)
 
@@ -1219,7 +1241,9 @@ class PldAccountant(Accountant):
     """The optimal accountant: privacy loss distributions composed by FFT (:func:`pld_epsilon`).
 
     Its ε is the least of its valid bounds: the PLD value and the RDP accountant's (which
-    also holds the pure bound at order ∞), so the rule is never looser than RDP.
+    also holds the pure bound at order ∞), so the rule is never looser than RDP. When the
+    PLD value is exact (method "exact": two-point pairs, one Gaussian) RDP is not computed:
+    no valid bound is below the exact ε.
 
     Examples
     --------
@@ -1238,10 +1262,10 @@ class PldAccountant(Accountant):
         from planner.accountants.rdp import rdp_epsilon
 
         d = check_delta(delta)
-        pld = pld_epsilon(self.events, d).epsilon
-        if d == 0.0:
-            return pld
-        return min(pld, rdp_epsilon(self.events, d)[0])
+        res = pld_epsilon(self.events, d)
+        if d == 0.0 or res.method == "exact":  # the exact ε: no valid bound (RDP's) is below it
+            return res.epsilon
+        return min(res.epsilon, rdp_epsilon(self.events, d)[0])
 
 
 __all__ = ["PldAccountant", "PldResult", "check_relations", "event_pair", "pld_delta", "pld_epsilon"]

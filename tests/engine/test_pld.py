@@ -38,6 +38,7 @@ from planner.accountants.pld import (
     PldAccountant,
     _BoundedRange,
     _Gaussian,
+    _int_power,
     _Laplace,
     _plan,
     _plan_epsilon,
@@ -122,6 +123,29 @@ def test_pld_randomized_response_is_exact_binomial(eps0: float, k: int, delta: f
     assert r.method == "exact"
     exact = _binomial_rr_epsilon(eps0, k, delta)
     assert r.epsilon == pytest.approx(exact, rel=1e-9, abs=1e-12)
+
+
+def test_pld_rule_returns_the_exact_value_for_randomized_response() -> None:
+    # the registry's rule (min of PLD and RDP) skips RDP when the PLD value is exact: it must
+    # still be the binomial's exact ε (computed here independently), not RDP's larger one
+    for eps0, k, delta in [(0.05, 10, 1e-5), (0.3, 40, 1e-6)]:
+        got = accountant(CompositionRule.PLD).compose([_rr(eps0)] * k).epsilon(delta)
+        exact = _binomial_rr_epsilon(eps0, k, delta)
+        assert got == pytest.approx(exact, rel=1e-9, abs=1e-12)
+        assert got < rdp_epsilon([_rr(eps0)] * k, delta)[0]
+
+
+def test_fft_self_composition_power_matches_numpy() -> None:
+    # zᵏ by repeated squaring against numpy's complex power, on the spectrum of a random
+    # distribution (|z| ≤ 1, as in the accountant), for counts with many set bits
+    rng = np.random.default_rng(0)
+    mass = rng.random(4096)
+    z = np.fft.rfft(mass / mass.sum())
+    for k in (1, 2, 3, 1000, 3516, 14063):
+        got = _int_power(z, k)
+        ref = z**k
+        assert np.allclose(got, ref, rtol=1e-9, atol=1e-300)
+        assert np.max(np.abs(got - ref)) <= 1e-12 * max(np.max(np.abs(ref)), 1e-300) + 1e-15
 
 
 def _kov_delta(eps0: float, k: int, i: int) -> Fraction:
