@@ -12,6 +12,7 @@ import streamlit as st
 
 from pages._ui import demo_charts as dc
 from pages._ui import frame
+from pages._ui import state as S
 from planner import demos
 from planner.errors import PlannerError
 
@@ -35,13 +36,13 @@ people = dc.census_person_ids()
 c1, c2, c3 = st.columns(3)
 first_smoker = int(people.index[people["smoker"] == 1][0]) if people["smoker"].any() else 0
 target = c1.number_input(
-    "Target X (row of the census sample)", 0, len(people) - 1, first_smoker, key="atk_target"
+    "Target X (row of the census sample)", 0, len(people) - 1, **S.learned("atk_target", first_smoker)
 )
 epsilon = c2.select_slider(
-    "ε of each count", options=[0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 5.0], value=0.5, key="atk_eps",
+    "ε of each count", options=[0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 5.0], **S.learned("atk_eps", 0.5),
     help=dc.EPSILON_HELP,
 )
-prior = c3.slider("Attacker's prior that X smokes", 0.01, 0.99, 0.19, 0.01, key="atk_prior",
+prior = c3.slider("Attacker's prior that X smokes", 0.01, 0.99, step=0.01, **S.learned("atk_prior", 0.19),
                   help="0.19 is about the public smoking rate")
 seed = dc.seed_controls("atk")
 
@@ -84,8 +85,8 @@ st.markdown(
     "wrongly accusing a share γ of absent people, how often can they catch X when X is there?"
 )
 delta = st.select_slider(
-    "δ (small chance that the ε guarantee fails)", options=[0.0, 1e-6, 1e-3, 0.01, 0.05], value=0.0,
-    key="atk_delta", help="Approximate DP allows the guarantee to fail with probability δ; 0 = pure DP.",
+    "δ (small chance that the ε guarantee fails)", options=[0.0, 1e-6, 1e-3, 0.01, 0.05],
+    **S.learned("atk_delta", 0.0), help="Approximate DP allows the guarantee to fail with probability δ; 0 = pure DP.",
 )
 try:
     st.altair_chart(dc.power_chart(float(epsilon), float(delta)), width="stretch")

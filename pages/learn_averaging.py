@@ -10,6 +10,7 @@ import streamlit as st
 
 from pages._ui import demo_charts as dc
 from pages._ui import frame
+from pages._ui import state as S
 from planner import demos
 from planner.errors import PlannerError
 
@@ -44,12 +45,12 @@ st.markdown(
 )
 
 c1, c2, c3 = st.columns(3)
-label = c1.selectbox("Census column", list(COLUMNS), key="avg_column")
-n = c2.select_slider("People averaged (random sample)", [100, 300, 1000, 3000, 10_000, 30_000], 1000, key="avg_n")
-eps = c3.select_slider("Total ε", [0.001, 0.003, 0.01, 0.03, 0.1, 0.3, 1.0], demos.SEED_004_AVG_EPSILON,
-                       key="avg_eps", help=dc.EPSILON_HELP)
+label = c1.selectbox("Census column", list(COLUMNS), **S.learned("avg_column", next(iter(COLUMNS)), list(COLUMNS)))
+n = c2.select_slider("People averaged (random sample)", [100, 300, 1000, 3000, 10_000, 30_000], **S.learned("avg_n", 1000))
+eps = c3.select_slider("Total ε", [0.001, 0.003, 0.01, 0.03, 0.1, 0.3, 1.0],
+                       **S.learned("avg_eps", demos.SEED_004_AVG_EPSILON), help=dc.EPSILON_HELP)
 clamp = st.checkbox(
-    "Clamp the sum/count answer into the declared range (free post-processing)", True, key="avg_clamp"
+    "Clamp the sum/count answer into the declared range (free post-processing)", **S.learned("avg_clamp", True)
 )
 seed = dc.seed_controls("avg")
 

@@ -11,6 +11,7 @@ import streamlit as st
 
 from pages._ui import demo_charts as dc
 from pages._ui import frame
+from pages._ui import state as S
 from planner import demos
 from planner.errors import PlannerError
 
@@ -34,10 +35,10 @@ st.markdown(
 )
 
 c1, c2, c3 = st.columns(3)
-eps0 = c1.select_slider("ε of each question", [0.001, 0.01, 0.05, 0.1, 0.2, 0.5, 1.0], 0.1, key="comp_eps0",
+eps0 = c1.select_slider("ε of each question", [0.001, 0.01, 0.05, 0.1, 0.2, 0.5, 1.0], **S.learned("comp_eps0", 0.1),
                         help=dc.EPSILON_HELP)
-k_max = c2.select_slider("Up to k questions", [10, 100, 1000, 3000], 1000, key="comp_kmax")
-delta = c3.select_slider("δ (chance the guarantee fails)", [1e-9, 1e-7, 1e-6, 1e-5, 1e-3], 1e-6, key="comp_delta",
+k_max = c2.select_slider("Up to k questions", [10, 100, 1000, 3000], **S.learned("comp_kmax", 1000))
+delta = c3.select_slider("δ (chance the guarantee fails)", [1e-9, 1e-7, 1e-6, 1e-5, 1e-3], **S.learned("comp_delta", 1e-6),
                          help="The advanced and Rényi rules hold except with this tiny probability; "
                               "pick it much smaller than 1 / number of people.")
 
@@ -68,7 +69,7 @@ st.markdown(
     "Turn it around: with a fixed total budget, a tighter rule lets each question use a larger "
     "ε, so each answer needs less noise."
 )
-total = st.select_slider("Total ε to spend", [0.1, 0.5, 1.0, 2.0, 5.0, 10.0], 1.0, key="comp_total",
+total = st.select_slider("Total ε to spend", [0.1, 0.5, 1.0, 2.0, 5.0, 10.0], **S.learned("comp_total", 1.0),
                          help=dc.EPSILON_HELP)
 try:
     acc = _accuracy(float(total), int(k_max), float(delta))

@@ -10,6 +10,7 @@ import streamlit as st
 
 from pages._ui import demo_charts as dc
 from pages._ui import frame
+from pages._ui import state as S
 from planner import demos
 from planner.errors import PlannerError
 from planner.mechanisms.histogram import MiseCurve
@@ -45,11 +46,11 @@ st.markdown(
 )
 
 c1, c2, c3 = st.columns(3)
-n = c1.select_slider("Sample size n", list(demos.SEED_001_NS), 1000, key="hist_n")
-eps = c2.select_slider("ε", [*demos.SEED_001_EPSILONS[::-1], 1.0], 0.1, key="hist_eps", help=dc.EPSILON_HELP)
-m = c3.slider("Bins for the synthetic sample", 5, 100, 20, key="hist_m")
+n = c1.select_slider("Sample size n", list(demos.SEED_001_NS), **S.learned("hist_n", 1000))
+eps = c2.select_slider("ε", [*demos.SEED_001_EPSILONS[::-1], 1.0], **S.learned("hist_eps", 0.1), help=dc.EPSILON_HELP)
+m = c3.slider("Bins for the synthetic sample", 5, 100, **S.learned("hist_m", 20))
 reps = st.select_slider(
-    "Simulation repetitions (more: smoother curves, slower)", [10, 25, 50, 100, 200], 50, key="hist_reps"
+    "Simulation repetitions (more: smoother curves, slower)", [10, 25, 50, 100, 200], **S.learned("hist_reps", 50)
 )
 seed = dc.seed_controls("hist")
 

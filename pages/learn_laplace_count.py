@@ -11,6 +11,7 @@ import streamlit as st
 
 from pages._ui import demo_charts as dc
 from pages._ui import frame
+from pages._ui import state as S
 from planner import demos
 from planner.errors import PlannerError
 
@@ -33,11 +34,11 @@ st.markdown(
 
 c1, c2, c3 = st.columns([2, 1, 1])
 eps = c1.multiselect(
-    "Up to three values of ε", EPS_OPTIONS, default=list(demos.SEED_004_EPSILONS), key="lc_eps",
+    "Up to three values of ε", EPS_OPTIONS, **S.learned("lc_eps", list(demos.SEED_004_EPSILONS)),
     max_selections=3, help=dc.EPSILON_HELP,
 )
-big = c2.number_input("Large true count (people)", 10, 1_000_000, demos.SEED_004_COUNTS[0], key="lc_big")
-small = c3.number_input("Small true count (people)", 1, 1_000_000, demos.SEED_004_COUNTS[1], key="lc_small")
+big = c2.number_input("Large true count (people)", 10, 1_000_000, **S.learned("lc_big", demos.SEED_004_COUNTS[0]))
+small = c3.number_input("Small true count (people)", 1, 1_000_000, **S.learned("lc_small", demos.SEED_004_COUNTS[1]))
 seed = dc.seed_controls("lc")
 
 if not eps:

@@ -10,6 +10,7 @@ import streamlit as st
 
 from pages._ui import demo_charts as dc
 from pages._ui import frame
+from pages._ui import state as S
 from planner import demos
 from planner.errors import PlannerError
 
@@ -36,9 +37,9 @@ st.markdown(
 )
 
 c1, c2 = st.columns(2)
-eps = c1.select_slider("ε", [0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0], 0.1, key="maj_eps",
+eps = c1.select_slider("ε", [0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0], **S.learned("maj_eps", 0.1),
                         help=dc.EPSILON_HELP)
-n = c2.select_slider("Number of voters n (odd)", [11, 21, 51, 101, 201, 501, 1001], 101, key="maj_n")
+n = c2.select_slider("Number of voters n (odd)", [11, 21, 51, 101, 201, 501, 1001], **S.learned("maj_n", 101))
 try:
     curves = _curves(float(eps), int(n))
 except PlannerError as exc:

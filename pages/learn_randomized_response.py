@@ -11,6 +11,7 @@ import streamlit as st
 
 from pages._ui import demo_charts as dc
 from pages._ui import frame
+from pages._ui import state as S
 from planner import demos
 from planner.errors import PlannerError
 from planner.mechanisms import randomized_response as rr
@@ -36,22 +37,22 @@ st.markdown(
     "group can still be estimated, because we know exactly how the coins distort it."
 )
 
-design_label = st.radio("Survey design", list(DESIGNS), key="rr_design")
+design_label = st.radio("Survey design", list(DESIGNS), **S.learned("rr_design", next(iter(DESIGNS)), list(DESIGNS)))
 design = DESIGNS[design_label]
 col1, col2, col3 = st.columns(3)
 if design is demos.SurveyDesign.COIN:
     truth_p = col1.slider(
-        "Probability of answering truthfully (else a fair coin)", 0.05, 0.95, 0.5, 0.05, key="rr_truth_p"
+        "Probability of answering truthfully (else a fair coin)", 0.05, 0.95, step=0.05, **S.learned("rr_truth_p", 0.5)
     )
     param = float(truth_p)
 else:
     keep_p = col1.slider(
-        "Probability p of reporting the truth (two coins: ¾)", 0.55, 0.99, 0.75, 0.01, key="rr_keep_p"
+        "Probability p of reporting the truth (two coins: ¾)", 0.55, 0.99, step=0.01, **S.learned("rr_keep_p", 0.75)
     )
     param = float(keep_p)
-rate = col2.slider("True rate in the population", 0.0, 1.0, 0.15, 0.01, key="rr_rate",
+rate = col2.slider("True rate in the population", 0.0, 1.0, step=0.01, **S.learned("rr_rate", 0.15),
                    help="Share of people whose true answer is “yes” (15 % in the doping survey).")
-n = col3.slider("Respondents", 50, 20_000, 1000, 50, key="rr_n")
+n = col3.slider("Respondents", 50, 20_000, step=50, **S.learned("rr_n", 1000))
 seed = dc.seed_controls("rr")
 
 try:

@@ -211,6 +211,23 @@ def _write_back(wk: str, durable: str, then: Callable[[], None] | None) -> None:
         then()
 
 
+def learned(name: str, default: Any, options: Sequence[Any] | None = None) -> dict[str, Any]:
+    """Keyword arguments for a Learn demo's control that keeps its value across pages.
+
+    The widget keeps its own key ``name``; the value lasts under ``keep.learn.<name>``
+    (a key no widget uses), seeded with ``default`` the first time, exactly as
+    :func:`bind` does for the planning pages. Pass no ``value=``/``index=``/``default=``.
+    """
+    durable = f"{KEEP}learn.{name}"
+    ss = st.session_state
+    if durable not in ss:
+        ss[durable] = copy.deepcopy(default)
+    if options is not None and ss[durable] not in list(options):
+        ss[durable] = copy.deepcopy(default)
+    ss[name] = copy.deepcopy(ss[durable])
+    return {"key": name, "on_change": _write_back, "args": (name, durable, None)}
+
+
 def bind(durable: str, page: str, *, options: Sequence[Any] | None = None,
          then: Callable[[], None] | None = None) -> dict[str, Any]:
     """Keyword arguments that make a widget a view of a durable value.

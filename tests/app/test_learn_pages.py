@@ -107,3 +107,34 @@ def test_charts_keep_their_plot_height_and_axis_titles(name: str) -> None:
         spec = json.loads(chart.proto.spec)
         assert spec.get("autosize", {}).get("type") == "fit-x", name
         assert '"title"' in json.dumps(spec), name
+
+
+# Each Learn page's controls and a value other than its default: set it, visit another
+# page of the app, come back, and the control shows what was set (issue 12: no setting is
+# lost on a page switch).
+CHANGED = {
+    "learn_attacker.py": [("select_slider", "atk_eps", 2.0), ("slider", "atk_prior", 0.5),
+                          ("number_input", "atk_target", 3), ("select_slider", "atk_delta", 1e-3)],
+    "learn_averaging.py": [("select_slider", "avg_n", 3000), ("checkbox", "avg_clamp", False)],
+    "learn_composition.py": [("select_slider", "comp_eps0", 0.5), ("select_slider", "comp_total", 2.0)],
+    "learn_histogram.py": [("select_slider", "hist_n", 100), ("slider", "hist_m", 40)],
+    "learn_laplace_count.py": [("number_input", "lc_big", 5000)],
+    "learn_majority.py": [("select_slider", "maj_n", 51)],
+    "learn_randomized_response.py": [("slider", "rr_rate", 0.4), ("slider", "rr_n", 2000)],
+}
+
+
+@pytest.mark.parametrize("page", sorted(CHANGED))
+def test_learn_controls_keep_their_values_across_pages(page: str) -> None:
+    at = AppTest.from_file(str(PAGES.parent / "app.py"), default_timeout=120)
+    at.run()
+    at.switch_page(f"pages/{page}").run()
+    for kind, key, value in CHANGED[page]:
+        getattr(at, kind)(key=key).set_value(value).run()
+        assert not at.exception, [e.value for e in at.exception]
+    at.switch_page("pages/data_page.py").run()
+    at.switch_page(f"pages/{page}").run()
+    assert not at.exception, [e.value for e in at.exception]
+    for kind, key, value in CHANGED[page]:
+        assert getattr(at, kind)(key=key).value == value, (page, key)
+    assert not any("default value" in w.value for w in at.warning)
