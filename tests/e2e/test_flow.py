@@ -111,6 +111,13 @@ def grid_edit(page: Any, row: int, col: int, text: str) -> None:
     page.keyboard.type(text, delay=40)
     page.keyboard.press("Enter")
     wait_for_run(page)
+    # as a person would: look at the cell before the next edit (an edit typed while the
+    # previous one's rerun is still being drawn can land on a grid that is then replaced)
+    for _ in range(60):
+        if grid_cell(page, row, col + 1) == text:
+            break
+        page.wait_for_timeout(250)
+    wait_for_run(page)
 
 
 def grid_cell(page: Any, row: int, col: int) -> str:
