@@ -85,11 +85,13 @@ def verdict(kind: str, name: str, spark: Any = None) -> dict[str, Any]:
 
 def _child(data: str, name: str) -> None:
     """Run in a child process: the pandas and DuckDB verdicts on one file, as JSON."""
-    import resource
-
     os.environ[DATA_DIR_ENV] = data
     out = {kind: verdict(kind, name) for kind in ("pandas", "duckdb")}
-    out["max_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024  # type: ignore[assignment]
+    # this process's own peak (VmHWM belongs to the address space exec created); not
+    # getrusage's ru_maxrss, which Linux carries over from the forked copy of the parent, so a
+    # large pytest process would be counted as the child's
+    hwm = next(line for line in Path("/proc/self/status").read_text().splitlines() if line.startswith("VmHWM:"))
+    out["max_rss_mb"] = int(hwm.split()[1]) // 1024  # type: ignore[assignment]
     print(json.dumps(out))
 
 
