@@ -22,7 +22,8 @@ init_state()
 # owner every planning page. The engine checks every ledger call again (the principal is
 # passed with each one), so a page that is not listed is a convenience, not the protection.
 principal = auth.principal()
-# url_path differs from every file stem (STYLE.md: st.navigation + a pages/ folder).
+# url_path differs from every file stem: with st.navigation beside a pages/ folder, a stem
+# used as a URL path would collide with Streamlit's automatic page of the same file.
 if principal is None:
     PLAN_PAGES = [st.Page(auth.sign_in_page, title="Sign in", icon=":material/login:", url_path="sign-in",
                           default=True)]

@@ -1,7 +1,7 @@
 """Release: the plan in force, checked against what remains, released once, shown with error bars.
 
 The release happens only in the confirm button's ``on_click`` callback (or, for AppTest,
-when the ``CONFIRMED`` flag is set, STYLE.md). A rerun or a reload shows the stored
+when the ``CONFIRMED`` flag is set: AppTest loses clicks inside ``st.dialog``). A rerun or a reload shows the stored
 answers: the ledger returns them for the same plan hash without sampling again.
 """
 
@@ -87,7 +87,7 @@ if s.lifetime is not None:
         if rec.plan_hash == plan_hash:
             stored = rec
 
-if ss[S.CONFIRMED]:  # AppTest drives the dialog through this flag (STYLE.md)
+if ss[S.CONFIRMED]:  # AppTest drives the dialog through this flag (it loses clicks inside st.dialog)
     _do_release()
 
 if ss[S.RELEASE_ERROR]:

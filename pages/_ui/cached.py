@@ -10,6 +10,7 @@ is paired with a hashed key (a fingerprint or a JSON text) that determines it.
 
 from __future__ import annotations
 
+import functools
 import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -214,7 +215,7 @@ class Active:
     schema_json: str | None
     sample: str | None
 
-    @property
+    @functools.cached_property
     def ledger_key(self) -> str | None:
         """What the ledger knows this dataset by: the key of its content digest under the
         declared schema (:func:`planner.sources.dataset_key`), the same the command line

@@ -3,7 +3,7 @@
 Chart builders take plain engine results (``planner.demos``) and return Altair charts;
 the few widgets shared by every demo (seed + "Run again") live here too. Cached helpers
 cache deterministic work or demo simulations keyed by their seed: demos release nothing,
-so caching them is allowed (STYLE.md); nothing here ever draws noise for a release.
+so caching them leaks nothing; nothing here ever draws noise for a release.
 """
 
 from __future__ import annotations

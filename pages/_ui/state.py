@@ -1,7 +1,7 @@
 """Every session-state key the app uses, in one place, and the rule that keeps them.
 
 Streamlit deletes a widget's state when the page that draws the widget is not rendered
-(STYLE.md, "Streamlit pitfalls"). So the owner's choices live under **durable keys**
+(measured with Streamlit 1.67). So the owner's choices live under **durable keys**
 (prefix ``keep.``) that no widget uses; every widget has its own key per page
 (:func:`widget_key`), is seeded from the durable value before it is drawn, and writes
 back in ``on_change`` (:func:`bind`). No page resets another page's choices, and a value
