@@ -65,6 +65,7 @@ from planner.events import (
     LaplaceEvent,
     PrivacyEvent,
     PureEvent,
+    ThresholdedEvent,
 )
 
 FloatArray = npt.NDArray[np.float64]
@@ -150,6 +151,11 @@ class Item:
         MEAN_LAPLACE only: the count part's Δ times the bound on |mean| (b).
     pinned : float or None
         A fixed θ (the owner's "hold"); the rest is optimised around it.
+    delta : float
+        A fixed δ the item spends besides θ: the chance that a thresholded key release
+        (DP partition selection) shows a key of a few rows. It is reserved from the total
+        δ before the split (every rule composes it by addition), and the item's first event
+        is recorded as a :class:`~planner.events.ThresholdedEvent` carrying it.
     """
 
     id: str
@@ -160,6 +166,7 @@ class Item:
     error_scale: float = 1.0
     part_b: float = 0.0
     pinned: float | None = None
+    delta: float = 0.0
 
     def __post_init__(self) -> None:
         for name in ("coef", "sensitivity", "error_scale"):
@@ -172,6 +179,8 @@ class Item:
             )
         if self.pinned is not None and (not math.isfinite(self.pinned) or self.pinned <= 0):
             raise PlanError(f"query {self.id!r}: a pinned share must be > 0; got {self.pinned}.")
+        if not (0.0 <= self.delta < 1.0) or (self.delta > 0.0 and self.is_gaussian):
+            raise PlanError(f"query {self.id!r}: a fixed δ must be in [0, 1) on a pure item; got {self.delta}.")
 
     @property
     def is_gaussian(self) -> bool:
@@ -450,9 +459,13 @@ def _finish(
     rho_i = wl.rho_i(theta)
     mse = wl.mse(theta)
     items = []
-    assigned = _assigned(wl, theta, delta)
+    assigned = _assigned(wl, theta, delta)  # δ here is what is left once key releases are reserved
     for k, item in enumerate(wl.items):
         spends = tuple(Spend(e, x, d) for e, x, d in assigned[k])
+        if item.delta > 0.0:
+            first = spends[0]
+            spends = (Spend(ThresholdedEvent(first.event, item.delta), first.epsilon, first.delta + item.delta),
+                      *spends[1:])
         items.append(
             ItemAllocation(
                 id=item.id,
@@ -466,11 +479,31 @@ def _finish(
                 spends=spends,
             )
         )
+    total_delta = delta + reserved_delta(wl.items)
     alloc = Allocation(
-        rule, epsilon, delta, 0.0, float(np.dot(wl.w, mse)), method, tuple(items), warnings
+        rule, epsilon, total_delta, 0.0, float(np.dot(wl.w, mse)), method, tuple(items), warnings
     )
-    used = float(total_epsilon([s for _, s in alloc.spends()], rule, delta))
+    used = float(total_epsilon([s for _, s in alloc.spends()], rule, total_delta))
     return replace(alloc, used_epsilon=used)
+
+
+def reserved_delta(items: Sequence[Item]) -> float:
+    """Σ of the items' fixed δ (key releases), reserved from the total before the split."""
+    return math.fsum(i.delta for i in items)
+
+
+def free_delta(items: Sequence[Item], delta: float) -> float:
+    """The δ left for the split once the items' fixed δ is reserved; :class:`PlanError`
+    saying what to change when the key releases alone need more than ``delta``."""
+    d = check_delta(delta)
+    r = reserved_delta(items)
+    if r > d * (1.0 + 1e-9):
+        keys = [i.id for i in items if i.delta > 0.0]
+        raise PlanError(
+            f"the key releases of {keys} need δ = {r:.3g} in all, more than the total δ = {d:.3g}; "
+            "raise δ or lower those queries' key δ."
+        )
+    return max(d - r, 0.0)
 
 
 # --------------------------------------------------------------------------------------
@@ -1124,8 +1157,9 @@ def allocate(
     """
     rule = CompositionRule(rule)
     epsilon, delta = check_epsilon(epsilon), check_delta(delta)
-    _validate(items, epsilon, delta, rule)
     warnings = plan_warnings(epsilon, delta, n)
+    delta = free_delta(items, delta)
+    _validate(items, epsilon, delta, rule)
     if all(i.pinned is not None for i in items):
         # A manual split: every θ is fixed; only the share of δ left to Gaussians (advanced
         # composition) is chosen, the one that makes the composed ε smallest.
@@ -1345,8 +1379,9 @@ def allocate_equal(
     rule = CompositionRule(rule)
     epsilon, delta = check_epsilon(epsilon), check_delta(delta)
     items = [replace(i, pinned=None) if i.pinned is not None else i for i in items]
-    _validate(items, epsilon, delta, rule)
     warnings = plan_warnings(epsilon, delta, n)
+    delta = free_delta(items, delta)
+    _validate(items, epsilon, delta, rule)
     shares = (0.25, 0.5, 0.75, 1.0) if rule is CompositionRule.ADVANCED and any(
         i.is_gaussian for i in items) else (1.0,)
     best: tuple[float, _Workload, FloatArray] | None = None
@@ -1393,7 +1428,7 @@ def pinned_cost(items: Sequence[Item], delta: float = 0.0,
     0.6
     """
     rule = CompositionRule(rule)
-    delta = check_delta(delta)
+    delta = free_delta(items, delta)
     missing = [i.id for i in items if i.pinned is None]
     if missing:
         raise PlanError(f"a manual split needs a share for every query; missing for {missing}.")
@@ -1530,6 +1565,7 @@ def plan_targets(
             if hi / lo - 1 < 1e-13:
                 break
         theta[k] = hi  # the upper end: the target is met
+    total_delta, delta = delta, free_delta(items, delta)
     _validate(items, 1.0, delta, rule)
     wl = _Workload.build(items, rule, delta, 0.5)
     alloc = _finish(wl, theta, rule, 1.0, delta, Method.TARGETS, ())
@@ -1538,10 +1574,10 @@ def plan_targets(
     shares: dict[str, float] = {}
     for k, item in enumerate(items):
         rest = [s for j, it in enumerate(alloc.items) if j != k for s in it.spends]
-        without = float(total_epsilon(rest, rule, delta)) if rest else 0.0
+        without = float(total_epsilon(rest, rule, total_delta)) if rest else 0.0
         shares[item.id] = used - without
     binding = max(shares, key=lambda key: shares[key])
-    return TargetPlan(rule, delta, used, binding, alloc.items, shares)
+    return TargetPlan(rule, total_delta, used, binding, alloc.items, shares)
 
 
 # --------------------------------------------------------------------------------------
@@ -1585,6 +1621,7 @@ def error_curve(
     eps = np.asarray(epsilons, dtype=np.float64)
     for e in eps:
         check_epsilon(float(e))
+    delta = free_delta(items, delta)
     _validate(items, float(eps.min()), delta, rule)
     free = np.array([i.pinned is None for i in items], dtype=bool)
 

@@ -174,6 +174,35 @@ class ApproxEvent(PrivacyEvent):
 
 
 @dataclass(frozen=True, slots=True)
+class ThresholdedEvent(PrivacyEvent):
+    """``event``, except on an outcome of probability at most ``delta``: a thresholded
+    release of keys that are not declared (DP partition selection).
+
+    Precisely: for every pair of neighbours x, x′ the output distributions are mixtures
+    M(x) = (1 − δ)·A + δ·B and M(x′) = (1 − δ)·A′ + δ·B′ where (A, A′) is a pair that
+    ``event`` describes (Bun & Steinke 2016, Definition 8.1, "approximate zCDP"). Such a
+    δ composes by addition under every rule, so each accountant accounts for ``event`` and
+    reserves Σδ of the total (:class:`planner.accountants.base.Accountant`); the proof for
+    the thresholded count is in :mod:`planner.statistics.keys`.
+    """
+
+    tag: ClassVar[str] = "thresholded"
+    event: PrivacyEvent
+    delta: float
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.event, PrivacyEvent) or isinstance(self.event, ThresholdedEvent):
+            raise BudgetError(f"event must be one mechanism's privacy event; got {type(self.event).__name__}.")
+        d = check_delta(self.delta)
+        if d <= 0.0:
+            raise BudgetError("a thresholded event needs δ > 0 (the chance a rare key crosses the threshold).")
+        object.__setattr__(self, "delta", d)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"event": self.tag, "inner": self.event.to_dict(), "delta": self.delta}
+
+
+@dataclass(frozen=True, slots=True)
 class SelfComposedEvent(PrivacyEvent):
     """``count`` independent runs of the same event, as one event (dp_accounting's
     ``SelfComposedDpEvent``)."""
@@ -307,7 +336,7 @@ def flatten(events: Any) -> list[PrivacyEvent]:
 EVENT_TYPES: Mapping[str, type[PrivacyEvent]] = {
     cls.tag: cls
     for cls in (LaplaceEvent, PureEvent, ExponentialEvent, RandomizedResponseEvent, GaussianEvent,
-                ZCDPEvent, ApproxEvent, SelfComposedEvent, ComposedEvent, PoissonSampledEvent,
+                ZCDPEvent, ApproxEvent, ThresholdedEvent, SelfComposedEvent, ComposedEvent, PoissonSampledEvent,
                 SampledWithoutReplacementEvent)
 }
 
@@ -340,6 +369,8 @@ def event_from_dict(data: Any, _depth: int = 0) -> PrivacyEvent:
             return ZCDPEvent(data["rho"])
         if kind == "approx":
             return ApproxEvent(data["epsilon"], data["delta"])
+        if kind == "thresholded":
+            return ThresholdedEvent(event_from_dict(data["inner"], _depth + 1), data["delta"])
         if kind == "self_composed":
             return SelfComposedEvent(event_from_dict(data["inner"], _depth + 1), data["count"])
         if kind == "poisson_sampled":
@@ -372,6 +403,7 @@ __all__ = [
     "RandomizedResponseEvent",
     "SampledWithoutReplacementEvent",
     "SelfComposedEvent",
+    "ThresholdedEvent",
     "ZCDPEvent",
     "event_from_dict",
     "flatten",

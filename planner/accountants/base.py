@@ -33,7 +33,7 @@ import numpy.typing as npt
 
 from planner.budget import CompositionRule, check_delta, check_epsilon
 from planner.errors import BudgetError
-from planner.events import PrivacyEvent
+from planner.events import PrivacyEvent, ThresholdedEvent
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -152,6 +152,19 @@ class Accountant(ABC):
     ``compose`` takes :class:`Spend` records or bare events; a bare event is assigned its
     pure ε (δᵢ = 0) when it has one, else it carries no assignment, which basic and
     advanced composition cannot use (:meth:`supports` says so).
+
+    A :class:`~planner.events.ThresholdedEvent` is held as its inner event, and its δ is
+    added to ``reserved``: the rules that read events (RDP, zCDP, PLD) account for the
+    inner events at δ − reserved (:meth:`event_delta`). Basic and advanced composition read
+    the assigned (εᵢ, δᵢ), which carry the δ already.
+
+    Proof that reserving is sound. Each thresholded release is a mixture
+    (1 − δᵢ)·Aᵢ + δᵢ·Bᵢ on both neighbours, with (Aᵢ, Aᵢ′) described by the inner event.
+    The joint output of all releases is then (1 − δ_r)·A + δ_r·B with δ_r = 1 − Π(1 − δᵢ)
+    ≤ Σδᵢ, where A is the composition of the Aᵢ (Bun & Steinke 2016, Lemma 8.2's argument).
+    If A's composition is (ε, δ₀)-DP, then for every set S,
+    P[M(x) ∈ S] ≤ (1 − δ_r)·P[A ∈ S] + δ_r ≤ (1 − δ_r)(e^ε P[A′ ∈ S]) + δ₀ + δ_r
+    ≤ e^ε P[M(x′) ∈ S] + δ₀ + Σδᵢ. ∎
     """
 
     rule: ClassVar[CompositionRule]
@@ -160,6 +173,8 @@ class Accountant(ABC):
     events: tuple[PrivacyEvent, ...] = ()
     #: The assigned (εᵢ, δᵢ) of each event, or None where none was given.
     assigned: tuple[tuple[float, float] | None, ...] = ()
+    #: Σδ of the thresholded events composed (see the class docstring).
+    reserved: float = 0.0
 
     @abstractmethod
     def supports(self, event: PrivacyEvent, assigned: tuple[float, float] | None = None) -> bool:
@@ -183,6 +198,7 @@ class Accountant(ABC):
             raise BudgetError(f"count must be a whole number ≥ 1; got {count!r}.")
         evs: list[PrivacyEvent] = []
         pairs: list[tuple[float, float] | None] = []
+        reserved: list[float] = []
         for it in items:
             pair: tuple[float, float] | None
             if isinstance(it, Spend):
@@ -192,6 +208,12 @@ class Accountant(ABC):
                 ev, pair = it, ((pe, 0.0) if math.isfinite(pe) else None)
             else:
                 raise BudgetError(f"accountants compose spends or privacy events; got {type(it).__name__}.")
+            if isinstance(ev, ThresholdedEvent):
+                reserved.append(ev.delta)
+                if pair is None:  # a bare thresholded event: its inner pure ε and its δ
+                    inner = pure_epsilon(ev.event)
+                    pair = (inner, ev.delta) if math.isfinite(inner) else None
+                ev = ev.event
             if not self.supports(ev, pair):
                 raise BudgetError(
                     f"the {self.rule.value} rule cannot account for {ev!r}: {self.unsupported}. "
@@ -199,7 +221,25 @@ class Accountant(ABC):
                 )
             evs.append(ev)
             pairs.append(pair)
-        return type(self)(self.events + tuple(evs) * count, self.assigned + tuple(pairs) * count)
+        return type(self)(self.events + tuple(evs) * count, self.assigned + tuple(pairs) * count,
+                          math.fsum([self.reserved, *(reserved * count)]))
+
+    def event_delta(self, delta: float) -> float:
+        """The δ left for the composed events once the thresholded releases' Σδ is
+        reserved (what RDP, zCDP and PLD convert at).
+
+        Raises
+        ------
+        BudgetError
+            If the thresholded releases alone need more than ``delta``.
+        """
+        d = check_delta(delta)
+        if self.reserved > d * (1.0 + REL_TOL):
+            raise BudgetError(
+                f"the key releases (partition selection) need δ = {self.reserved:.6g}, more than the total "
+                f"δ = {d:.6g}; raise δ or lower the queries' key δ."
+            )
+        return max(d - self.reserved, 0.0)
 
     def pairs(self) -> tuple[FloatArray, FloatArray]:
         """The assigned (εᵢ), (δᵢ) as arrays (basic and advanced composition read these)."""

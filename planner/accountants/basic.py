@@ -41,6 +41,7 @@ from planner.events import (
     PureEvent,
     RandomizedResponseEvent,
     SelfComposedEvent,
+    ThresholdedEvent,
     ZCDPEvent,
 )
 
@@ -114,6 +115,8 @@ def pure_epsilon(event: PrivacyEvent) -> float:
         return math.inf
     if isinstance(event, ApproxEvent):
         return event.epsilon if event.delta == 0.0 else math.inf
+    if isinstance(event, ThresholdedEvent):  # δ > 0 by construction: never pure
+        return math.inf
     if isinstance(event, SelfComposedEvent):
         return event.count * pure_epsilon(event.event)
     if isinstance(event, ComposedEvent):
@@ -143,6 +146,8 @@ def standalone_epsilon(event: PrivacyEvent, delta: float) -> float:
         return float(epsilon_array(ZCDPEvent, event.rho, d)[()])
     if isinstance(event, ApproxEvent):
         return event.epsilon if d >= event.delta else math.inf
+    if isinstance(event, ThresholdedEvent):
+        return standalone_epsilon(event.event, d - event.delta) if d >= event.delta else math.inf
     if d == 0.0:
         return math.inf
     from planner.accountants.rdp import rdp_epsilon
@@ -163,6 +168,8 @@ def claim_is_refuted(event: PrivacyEvent, epsilon: float, delta: float) -> bool:
         return epsilon * slack < pure_epsilon(event)
     if isinstance(event, ApproxEvent):
         return epsilon * slack < event.epsilon or delta * slack < event.delta
+    if isinstance(event, ThresholdedEvent):
+        return delta * slack < event.delta or epsilon * slack < pure_epsilon(event.event)
     if isinstance(event, GaussianEvent) and not event.discrete:
         exact = float(dv.analytic_gaussian_delta(epsilon, 1.0 / event.noise_multiplier))
         return exact > delta * slack

@@ -1261,7 +1261,7 @@ class PldAccountant(Accountant):
             return 0.0
         from planner.accountants.rdp import rdp_epsilon
 
-        d = check_delta(delta)
+        d = self.event_delta(delta)
         res = pld_epsilon(self.events, d)
         if d == 0.0 or res.method == "exact":  # the exact ε: no valid bound (RDP's) is below it
             return res.epsilon

@@ -597,4 +597,4 @@ class RdpAccountant(Accountant):
     def epsilon(self, delta: float) -> float:
         if not self.events:
             return 0.0
-        return rdp_epsilon(self.events, delta)[0]
+        return rdp_epsilon(self.events, self.event_delta(delta))[0]

@@ -259,7 +259,7 @@ class ZcdpAccountant(Accountant):
     def epsilon(self, delta: float) -> float:
         from planner.accountants.basic import pure_epsilon
 
-        d = check_delta(delta)
+        d = self.event_delta(delta)
         if not self.events:
             return 0.0
         pe = np.array([pure_epsilon(e) for e in self.events])
