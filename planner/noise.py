@@ -50,7 +50,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import Any, Final
 
@@ -60,7 +60,14 @@ import opendp.prelude as dp
 
 from planner.accounting import Spend, event_rho, pure_epsilon, standalone_epsilon
 from planner.errors import ReleaseError
-from planner.events import ExponentialEvent, GaussianEvent, LaplaceEvent, PrivacyEvent, PureEvent
+from planner.events import (
+    ExponentialEvent,
+    GaussianEvent,
+    LaplaceEvent,
+    PrivacyEvent,
+    PureEvent,
+    ThresholdedEvent,
+)
 
 dp.enable_features("contrib")
 
@@ -209,6 +216,53 @@ def noisy_max(name: str, d_in: int, scale: float, measure: Measure, *, monotonic
                      float(_map(meas, d_in)), DType.I64, True)
 
 
+@dataclass(frozen=True)
+class ThresholdComponent(Component):
+    """OpenDP's ``make_laplace_threshold`` over a map key → count (DP partition selection).
+
+    ``delta`` is the δ the release really costs at ``d_in3`` = (l0, l1, l∞), which is
+    OpenDP's map at ``threshold − 1``: OpenDP 0.16 keeps a key whose noisy count is ≥ the
+    threshold but computes δ from P[Z > threshold − l∞], one integer short of the event
+    that releases a key (P[Z ≥ threshold − l∞]), so its reported ``delta_opendp`` is too
+    small by a factor e^{1/scale} (opendp/opendp issue #2922). The map at threshold − 1
+    is OpenDP's own conservative arithmetic over the right event.
+    """
+
+    threshold: int = 0
+    d_in3: tuple[int, int, int] = (1, 1, 1)
+    delta: float = 0.0
+    delta_opendp: float = 0.0
+
+    def invoke(self, value: Any) -> Any:
+        counts = {str(k): int(v) for k, v in dict(value).items()}
+        arr = _i32(list(counts.values()), f"the {self.name}")
+        out = _invoke(self.measurement, dict(zip(counts, (int(v) for v in arr), strict=True)))
+        return {str(k): int(v) for k, v in dict(out).items()}
+
+    def describe(self) -> dict[str, Any]:
+        out = super().describe()
+        out.update({"threshold": self.threshold, "d_in": list(self.d_in3), "delta": self.delta,
+                    "delta_reported_by_opendp": self.delta_opendp})
+        return out
+
+
+def laplace_threshold(name: str, d_in: tuple[int, int, int], scale: float, threshold: int) -> ThresholdComponent:
+    """OpenDP's discrete Laplace with a threshold on a map str → i32 (the key release)."""
+    dom = dp.map_domain(dp.atom_domain(T=str), dp.atom_domain(T="i32"))
+    met = dp.l01inf_distance(dp.absolute_distance(T="i32"))
+
+    def make(t: int) -> dp.Measurement:
+        return dp.m.make_laplace_threshold(dom, met, scale=float(scale), threshold=int(t))
+
+    meas = make(threshold)
+    eps, delta_o = _map(meas, d_in)
+    _, delta = _map(make(threshold - 1), d_in) if threshold - 1 >= d_in[2] else (eps, 1.0)
+    return ThresholdComponent(name, meas, float(d_in[1]), "make_laplace_threshold(map str → i32)", float(scale),
+                              Measure.MAX_DIVERGENCE, float(eps), DType.I32, True, int(threshold),
+                              (int(d_in[0]), int(d_in[1]), int(d_in[2])), max(float(delta), float(delta_o)),
+                              float(delta_o))
+
+
 # --------------------------------------------------------------------------- recorded spends
 
 
@@ -291,6 +345,15 @@ def draw(key: str, item_id: str, query_id: str, planner: Spend, components: Sequ
     """Compare OpenDP's loss with the planner's and build the spend the ledger records."""
     comps = tuple(components)
     pl_event = planner.event
+    if isinstance(pl_event, ThresholdedEvent):
+        # the inner mechanism's draw, then its δ: the larger of the planned and the real one
+        inner = Spend(pl_event.event, planner.epsilon, max(float(planner.delta) - pl_event.delta, 0.0))
+        base = draw(key, item_id, query_id, inner, comps)
+        d_real = max((c.delta for c in comps if isinstance(c, ThresholdComponent)), default=0.0)
+        d_rec = max(pl_event.delta, d_real)
+        r = base.recorded
+        recorded = Spend(ThresholdedEvent(r.event, d_rec), r.epsilon, r.delta + d_rec)
+        return replace(base, planner=planner, recorded=recorded)
     if all(c.measure is Measure.MAX_DIVERGENCE for c in comps):
         eps_o = float(sum(c.cost for c in comps))
         eps_r = max(eps_o, pure_epsilon(pl_event))

@@ -60,6 +60,7 @@ class QueryKind(StrEnum):
     GROUPED_SUM = "grouped_sum"
     GROUPED_MEAN = "grouped_mean"
     GROUPED_QUANTILE = "grouped_quantile"
+    KEY_COUNT = "key_count"
 
 
 class MeanMode(StrEnum):
@@ -124,6 +125,11 @@ class Predicate:
             raise QueryError(
                 f"{where}: a predicate on identifier column {col.name!r} would single out "
                 "people; filter on a numeric, categorical or boolean column."
+            )
+        if col.kind is ColumnKind.KEY:
+            raise QueryError(
+                f"{where}: a predicate on key column {col.name!r} would test an undeclared value; "
+                "filter on a numeric, categorical or boolean column."
             )
         if self.op is PredicateOp.IN:
             if not isinstance(self.value, tuple) or len(self.value) == 0:

@@ -98,6 +98,10 @@ class ColumnKind(StrEnum):
     CATEGORICAL = "categorical"
     BOOLEAN = "boolean"
     IDENTIFIER = "identifier"
+    #: Text keys whose values are NOT declared (a ZIP code, a product id): released only
+    #: by partition selection (:mod:`planner.statistics.keys`), which shows a key only when
+    #: its noisy count crosses a threshold.
+    KEY = "key"
 
 
 class Relation(StrEnum):
@@ -342,6 +346,11 @@ class Column:
             raise SchemaError(
                 f"column {name!r}: an identifier column cannot replace missing values "
                 "(rows of one person would merge); use action 'drop' and fix the file."
+            )
+        if kind is ColumnKind.KEY:
+            raise SchemaError(
+                f"column {name!r}: a key column cannot replace missing values (the replacement "
+                "would become a key of its own); use action 'drop'."
             )
         if kind is ColumnKind.NUMERIC:
             fv = _finite_float(v, f"column {name!r}: the missing-value replacement")

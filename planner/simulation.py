@@ -84,10 +84,19 @@ class QuantileCheck:
 
 
 def _rmse(errors: npt.ArrayLike) -> tuple[float, float]:
-    """(√mean e², its standard error) over all draws (the first axis is the run)."""
+    """(√mean e², its standard error) over all draws (the first axis is the run).
+
+    NaN marks an answer that was not shown (a key below the partition-selection threshold,
+    :mod:`planner.statistics.keys`): it has no error and is left out, as are runs that
+    showed nothing."""
     e2 = np.square(np.asarray(errors, dtype=np.float64))
-    runs = e2.shape[0] if e2.ndim else 1
-    per_run = e2.reshape(runs, -1).mean(axis=1)
+    flat = e2.reshape(e2.shape[0] if e2.ndim else 1, -1)
+    shown = ~np.isnan(flat)
+    some = shown.any(axis=1)
+    per_run = np.where(shown, flat, 0.0).sum(axis=1)[some] / shown.sum(axis=1)[some]
+    runs = int(per_run.size)
+    if runs == 0:
+        return math.nan, math.nan
     m = float(per_run.mean())
     if m <= 0.0 or runs < 2:
         return math.sqrt(max(m, 0.0)), 0.0

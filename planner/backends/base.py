@@ -139,6 +139,26 @@ class QuantileAggregate:
 
 
 @dataclass(frozen=True, slots=True)
+class KeyCounts:
+    """Rows per key of a key column (PRIVATE: which keys exist is itself private; only
+    partition selection's thresholded, noisy release of it leaves the process).
+
+    ``keys`` are canonical cell values (:func:`planner.backends.cells.canonical_value`),
+    sorted; ``dropped`` counts rows whose key is missing."""
+
+    keys: tuple[str, ...]
+    counts: tuple[int, ...]
+    dropped: int = 0
+
+    def __post_init__(self) -> None:
+        if len(self.keys) != len(self.counts):
+            raise ValueError("KeyCounts needs one count per key.")
+
+    def as_dict(self) -> dict[str, int]:
+        return dict(zip(self.keys, self.counts, strict=True))
+
+
+@dataclass(frozen=True, slots=True)
 class BooleanCounts:
     """True / false counts of a boolean column."""
 
@@ -257,6 +277,15 @@ class Backend(ABC):
         raise QueryError(
             f"the {type(self).__name__} cannot restrict rows to a group, so it cannot compute grouped "
             "statistics; use the pandas, DuckDB or Spark backend for this plan."
+        )
+
+    def key_counts(self, column: str) -> KeyCounts:
+        """Rows per canonical value of a key column, over the contribution-bounded rows
+        (rows with a missing key are ``dropped``). Backends override this; one that cannot
+        count keys says so."""
+        raise QueryError(
+            f"the {type(self).__name__} cannot count rows per key yet; release key counts with the "
+            "pandas engine (--engine pandas, or 'pandas' on the Data page)."
         )
 
     @abstractmethod

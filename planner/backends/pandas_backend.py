@@ -28,6 +28,7 @@ from planner.backends.base import (
     BooleanCounts,
     ColumnStats,
     CountAggregate,
+    KeyCounts,
     QuantileAggregate,
     SumAggregate,
 )
@@ -137,6 +138,14 @@ def _factorize(series: pd.Series) -> tuple[list[object], IntArray]:
     enc = pc.dictionary_encode(_arrow_text(series))
     idx = np.asarray(enc.indices.fill_null(-1).to_numpy(zero_copy_only=False), dtype=np.int64)
     return list(enc.dictionary.to_pylist()), idx
+
+
+def key_label(cell: object) -> str | None:
+    """The released label of a key cell: text trimmed of white space as written ("02139"
+    keeps its zero), a typed number in canonical form (7.0 → "7"); None when missing."""
+    if isinstance(cell, str):
+        return cell.strip() or None
+    return canonical_value(cell)
 
 
 def _canonical_codes(
@@ -604,6 +613,20 @@ class PandasBackend(Backend):
         dropped = int(self.rows - usable.sum())
         m = usable if predicate is None else usable & self._predicate_mask(predicate)
         return CountAggregate(int(np.count_nonzero(m)), dropped)
+
+    def key_counts(self, column: str) -> KeyCounts:
+        self._col(column, ColumnKind.KEY)
+        conf = self.conformed(column)
+        series = self._df[column][conf.usable]
+        uniques, idx = _factorize(series)
+        labels = [key_label(u) for u in uniques]
+        per_unique = np.bincount(idx[idx >= 0], minlength=len(uniques))
+        counts: dict[str, int] = {}
+        for lab, n in zip(labels, per_unique.tolist(), strict=True):
+            if lab is not None and lab != "" and n:
+                counts[lab] = counts.get(lab, 0) + int(n)
+        keys = tuple(sorted(counts))
+        return KeyCounts(keys, tuple(counts[k] for k in keys), conf.stats.dropped)
 
     def clipped_sum(self, column: str) -> SumAggregate:
         self._col(column, ColumnKind.NUMERIC)

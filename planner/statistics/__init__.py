@@ -12,6 +12,7 @@ mode                    :mod:`.mode`
 proportion              :mod:`.proportion`
 synthetic_sample        :mod:`.synthetic`
 grouped_*               :mod:`.grouped`
+key_count               :mod:`.keys` (partition selection over undeclared keys)
 ======================  ===========================================================
 
 A new statistic is one module with a :class:`~planner.statistics.base.Statistic`
@@ -33,6 +34,7 @@ from planner.statistics.base import Statistic
 from planner.statistics.count import Count
 from planner.statistics.grouped import GroupedCount, GroupedMean, GroupedQuantile, GroupedSum
 from planner.statistics.histogram import Histogram
+from planner.statistics.keys import KeyCount
 from planner.statistics.mean import Mean
 from planner.statistics.mode import Mode
 from planner.statistics.proportion import Proportion
@@ -43,7 +45,8 @@ from planner.statistics.synthetic import SyntheticSample
 #: Every registered statistic, by kind.
 STATISTICS: Final[Mapping[QueryKind, Statistic]] = MappingProxyType({
     s.kind: s for s in (Count(), Sum(), Mean(), Histogram(), Quantile(), Median(), Mode(), Proportion(),
-                        SyntheticSample(), GroupedCount(), GroupedSum(), GroupedMean(), GroupedQuantile())
+                        SyntheticSample(), GroupedCount(), GroupedSum(), GroupedMean(), GroupedQuantile(),
+                        KeyCount())
 })
 
 

@@ -36,6 +36,7 @@ from planner.accounting import pure_epsilon
 from planner.allocation import Item, ItemAllocation
 from planner.budget import CompositionRule
 from planner.errors import QueryError, SchemaError
+from planner.events import ThresholdedEvent
 from planner.mechanisms.base import MechanismName, Sensitivity
 from planner.queries import Predicate, Query, QueryKind, QueryPart
 from planner.schema import Column, ColumnKind, Schema
@@ -260,7 +261,8 @@ def one_draw(part: Part, share: ItemAllocation, components: Sequence[Component],
 def share_epsilon(share: ItemAllocation, index: int = 0) -> float:
     """The pure ε of the item's ``index``-th planned event (what a pure component is
     calibrated to)."""
-    return pure_epsilon(share.spends[index].event)
+    event = share.spends[index].event
+    return pure_epsilon(event.event if isinstance(event, ThresholdedEvent) else event)
 
 
 def need_public_n(query: Query, schema: Schema) -> int:
