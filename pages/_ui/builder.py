@@ -224,7 +224,7 @@ def _option_widget(o: OptionSpec, kind: str, schema: Schema) -> None:
         _put(path, cur)
         st.checkbox(f"{o.label}: only rows matching a condition", help=_help(o), **_bind((*path, "on"), False))
         if cur["on"]:
-            cols = [c.name for c in schema.columns if c.kind is not ColumnKind.IDENTIFIER]
+            cols = [c.name for c in schema.columns if c.kind not in (ColumnKind.IDENTIFIER, ColumnKind.KEY)]
             f1, f2, f3 = st.columns([2, 1, 2])
             f1.selectbox(f"{o.label}: column", cols, **_bind((*path, "column"), None, cols))
             col = _get((*path, "column"))

@@ -69,6 +69,7 @@ from planner.events import (
     RandomizedResponseEvent,
     SampledWithoutReplacementEvent,
     SelfComposedEvent,
+    ThresholdedEvent,
     ZCDPEvent,
     flatten,
 )
@@ -116,6 +117,8 @@ def event_rdp(event: PrivacyEvent, orders: npt.ArrayLike) -> FloatArray:
     o = np.asarray(orders, dtype=np.float64)
     if isinstance(event, ApproxEvent):
         return dv.pure_dp_rdp(event.epsilon, o) if event.delta == 0.0 else np.full(o.shape, np.inf)
+    if isinstance(event, ThresholdedEvent):  # δ-approximate: no curve alone (accountants reserve δ)
+        return np.full(o.shape, np.inf)
     if isinstance(event, SelfComposedEvent):
         one = event_rdp(event.event, o)
         return np.asarray(event.count * one * (1.0 + _SELF_COMPOSED_ALLOWANCE), dtype=np.float64)

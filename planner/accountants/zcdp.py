@@ -44,6 +44,7 @@ from planner.events import (
     PureEvent,
     RandomizedResponseEvent,
     SelfComposedEvent,
+    ThresholdedEvent,
     ZCDPEvent,
 )
 
@@ -96,6 +97,8 @@ def event_rho(event: PrivacyEvent) -> float:
     """
     if isinstance(event, ApproxEvent):
         return event.epsilon**2 / 2.0 if event.delta == 0.0 else math.inf
+    if isinstance(event, ThresholdedEvent):  # δ-approximate: no ρ alone (accountants reserve δ)
+        return math.inf
     if isinstance(event, SelfComposedEvent):
         return event.count * event_rho(event.event)
     if isinstance(event, SAMPLED_EVENTS):  # sampling never increases a Rényi divergence

@@ -153,7 +153,7 @@ def keep_probability(scale: float, threshold: int, rows: float) -> float:
     >>> round(keep_probability(2.0, 20, 20), 4)  # P[Z ≥ 0] = 1/(1 + e^{−1/2}), by hand
     0.6225
     """
-    return _tail(scale, int(threshold) - int(math.floor(rows)))
+    return _tail(scale, int(threshold) - math.floor(rows))
 
 
 def keep_table(pred: Prediction, rows: tuple[int, ...] | None = None) -> list[tuple[int, float]]:
@@ -161,8 +161,8 @@ def keep_table(pred: Prediction, rows: tuple[int, ...] | None = None) -> list[tu
     1 row, the threshold ± 2 scales, and the least k shown with probability ≥ 95%."""
     s, t = pred.noise["laplace_scale"], int(pred.noise["threshold"])
     if rows is None:
-        k95 = t + next(m for m in range(0, 10**7) if _tail(s, -m) >= 0.95)
-        rows = tuple(sorted({1, max(t - math.ceil(2 * s), 1), t, t + math.ceil(2 * s), k95}))
+        rows = tuple(sorted({1, max(t - math.ceil(2 * s), 1), t, t + math.ceil(2 * s),
+                             int(pred.noise["rows_shown_95pct"])}))
     return [(k, keep_probability(s, t, k)) for k in rows]
 
 
@@ -211,7 +211,11 @@ class KeyCount(Statistic):
         t = key_threshold(s, _key_delta(q), d_in)
         pred = add.predict(part, share, M.DISCRETE_LAPLACE, Sensitivity(float(d_in[1]), float(d_in[1])),
                            self.unit(q, schema), component="keys")
-        noise = {**pred.noise, "threshold": float(t), "key_delta": key_delta_at(s, t, d_in)}
+        # shown with the prediction on the pages: the threshold, the key δ, and the rows a
+        # key needs to be shown 95% of the time
+        k95 = t + next(m for m in range(10**7) if _tail(s, -m) >= 0.95)
+        noise = {**pred.noise, "threshold": float(t), "key_delta": key_delta_at(s, t, d_in),
+                 "rows_shown_95pct": float(k95)}
         return replace(pred, noise=noise)
 
     def aggregate(self, q: Query, backend: Backend) -> Aggregate:
