@@ -91,7 +91,7 @@ class DType(StrEnum):
     FLOAT = "float"
 
 
-def _map(measurement: dp.Measurement, d_in: float | int) -> Any:
+def _map(measurement: dp.Measurement, d_in: float | int | tuple[int, int, int]) -> Any:
     """OpenDP's privacy map at d_in (ε, ρ or an (ε, δ) pair)."""
     return measurement.map(d_in)  # type: ignore[no-untyped-call]
 

@@ -216,7 +216,7 @@ class GroupedAggregate:
 
 Aggregate = (
     CountAggregate | SumAggregate | MeanAggregate | BinCounts | QuantileAggregate | BooleanCounts
-    | GroupedAggregate
+    | GroupedAggregate | KeyCounts
 )
 
 

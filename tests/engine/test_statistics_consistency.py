@@ -34,11 +34,13 @@ from planner.backends.base import (
     BooleanCounts,
     CountAggregate,
     GroupedAggregate,
+    KeyCounts,
     MeanAggregate,
     QuantileAggregate,
     SumAggregate,
 )
 from planner.errors import QueryError
+from planner.events import ThresholdedEvent
 from planner.mechanisms.base import MechanismName as M
 from planner.queries import Query, QueryKind
 from planner.release import prepare
@@ -58,6 +60,7 @@ def schema(relation: str, c: int) -> Schema:
         {"name": "cat", "kind": "categorical", "categories": ["a", "b", "c", "d"], "missing": {"action": "drop"}},
         {"name": "flag", "kind": "boolean", "missing": {"action": "drop"}},
         {"name": "pid", "kind": "identifier"},
+        {"name": "zip", "kind": "key", "missing": {"action": "drop"}},
     ]
     unit = {"column": "pid", "max_rows": c} if c > 1 else {"column": None, "max_rows": 1}
     return Schema.from_dict({"version": 1, "relation": relation, "public_n": N, "privacy_unit": unit,
@@ -86,6 +89,8 @@ def query(kind: QueryKind, mech: M, relation: str) -> Query | None:
         opts = {"by": ["cat"]}
     elif kind is K.GROUPED_QUANTILE:
         opts = {"by": ["flag"], "alphas": [0.5, 0.9], "candidates": 101}
+    elif kind is K.KEY_COUNT:
+        column, opts = "zip", {"key_delta": 1e-7}
     return Query(f"q_{kind.value}", kind, column, mech, options=opts)
 
 
@@ -151,6 +156,14 @@ def test_planned_scale_and_cost_are_the_opendp_measurements(case: Case, rule: Co
             assert scale == pytest.approx(item.prediction.scales[name], rel=1e-12), name
         for d in item.draws:
             planned = d.planner.event
+            if isinstance(planned, ThresholdedEvent):  # key release: the δ OpenDP's map gives fits the plan
+                rec = d.recorded.event
+                assert isinstance(rec, ThresholdedEvent) and rec.delta == planned.delta, (rec, planned)
+                assert max(c.delta for c in item.components) <= planned.delta  # type: ignore[attr-defined]
+                planned = planned.event
+                assert pure_epsilon(rec.event) == pytest.approx(pure_epsilon(planned), rel=1e-9)
+                assert d.opendp_epsilon == pytest.approx(pure_epsilon(planned), rel=1e-9)
+                continue
             if d.pure:  # OpenDP's ε at the sensitivity is the planned event's pure ε
                 assert d.opendp_epsilon == pytest.approx(pure_epsilon(planned), rel=1e-9)
                 assert pure_epsilon(d.recorded.event) == pytest.approx(pure_epsilon(planned), rel=1e-9)
@@ -169,6 +182,8 @@ def aggregate(kind: QueryKind, s: Schema) -> Aggregate:
     enter), counts far from 0 (so clamping at 0 does not enter)."""
     if kind is K.COUNT:
         return CountAggregate(N)
+    if kind is K.KEY_COUNT:  # keys far above any threshold: every one is shown
+        return KeyCounts(("a", "b", "c"), (20 * N, 10 * N, 5 * N))
     if kind is K.SUM:
         return SumAggregate(60_000.0, N)
     if kind is K.MEAN:
@@ -223,6 +238,9 @@ def errors(kind: QueryKind, agg: Aggregate, answer: dict[str, Any], part: str) -
         assert isinstance(agg, BinCounts)
         c = agg.as_array()
         return np.array([float(c.max() - c[list(agg.labels).index(answer["value"])])])
+    if kind is K.KEY_COUNT:
+        assert isinstance(agg, KeyCounts) and answer["keys"] == list(agg.keys)
+        return np.asarray(answer["counts"], dtype=float) - np.asarray(agg.counts, dtype=float)
     if kind is K.PROPORTION:
         assert isinstance(agg, BooleanCounts)
         return np.array([answer["value"] - agg.n_true / agg.n])
