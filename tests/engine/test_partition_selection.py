@@ -239,3 +239,16 @@ def test_release_through_the_ledger_records_the_key_delta(tmp_path: Path) -> Non
     assert 0.99 <= st.epsilon_spent <= 1.0 + 1e-9 and st.releases == 1
     again = Ledger(f"sqlite:///{tmp_path / 'ledger.db'}").status("ds")  # the stored events read back
     assert again.epsilon_spent == pytest.approx(st.epsilon_spent, rel=1e-12)
+
+
+def test_plan_file_round_trip() -> None:
+    from planner.plan_spec import build_plan, dump_plan_spec, loads_plan_spec, spec_document
+    from planner.release import plan_hash
+
+    s = schema("substitute", 3)
+    qs = [key_query(key_delta=2e-7), Query("n", QueryKind.COUNT, None, M.LAPLACE)]
+    doc = spec_document(s, 1.0, 1e-6, "pld", "weighted", qs, dataset_name="keys")
+    spec = loads_plan_spec(dump_plan_spec(doc))
+    again = build_plan(spec)
+    assert spec.queries[0].option("key_delta") == 2e-7
+    assert plan_hash(again.plan, spec.schema) == plan_hash(plan(qs, s, 1.0, 1e-6, "pld"), s)

@@ -33,7 +33,7 @@ from planner.plan_spec import (
     parse_plan_spec,
     spec_document,
 )
-from planner.queries import Query
+from planner.queries import Query, QueryKind
 from planner.release import plan_hash
 from planner.schema import Schema
 from planner.statistics import STATISTICS
@@ -61,7 +61,9 @@ EVERY_KIND = [
 
 
 def test_every_kind_is_covered() -> None:
-    assert {q.kind for q in EVERY_KIND} == set(STATISTICS)
+    # a key count needs a column of kind "key", which the census sample does not have: its
+    # plan file round trip is tests/engine/test_partition_selection.py::test_plan_file_round_trip
+    assert {q.kind for q in EVERY_KIND} == set(STATISTICS) - {QueryKind.KEY_COUNT}
 
 
 # --------------------------------------------------------------------------- equal split
