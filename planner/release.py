@@ -449,6 +449,8 @@ def release(
     if backend.schema.schema_hash() != schema.schema_hash():
         raise ReleaseError("the backend's schema differs from the plan's schema; load the data with the plan's schema.")
     prepared = prepare(plan, schema)
+    for q in dict.fromkeys(item.part.query for item in prepared.items):
+        q.statistic.check_backend(q, backend)  # before anything is spent
     record = ledger.release(
         fingerprint,
         prepared.plan_hash,

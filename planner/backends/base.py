@@ -36,7 +36,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import numpy.typing as npt
@@ -224,6 +224,9 @@ class Backend(ABC):
     """Computes the exact aggregates a plan needs (see the module docstring's contract)."""
 
     schema: Schema
+    #: Whether :meth:`key_counts` is implemented (partition selection checks it before a
+    #: release spends anything).
+    counts_keys: ClassVar[bool] = False
 
     # ------------------------------------------------------------------ primitives
     @property

@@ -13,7 +13,7 @@ import math
 import operator
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import numpy.typing as npt
@@ -613,6 +613,8 @@ class PandasBackend(Backend):
         dropped = int(self.rows - usable.sum())
         m = usable if predicate is None else usable & self._predicate_mask(predicate)
         return CountAggregate(int(np.count_nonzero(m)), dropped)
+
+    counts_keys: ClassVar[bool] = True
 
     def key_counts(self, column: str) -> KeyCounts:
         self._col(column, ColumnKind.KEY)

@@ -364,6 +364,10 @@ class Statistic(ABC):
         """Plain-words notes for the pages about this query's mechanisms (override)."""
         return ()
 
+    def check_backend(self, q: Query, backend: Backend) -> None:  # noqa: B027 (optional hook)
+        """Refuse, before any budget is spent, a backend that cannot compute this query's
+        aggregate (override)."""
+
     def answer_rows(self, q: Query, answer: JSON) -> tuple[AnswerRow, ...]:
         """The released numbers of a stored answer, one row each (override for answers
         with bins or parts)."""

@@ -218,6 +218,13 @@ class KeyCount(Statistic):
                  "rows_shown_95pct": float(k95)}
         return replace(pred, noise=noise)
 
+    def check_backend(self, q: Query, backend: Backend) -> None:
+        if not backend.counts_keys:
+            raise QueryError(
+                f"{q.where}: the {type(backend).__name__} cannot count rows per key yet; release key counts with "
+                "the pandas engine (--engine pandas, or 'pandas' on the Data page). Nothing was spent."
+            )
+
     def aggregate(self, q: Query, backend: Backend) -> Aggregate:
         return backend.key_counts(q.column or "")
 
