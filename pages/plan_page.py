@@ -12,6 +12,7 @@ from pages._ui import state as S
 from pages._ui.preamble import require_dataset
 from planner import advice
 from planner.errors import PlannerError
+from planner.statistics.keys import keep_table
 
 st.title("Planner")
 st.caption("Decide how much privacy budget the next release spends and how it is split across the queries. "
@@ -211,6 +212,14 @@ st.dataframe(table, hide_index=True, width="stretch",
              | {"ρ": st.column_config.NumberColumn("ρ", format="%.4g", help="the Gaussian share in zero-concentrated DP"),
                 "noise": st.column_config.TextColumn("noise", width="medium", help="scale of the noise added (Laplace b, "
                                                      "Gaussian σ) or the selection mechanism's ε and candidates")})
+
+for pred in (p for p in plan.predictions if p.kind == "key_count"):
+    st.markdown(f"**{pred.query_id}: which keys will be shown.** Keys are not declared, so a key is shown only when "
+                f"its noisy count reaches the threshold ({pred.noise['threshold']:.0f} rows). A key held by one person "
+                f"is shown with probability {pred.noise['key_delta']:.2g} (the key δ this query spends besides its ε); "
+                f"a key needs about {pred.noise['rows_shown_95pct']:.0f} rows to be shown 19 times in 20.")
+    st.dataframe(pd.DataFrame([{"rows in the key": k, "chance it is shown": f"{pr:.3g}"}
+                               for k, pr in keep_table(pred)]), hide_index=True)
 
 if mode == "weighted":
     with st.expander("Fix some shares by hand (optional)"):
