@@ -288,7 +288,7 @@ class Backend(ABC):
         count keys says so."""
         raise QueryError(
             f"the {type(self).__name__} cannot count rows per key yet; release key counts with the "
-            "pandas engine (--engine pandas, or 'pandas' on the Data page)."
+            "pandas engine (--backend pandas, or 'pandas' on the Data page)."
         )
 
     @abstractmethod

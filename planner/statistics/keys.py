@@ -222,7 +222,7 @@ class KeyCount(Statistic):
         if not backend.counts_keys:
             raise QueryError(
                 f"{q.where}: the {type(backend).__name__} cannot count rows per key yet; release key counts with "
-                "the pandas engine (--engine pandas, or 'pandas' on the Data page). Nothing was spent."
+                "the pandas engine (--backend pandas, or 'pandas' on the Data page). Nothing was spent."
             )
 
     def aggregate(self, q: Query, backend: Backend) -> Aggregate:
