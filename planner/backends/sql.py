@@ -74,7 +74,7 @@ from abc import abstractmethod
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any, Final
+from typing import Any, ClassVar, Final
 
 import numpy as np
 
@@ -86,6 +86,7 @@ from planner.backends.base import (
     BooleanCounts,
     ColumnStats,
     CountAggregate,
+    KeyCounts,
     QuantileAggregate,
     SumAggregate,
 )
@@ -771,8 +772,9 @@ class SqlBackend(Backend):
                 L[0].add(a, src)
             if col.kind is ColumnKind.NUMERIC:
                 self._numeric_cells(k, col, tc, p, L, atoms)
-            elif col.kind is ColumnKind.IDENTIFIER:
-                self._identifier_cells(k, tc, p, L, atoms, pid=k == uk and pid, iv=k == uk and unit_int)
+            elif col.kind in (ColumnKind.IDENTIFIER, ColumnKind.KEY):
+                self._identifier_cells(k, tc, p, L, atoms, pid=k == uk and pid, iv=k == uk and unit_int,
+                                       label=col.kind is ColumnKind.KEY)
             else:
                 self._coded_cells(k, col, tc, p, L, atoms)
             out += [f"{x}{k}" for x in ("u", "v", "m", "i", "cl", "d")]
@@ -953,9 +955,14 @@ class SqlBackend(Backend):
         L[7].add(f"d{k}", f"NOT ub{k}")
 
     def _identifier_cells(self, k: int, tc: TypeClass, p: Params, L: list[_Layer], atoms: bool,
-                          *, pid: bool, iv: bool) -> None:
+                          *, pid: bool, iv: bool, label: bool = False) -> None:
         """Layers of an identifier column: present or missing; the canonical key ``pid``
-        (bounding), the plain integer ``iv`` (the unit check), the digest word ``w``."""
+        (bounding), the plain integer ``iv`` (the unit check), the digest word ``w``.
+
+        A key column (``label``) is read the same way, and its value ``v`` is the key's
+        label as :func:`planner.backends.pandas_backend.key_label` writes it: text trimmed
+        as written ("02139" keeps its zero), an integer in digits, a float as a DOUBLE
+        (put in canonical form by :meth:`key_counts`)."""
         d = self.dialect
         a = f"a{k}"
         t_int = self._word(dg.T_INT)
@@ -967,12 +974,14 @@ class SqlBackend(Backend):
             L[3].add(f"t{k}", f"CASE WHEN fi{k} IS NULL THEN {self._text(a, 'text', p)} END")
             L[4].add(f"key{k}", f"CASE WHEN fi{k} IS NULL THEN {self._canon(f't{k}', 'text', p)} END")
             present = f"(fi{k} IS NOT NULL OR key{k} IS NOT NULL)"
+            shown = f"CASE WHEN fi{k} IS NOT NULL THEN {a} ELSE t{k} END"
             canon = f"CASE WHEN fi{k} IS NOT NULL THEN 'n' || CAST(fi{k} AS {d.text_type}) ELSE key{k} END"
             plain = f"fi{k}"
             word = (f"CASE WHEN fi{k} IS NOT NULL THEN {d.xor(f'fi{k}', t_int)} "
                     f"ELSE {self._key_word(f'key{k}')} END")
         elif tc == "int":  # an integer is its own canonical value: no text per row
             present = f"{a} IS NOT NULL"
+            shown = f"CAST({a} AS {d.text_type})"
             canon = self._canon(a, tc, p)
             plain = a
             word = (f"CASE WHEN {a} IS NULL THEN {self._word(dg.T_MISS)} "
@@ -980,6 +989,8 @@ class SqlBackend(Backend):
         else:
             L[3].add(f"key{k}", self._canon(a, tc, p))
             present = f"key{k} IS NOT NULL"
+            shown = f"CAST({a} AS DOUBLE)" if tc == "float" else \
+                f"CASE WHEN {a} IS NULL THEN NULL WHEN {a} THEN 'True' ELSE 'False' END"
             canon = f"key{k}"
             plain = "CAST(NULL AS BIGINT)"
             if tc == "float":
@@ -995,7 +1006,7 @@ class SqlBackend(Backend):
         if iv:
             L[6].add("iv", plain)
         L[7].add(f"u{k}", f"ok{k}")
-        L[7].add(f"v{k}", "CAST(0 AS BIGINT)")
+        L[7].add(f"v{k}", shown if label else "CAST(0 AS BIGINT)")
         L[7].add(f"m{k}", f"NOT ok{k}")
         L[7].add(f"i{k}", "FALSE")
         L[7].add(f"cl{k}", "FALSE")
@@ -1455,7 +1466,7 @@ class SqlBackend(Backend):
         "other" bin, are the only rows left out."""
         col = self.schema.columns[k]
         replace = col.missing.action is MissingAction.REPLACE
-        if col.kind is ColumnKind.IDENTIFIER:
+        if col.kind in (ColumnKind.IDENTIFIER, ColumnKind.KEY):
             return rows - missing
         if col.kind is ColumnKind.CATEGORICAL:
             return rows - (0 if replace else missing) - (0 if col.other_bin else invalid)
@@ -1467,7 +1478,7 @@ class SqlBackend(Backend):
         for k, col in enumerate(self.schema.columns):
             if col.kind is not ColumnKind.NUMERIC:
                 out.add(f"cl{k}")
-            if col.kind is ColumnKind.IDENTIFIER or (
+            if col.kind in (ColumnKind.IDENTIFIER, ColumnKind.KEY) or (
                 col.kind is ColumnKind.NUMERIC and self._types[col.name] in ("int", "float")
             ):
                 out.add(f"i{k}")
@@ -1824,9 +1835,32 @@ class SqlBackend(Backend):
         )
 
     # ------------------------------------------------------------------ Backend API
+    counts_keys: ClassVar[bool] = True
+
     @property
     def rows(self) -> int:
         return int(self._values([_Rows()])[0])
+
+    def key_counts(self, column: str) -> KeyCounts:
+        """Rows per key label over the bounded rows: one ``GROUP BY`` of the key column's
+        value (its label, :meth:`_identifier_cells`); the NULL group is the missing keys."""
+        k, _ = self._col(column, ColumnKind.KEY)
+        if self._bounding is None:  # the first statement decides whether anybody is over c
+            _ = self.rows
+        p = Params(self.dialect)
+        ctes = self._kept_with(p, [k])
+        rows = self._run_sql(f"{ctes} SELECT CASE WHEN u{k} THEN v{k} END AS key_, count(*) FROM kept GROUP BY 1", p)
+        counts: dict[str, int] = {}
+        dropped = 0
+        for key, n in rows:
+            if key is None:
+                dropped += int(n)
+                continue
+            label = canonical_value(key) if isinstance(key, float) else str(key)
+            if label:
+                counts[label] = counts.get(label, 0) + int(n)
+        keys = tuple(sorted(counts))
+        return KeyCounts(keys, tuple(counts[x] for x in keys), dropped)
 
     @property
     def rows_truncated(self) -> int:
@@ -1840,7 +1874,7 @@ class SqlBackend(Backend):
         if col.kind is ColumnKind.CATEGORICAL:
             return ColumnStats(rows, usable, 0, invalid, missing,
                                missing if replace else 0, 0 if replace else missing)
-        if col.kind is ColumnKind.IDENTIFIER:
+        if col.kind in (ColumnKind.IDENTIFIER, ColumnKind.KEY):
             return ColumnStats(rows, rows - missing, 0, 0, missing, 0, missing)
         bad = invalid + missing
         return ColumnStats(rows, usable, clipped, invalid, missing,
@@ -2107,6 +2141,8 @@ class _GroupView(SqlBackend):
     :class:`_InGroup` and answered by the parent, which owns the engine (closing a view
     closes nothing).
     """
+
+    counts_keys: ClassVar[bool] = False  # keys are counted over the whole table only
 
     def __init__(self, parent: SqlBackend, conditions: tuple[Predicate, ...]) -> None:
         self.schema = parent.schema
