@@ -216,7 +216,8 @@ st.dataframe(table, hide_index=True, width="stretch",
 for pred in (p for p in plan.predictions if p.kind == "key_count"):
     st.markdown(f"**{pred.query_id}: which keys will be shown.** Keys are not declared, so a key is shown only when "
                 f"its noisy count reaches the threshold ({pred.noise['threshold']:.0f} rows). A key held by one person "
-                f"is shown with probability {pred.noise['key_delta']:.2g} (the key δ this query spends besides its ε); "
+                f"is shown with probability {pred.noise['key_delta']:.2g}, within the key δ of {pred.delta:.2g} this "
+                "query spends besides its ε; "
                 f"a key needs about {pred.noise['rows_shown_95pct']:.0f} rows to be shown 19 times in 20.")
     st.dataframe(pd.DataFrame([{"rows in the key": k, "chance it is shown": f"{pr:.3g}"}
                                for k, pr in keep_table(pred)]), hide_index=True)
