@@ -873,8 +873,10 @@ def suggest_kinds(df: pd.DataFrame, max_categories: int = 50) -> dict[str, Colum
             out[key] = ColumnKind.NUMERIC
         elif nunique <= max_categories:
             out[key] = ColumnKind.CATEGORICAL
+        elif unique_ids:
+            out[key] = ColumnKind.IDENTIFIER  # every value once: one per person, most likely
         else:
-            out[key] = ColumnKind.IDENTIFIER
+            out[key] = ColumnKind.KEY  # many values, repeated (a city, a product): keys not listed
     return out
 
 

@@ -305,6 +305,12 @@ def test_suggest_kinds_many_distinct_text_is_identifier() -> None:
     assert suggest_kinds(df) == {"name": ColumnKind.IDENTIFIER}
 
 
+def test_suggest_kinds_many_repeated_text_values_are_keys() -> None:
+    # 150 cities, each on two rows: too many to list as categories, not one per person
+    df = pd.DataFrame({"city": [f"c{i // 2}" for i in range(300)]})
+    assert suggest_kinds(df) == {"city": ColumnKind.KEY}
+
+
 def test_no_schema_function_reads_bounds_from_rows() -> None:
     """Bounds/categories cannot be produced from data: there is no such function."""
     import planner.schema as m
