@@ -1742,11 +1742,11 @@ class SqlBackend(Backend):
         if _uniform_guess_ok(grid, "left"):
             w, t0 = p(float(grid[1] - grid[0])), p(float(grid[0]))
             guess = f"CAST(least(greatest(-{d.floor(f'-{gg}')}, 0), {n - 1}) AS BIGINT)"
-            edge = self._edge_fn(grid, p)
+            cand = self._edge_fn(grid, p)
             exact = (
-                f"{guess} - CASE WHEN {guess} = 0 THEN 0 WHEN {edge(f'{guess} - 1')} >= {v} THEN 1 "
+                f"{guess} - CASE WHEN {guess} = 0 THEN 0 WHEN {cand(f'{guess} - 1')} >= {v} THEN 1 "
                 f"ELSE 0 END "
-                f"+ CASE WHEN {edge(guess)} < {v} THEN 1 ELSE 0 END"
+                f"+ CASE WHEN {cand(guess)} < {v} THEN 1 ELSE 0 END"
             )
             far = self._far(gg, grid)
             fast = "" if far is None else f"WHEN {far} THEN {guess} "
