@@ -25,7 +25,7 @@ import stat
 import unicodedata
 from collections.abc import Mapping
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any, Final, Literal, Protocol
+from typing import IO, TYPE_CHECKING, Any, Final, Literal, Protocol, cast
 
 from planner.backends.base import ColumnStats
 from planner.errors import DataError, PlannerError
@@ -240,17 +240,26 @@ def check_text_limits(buf: TextBuffer, label: str) -> None:
 
 
 def is_utf8(buf: TextBuffer) -> bool:
-    """Whether the whole buffer is valid UTF-8 (streamed: ASCII chunks cost one check)."""
+    """Whether the whole buffer is valid UTF-8 (streamed: an ASCII chunk costs one check).
+
+    A chunk is ASCII when its largest byte is below 0x80 (numpy's maximum over the buffer
+    in place: no copy, and without the GIL, so the command line's imports go on
+    meanwhile); other chunks are decoded, a sequence cut at a chunk's end carried over.
+    """
+    import numpy as np
+
     decoder = codecs.getincrementaldecoder("utf-8")()
+    view = np.frombuffer(cast(Any, buf), dtype=np.uint8)  # bytes or a memory map
     try:
-        for i in range(0, len(buf), _SCAN_CHUNK):
-            chunk = buf[i:i + _SCAN_CHUNK]
-            if chunk.isascii() and not decoder.getstate()[0]:
+        for i in range(0, len(view), _SCAN_CHUNK):
+            if not decoder.getstate()[0] and int(view[i:i + _SCAN_CHUNK].max()) < 0x80:
                 continue
-            decoder.decode(chunk)
+            decoder.decode(buf[i:i + _SCAN_CHUNK])
         decoder.decode(b"", final=True)
     except UnicodeDecodeError:
         return False
+    finally:
+        del view  # a memory map cannot close while a view of it exists
     return True
 
 

@@ -53,7 +53,7 @@ How each rule of the contract (``planner/backends/base.py``) is compiled:
   (x − e₀)/w; where it is near an integer (ties included) it is corrected against the
   actual edge values (computed as ``i·step + e₀`` when that reproduces every edge bit for
   bit, else read from an array parameter), so ties on edges follow ``searchsorted``
-  exactly (:meth:`SqlBackend._lazy_exact`). An integer-valued column with at most
+  exactly (:meth:`SqlBackend._far`). An integer-valued column with at most
   :data:`MAX_VALUE_GROUPS` possible values is instead counted per value and binned in
   Python by ``searchsorted`` itself.
 * Every derived value is computed once in a projection layer of its own and then used
@@ -1360,9 +1360,7 @@ class SqlBackend(Backend):
         groups = [g for g in groups if g not in ranks.values()]
         keys: list[str] = []
         for j, g in enumerate(groups):
-            guess, idx, key = self._bin_key_sql(g, p, j)
-            if g in ranks:
-                key = self._rank_key_sql(g, p, j)
+            guess, idx, key = self._bin_key_sql(g, p, j, rank=g in ranks)
             keys.append(key)
             if guess is not None:
                 layers[3].add(f"gg{j}", guess)
@@ -1676,11 +1674,23 @@ class SqlBackend(Backend):
             out[i] = out.get(i, 0) + c
         return out
 
-    def _bin_key_sql(self, g: _Bins, p: Params, j: int) -> tuple[str | None, str | None, str]:
-        """(guess, index, key) of a grouping request: the per-row bin key (−1: not usable;
-        −2: outside the edges), computed from an exact bin index (column ``gi{j}``),
-        itself corrected from a guessed index (column ``gg{j}``) when the edges are evenly
-        spaced. Each of the three is a projection layer of its own.
+    def _bin_key_sql(self, g: _Bins, p: Params, j: int, *, rank: bool = False
+                     ) -> tuple[str | None, str | None, str]:
+        """(quotient, index, key) of a grouping request: the per-row bin key (−1: not
+        usable; −2: outside the edges). With ``rank`` (a histogram over ``[*grid, top]``
+        paired with candidate counts on ``grid``, :meth:`_rank_pairs`) the key is their
+        joint key: 2·b + t with b the histogram's bin (e_b ≤ x < e_{b+1}, the last closed)
+        and t = 0 where x = e_b exactly, 1 elsewhere; the smallest candidate ≥ x is then
+        b + t (:meth:`_split_ranks`).
+
+        Evenly spaced edges: the key is read from the quotient q = (x − e₀)/w (column
+        ``gg{j}``): where q is far from an integer it is floor(q) (ceil for a quantile
+        grid) and x lies on no edge; the few rows near an edge (ties included) take a
+        branch that corrects the guess against the actual edge values (``CASE``
+        evaluates it on those rows only; :meth:`_far`). Other edges: an exact bin
+        index (column ``gi{j}``) from one comparison per edge. Each of the three is a
+        projection layer of its own. The range tests (−2, the closed last bin) are left
+        out where every clipped value lies in [e₀, e_last) (the declared bounds).
 
         Edge values are read from the edge array parameter, or, when every edge but the
         last equals ``i·step + e₀`` exactly in IEEE arithmetic (the grids of
@@ -1691,59 +1701,79 @@ class SqlBackend(Backend):
         k = g.k
         v = f"v{k}"
         gg, gi = f"gg{j}", f"gi{j}"
+        col = self.schema.columns[k]
         if g.edges is None and g.grid is None:
-            if self.schema.columns[k].kind is ColumnKind.NUMERIC:  # per value (_value_counted)
-                below = p(int(self.schema.columns[k].bounds[0]) - 1)
+            if col.kind is ColumnKind.NUMERIC:  # per value (_value_counted)
+                below = p(int(col.bounds[0]) - 1)
                 return None, None, f"CASE WHEN u{k} THEN CAST({v} AS BIGINT) ELSE {below} END"
             return None, None, f"CASE WHEN u{k} THEN {v} ELSE -1 END"
         if g.edges is not None:
             e = np.asarray(g.edges, dtype=np.float64)
             nb = e.size - 1
-            first, last = p(float(e[0])), p(float(e[-1]))
-            key = (
-                f"CASE WHEN NOT u{k} THEN -1 WHEN {v} = {last} THEN {nb - 1} "
-                f"WHEN {v} < {first} OR {v} > {last} THEN -2 ELSE {gi} END"
-            )
+            lo, hi = col.bounds
+            ranges = ""
+            # a usable v is clipped to [lo, hi] (a replacement value is clipped too);
+            # parameters are bound only where the SQL uses them
+            if not float(e[0]) <= lo <= hi < float(e[-1]):
+                first, last = p(float(e[0])), p(float(e[-1]))
+                ranges = (f"WHEN {v} = {last} THEN {2 * nb - 1 if rank else nb - 1} "
+                          f"WHEN {v} < {first} OR {v} > {last} THEN -2 ")
+            edge_fn: list[Callable[[str], str]] = []
+
+            def edge(i: str) -> str:
+                if not edge_fn:
+                    edge_fn.append(self._edge_fn(e, p))
+                return edge_fn[0](i)
+
+            def keyed(i: str) -> str:  # the key of bin index i (an expression)
+                if not rank:
+                    return i
+                return f"2 * {i} + CASE WHEN {v} = {edge(i)} THEN 0 ELSE 1 END"
+
             if _uniform_guess_ok(e, "right"):
                 w, e0 = p(float(e[1] - e[0])), p(float(e[0]))
                 guess = f"CAST(least(greatest({d.floor(gg)}, 0), {nb - 1}) AS BIGINT)"
-                edge = self._edge_fn(e, p)
                 exact = (
-                    f"{guess} - CASE WHEN {v} < {edge(guess)} THEN 1 ELSE 0 END "
-                    f"+ CASE WHEN {v} >= {edge(f'{guess} + 1')} THEN 1 ELSE 0 END"
+                    f"({guess} - CASE WHEN {v} < {edge(guess)} THEN 1 ELSE 0 END "
+                    f"+ CASE WHEN {v} >= {edge(f'{guess} + 1')} THEN 1 ELSE 0 END)"
                 )
-                return f"({v} - {e0}) / {w}", self._lazy_exact(gg, guess, exact, e), key
+                far = self._far(gg, e)
+                # far from an edge: x is on none (t = 1 in the joint key)
+                fast = "" if far is None else f"WHEN {far} THEN {f'2 * {guess} + 1' if rank else guess} "
+                key = f"CASE WHEN NOT u{k} THEN -1 {ranges}{fast}ELSE {keyed(exact)} END"
+                return f"({v} - {e0}) / {w}", None, key
             if e.size > 2000:
                 raise QueryError("more than 2000 irregular bin edges; use evenly spaced bins.")
             whens = " ".join(f"WHEN {v} < {p(float(x))} THEN {i - 1}" for i, x in enumerate(e))
-            return None, f"CASE {whens} ELSE {nb} END", key
+            return None, f"CASE {whens} ELSE {nb} END", f"CASE WHEN NOT u{k} THEN -1 {ranges}ELSE {keyed(gi)} END"
         grid = np.asarray(g.grid, dtype=np.float64)
         n = grid.size
         if n == 1:
             return None, None, f"CASE WHEN NOT u{k} THEN -1 ELSE 0 END"
-        key = f"CASE WHEN NOT u{k} THEN -1 ELSE {gi} END"
         if _uniform_guess_ok(grid, "left"):
             w, t0 = p(float(grid[1] - grid[0])), p(float(grid[0]))
             guess = f"CAST(least(greatest(-{d.floor(f'-{gg}')}, 0), {n - 1}) AS BIGINT)"
-            edge = self._edge_fn(grid, p)
+            cand = self._edge_fn(grid, p)
             exact = (
-                f"{guess} - CASE WHEN {guess} = 0 THEN 0 WHEN {edge(f'{guess} - 1')} >= {v} THEN 1 "
+                f"{guess} - CASE WHEN {guess} = 0 THEN 0 WHEN {cand(f'{guess} - 1')} >= {v} THEN 1 "
                 f"ELSE 0 END "
-                f"+ CASE WHEN {edge(guess)} < {v} THEN 1 ELSE 0 END"
+                f"+ CASE WHEN {cand(guess)} < {v} THEN 1 ELSE 0 END"
             )
-            return f"({v} - {t0}) / {w}", self._lazy_exact(gg, guess, exact, grid), key
+            far = self._far(gg, grid)
+            fast = "" if far is None else f"WHEN {far} THEN {guess} "
+            return f"({v} - {t0}) / {w}", None, f"CASE WHEN NOT u{k} THEN -1 {fast}ELSE {exact} END"
         if n > 2000:
             raise QueryError(
                 "more than 2000 irregular quantile candidates; use an evenly spaced grid."
             )
         whens = " ".join(f"WHEN {v} <= {p(float(x))} THEN {i}" for i, x in enumerate(grid))
-        return None, f"CASE {whens} ELSE {n} END", key
+        return None, f"CASE {whens} ELSE {n} END", f"CASE WHEN NOT u{k} THEN -1 ELSE {gi} END"
 
     def _rank_pairs(self, groups: Sequence[_Bins]) -> dict[_Bins, _Bins]:
         """``{bins: candidates}``: histogram requests over edges ``[*grid, top]`` whose
         column also has candidate counts on ``grid`` (:func:`planner.statistics.quantile.rank_counts`
         asks for both), where the grid covers the column's bounds. Each pair is counted
-        with one key (:meth:`_rank_key_sql`): one histogram, not two (DuckDB reads the
+        with one key (``_bin_key_sql(rank=True)``): one histogram, not two (DuckDB reads the
         source again for every ``histogram`` of a large domain)."""
         have = set(groups)
         out: dict[_Bins, _Bins] = {}
@@ -1756,27 +1786,9 @@ class SqlBackend(Backend):
                 out[g] = c
         return out
 
-    def _rank_key_sql(self, g: _Bins, p: Params, j: int) -> str:
-        """The joint key of a histogram over edges e = ``[*grid, top]`` and the candidate
-        counts on ``grid`` (see :meth:`_rank_pairs`): −1 not usable, −2 outside the edges,
-        else 2·b + t with b the histogram's bin (e_b ≤ x < e_{b+1}, the last closed) and
-        t = 0 where x = e_b exactly, 1 elsewhere. The smallest candidate ≥ x is then
-        b + t (:meth:`_split_ranks`). The bin index is column ``gi{j}`` of
-        :meth:`_bin_key_sql`."""
-        e = np.asarray(g.edges, dtype=np.float64)
-        nb = e.size - 1
-        v = f"v{g.k}"
-        first, last = p(float(e[0])), p(float(e[-1]))
-        edge = self._edge_fn(e, p)
-        return (
-            f"CASE WHEN NOT u{g.k} THEN -1 WHEN {v} = {last} THEN {2 * nb - 1} "
-            f"WHEN {v} < {first} OR {v} > {last} THEN -2 "
-            f"ELSE 2 * gi{j} + CASE WHEN {v} = {edge(f'gi{j}')} THEN 0 ELSE 1 END END"
-        )
-
     @staticmethod
     def _split_ranks(counts: dict[int, int]) -> tuple[dict[int, int], dict[int, int]]:
-        """(histogram counts, candidate counts) from the counts of :meth:`_rank_key_sql`'s key."""
+        """(histogram counts, candidate counts) from the counts of the joint key of :meth:`_bin_key_sql`."""
         bins: dict[int, int] = {}
         cands: dict[int, int] = {}
         for key, c in counts.items():
@@ -1791,24 +1803,24 @@ class SqlBackend(Backend):
             cands[b + t] = cands.get(b + t, 0) + c
         return bins, cands
 
-    def _lazy_exact(self, q: str, guess: str, exact: str, e: np.ndarray) -> str:
-        """The bin index from the quotient q = (x − e₀)/w: the guess itself where q is far
-        from an integer, the guess corrected against the actual edge values elsewhere.
+    def _far(self, q: str, e: np.ndarray) -> str | None:
+        """The test that the quotient q = (x − e₀)/w is far from an integer, or None when
+        the edges are too far from a uniform grid for the test to prove anything.
 
         Far means more than δ away, with δ twice the bound on how far q can be from the
         exact quotient (two roundings: |q|·2⁻⁵², |q| ≤ n) plus how far any edge is from
         e₀ + i·w (computed exactly, as fractions): then x and every edge compare as the
-        exact quotient and i do, and the guess is the index ``searchsorted`` gives. Rows
-        near an edge (ties included) take the corrected branch; ``CASE`` evaluates it on
-        those rows only.
+        exact quotient and i do, so x is on no edge and the guess (floor, or ceil for a
+        quantile grid) is the index ``searchsorted`` gives. Rows near an edge (ties
+        included) take the corrected branch; ``CASE`` evaluates it on those rows only.
         """
         n = e.size
         w = Fraction(float(e[1])) - Fraction(float(e[0]))
         dev = max(abs(Fraction(float(t)) - (Fraction(float(e[0])) + i * w)) for i, t in enumerate(e)) / w
         delta = 2 * (n * 2.0**-52 + float(dev)) + 2.0**-40
         if not delta < 1e-6:  # edges too far from a uniform grid: always correct
-            return exact
-        return f"CASE WHEN abs({q} - round({q})) > {delta!r} THEN {guess} ELSE {exact} END"
+            return None
+        return f"abs({q} - round({q})) > {delta!r}"
 
     def _bin_domain(self, g: _Bins) -> tuple[int, int]:
         """The range of a grouping request's key (see :meth:`_bin_key_sql`)."""

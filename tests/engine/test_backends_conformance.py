@@ -27,6 +27,7 @@ from planner.backends import PandasBackend, available_backends, make_backend
 from planner.backends.base import Backend, BinCounts, SumAggregate
 from planner.backends.duckdb_backend import DuckDBBackend
 from planner.backends.pandas_backend import bound_contributions
+from planner.backends.sql import _arithmetic_step
 from planner.errors import DataError
 from planner.loader import load_table
 from planner.mechanisms.base import MechanismName as M
@@ -673,6 +674,42 @@ def test_edges_read_from_the_array_identical_in_every_backend(data_dir: Path, sp
     assert want.counts == (2, *[3] * 9, 4)
     for b in backends.values():
         assert b.candidate_counts("x", e.tolist()) == want
+
+
+def test_grid_ties_on_arithmetic_edges_identical_in_every_backend(data_dir: Path, spark: Any) -> None:
+    """``numpy.linspace`` grids (edges computed as i·step + e₀ in SQL): every grid point,
+    one ulp either side, and the midpoints (far from every edge: the SQL backends' cheap
+    branch) binned as pandas bins them, for a histogram whose last edge is the upper
+    bound (range tests kept) and for a median, whose candidate counts and histogram over
+    ``[*grid, top]`` share one key (top above the bound: range tests left out)."""
+    grid = np.linspace(0, 1, 11)
+    assert _arithmetic_step(grid) is not None and _arithmetic_step(np.append(grid, 1.1)) is not None
+    xs = sorted({float(v) for t in grid for v in (np.nextafter(t, -1), t, np.nextafter(t, 2), t + 0.05)})
+    lines = "".join(f"{i},{v!r}\n" for i, v in enumerate(xs))
+    (data_dir / "grid.csv").write_text("pid,x\n" + lines)
+    schema = Schema(
+        (Column("pid", ColumnKind.IDENTIFIER), Column("x", ColumnKind.NUMERIC, DROP, 0, 1)),
+        unit=PrivacyUnit("pid", 1), salt="grid",
+    )
+    E = M.EXPONENTIAL
+    qs = [
+        q("h10", QueryKind.HISTOGRAM, "x", M.LAPLACE, bins=10),
+        q("med", QueryKind.MEDIAN, "x", E, candidates=11),
+        q("q", QueryKind.QUANTILE, "x", E, alphas=(0.25,), candidates=11),
+    ]
+    backends = three("grid.csv", schema, spark)
+    got = assert_identical(backends, qs)
+    # by hand (edges 0, 0.1, …, 1 as linspace computes them): bin i holds e_i, the float
+    # above it, the midpoint and the float below e_{i+1}; −5e-324 clips to 0 (bin 0);
+    # the last bin also holds 1 and everything above it clipped to 1 (1 + ulp, 1.05)
+    h = got["h10"]
+    assert isinstance(h, BinCounts) and h.counts == (5, *[4] * 8, 7) and h.unbinned == 0
+    # candidates t_i count (t_{i-1}, t_i]: the float above t_{i-1}, the midpoint below t_i,
+    # the float below t_i and t_i itself; t_0 counts 0 and −5e-324; t_10 also 1 + ulp, 1.05
+    want = backends["pandas"].candidate_counts("x", grid.tolist())
+    assert want.counts == (2, *[4] * 9, 6)
+    for b in backends.values():
+        assert b.candidate_counts("x", grid.tolist()) == want
 
 
 # ------------------------------------------------------------------ bounding: ties, NULL, NaN

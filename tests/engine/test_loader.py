@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -255,3 +256,32 @@ def test_validate_command_survey_and_errors(tmp_path: Path) -> None:
         validate_command(str(FIX / "text_in_numeric.csv"), str(FIX / "small.schema.json"))
     with pytest.raises(SchemaError, match="cannot open the schema file"):
         validate_command(str(FIX / "good.tsv"), str(tmp_path / "none.json"))
+
+
+@pytest.mark.parametrize("chunk", [1, 2, 3, 4, 1 << 24])
+def test_is_utf8_agrees_with_python_decoding_across_chunk_boundaries(
+    chunk: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The whole-file UTF-8 verdict (ASCII chunks skipped by their largest byte, the others
+    decoded with a sequence cut at a chunk's end carried over) equals ``bytes.decode``'s,
+    with chunks small enough that 2-, 3- and 4-byte sequences straddle every boundary."""
+    import mmap
+
+    from planner import loader
+
+    monkeypatch.setattr(loader, "_SCAN_CHUNK", chunk)
+    cases = [b"", b"abc", "é€😀".encode(), b"ab" + "😀".encode() + b"cd", b"\xff", b"a\x80",
+             "é".encode()[:1], b"abc" + "€".encode()[:2], b"ab\xe2\x82\x28", b"\xc0\xaf",
+             b"\xed\xa0\x80", "x😀y".encode() * 3]
+    for data in cases:
+        try:
+            data.decode("utf-8")
+            want = True
+        except UnicodeDecodeError:
+            want = False
+        assert loader.is_utf8(data) is want, data
+    with tempfile.TemporaryFile() as f:  # a memory map, as the SQL sources scan it
+        f.write("a,é\n1,😀\n".encode())
+        f.flush()
+        with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as buf:
+            assert loader.is_utf8(buf) is True
