@@ -48,8 +48,9 @@ from typing import Final, cast
 
 import numpy as np
 import numpy.typing as npt
-from scipy import optimize, special
 
+# scipy is imported in the functions that use it (~0.3 s): `planner release` and the app's first
+# page need none of it before the data is read (tests/engine/test_lazy_imports.py).
 from planner.accountants import accountant, total_epsilon
 from planner.accountants.advanced import advanced_total, kov_root_term
 from planner.accountants.base import Spend
@@ -553,6 +554,7 @@ def _scale_to_budget(
     Brent's method on the log factor (the cost is increasing in it), then a few ulp-sized
     steps down until the cost is ≤ target: the result is feasible and within ~1e-12 of it.
     """
+    from scipy import optimize
 
     def at(log_f: float) -> FloatArray:
         t = theta.copy()
@@ -1511,6 +1513,7 @@ class TargetPlan:
 def _error_bound(item: Item, theta: FloatArray, beta: float) -> FloatArray:
     """(1−β) error bound of the item at θ: exact for Laplace and Gaussian noise, the normal
     approximation for randomized response, and Chebyshev (√(MSE/β)) otherwise."""
+    from scipy import special
     mse = item_mse(item, theta)
     if item.family is Family.LAPLACE:
         return np.asarray(np.sqrt(mse / 2.0) * math.log(1.0 / beta))  # b ln(1/β), MSE = 2b²

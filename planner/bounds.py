@@ -21,8 +21,9 @@ from typing import Final
 
 import numpy as np
 import numpy.typing as npt
-from scipy import special
 
+# scipy is imported in the functions that use it (~0.3 s): `planner release` and the app's first
+# page need none of it before the data is read (tests/engine/test_lazy_imports.py).
 from planner.errors import QueryError
 from planner.mechanisms import _validate as v
 from planner.mechanisms import exponential as em
@@ -180,6 +181,7 @@ def unbiased_discrete_upper_bound(distance: npt.ArrayLike, epsilon: npt.ArrayLik
     >>> round(float(unbiased_discrete_upper_bound([0, 1], 1.0).values[()]), 6)  # 1/(1+e^{-2})
     0.880797
     """
+    from scipy import special
     d = np.asarray(distance, dtype=np.float64).reshape(-1)
     eps = v.epsilons(epsilon)
     vals = np.exp(-special.logsumexp(-2.0 * eps[..., None] * d, axis=-1))

@@ -20,7 +20,9 @@ from __future__ import annotations
 
 import numpy as np
 import numpy.typing as npt
-from scipy import special
+
+# scipy is imported in the functions that use it (~0.3 s): `planner release` and the app's first
+# page need none of it before the data is read (tests/engine/test_lazy_imports.py).
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -122,6 +124,7 @@ def analytic_gaussian_delta(epsilon: npt.ArrayLike, mu: npt.ArrayLike) -> FloatA
     >>> round(float(analytic_gaussian_delta(0.0, 1.0)), 6)  # 2Φ(1/2) − 1, by hand
     0.382925
     """
+    from scipy import special
     eps = np.asarray(epsilon, dtype=np.float64)
     m = np.asarray(mu, dtype=np.float64)
     with np.errstate(divide="ignore", over="ignore", invalid="ignore"):

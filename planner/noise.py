@@ -56,7 +56,11 @@ from typing import Any, Final
 
 import numpy as np
 import numpy.typing as npt
-import opendp.prelude as dp
+
+# OpenDP's own modules, not ``opendp.prelude``: the prelude also imports its scikit-learn,
+# numpy and Polars extras (~0.15 s, and Polars), none of which a release uses.
+from opendp import combinators, domains, measurements, measures, metrics
+from opendp import mod as dp
 
 from planner.accounting import Spend, event_rho, pure_epsilon, standalone_epsilon
 from planner.errors import ReleaseError
@@ -167,33 +171,33 @@ def laplace(name: str, d_in: float, scale: float, *, integer: bool, vector: bool
     """OpenDP Laplace (float: exact 2^k-grid sampler; i32: the discrete Laplace)."""
     d: float | int
     if integer:
-        atom = dp.atom_domain(T="i32")
+        atom = domains.atom_domain(T="i32")
         if vector:
-            dom, met, what = dp.vector_domain(atom), dp.l1_distance(T="i32"), "i32 vector"
+            dom, met, what = domains.vector_domain(atom), metrics.l1_distance(T="i32"), "i32 vector"
         else:
-            dom, met, what = atom, dp.absolute_distance(T="i32"), "i32"
+            dom, met, what = atom, metrics.absolute_distance(T="i32"), "i32"
         d = _as_int(d_in)
     else:
-        atom = dp.atom_domain(T=float, nan=False)
+        atom = domains.atom_domain(T=float, nan=False)
         if vector:
-            dom, met, what = dp.vector_domain(atom), dp.l1_distance(T=float), "float vector"
+            dom, met, what = domains.vector_domain(atom), metrics.l1_distance(T=float), "float vector"
         else:
-            dom, met, what = atom, dp.absolute_distance(T=float), "float"
+            dom, met, what = atom, metrics.absolute_distance(T=float), "float"
         d = float(d_in)
-    meas = dp.m.make_laplace(dom, met, scale=float(scale))
+    meas = measurements.make_laplace(dom, met, scale=float(scale))
     return Component(name, meas, d, f"make_laplace({what})", float(scale), Measure.MAX_DIVERGENCE,
                      float(_map(meas, d)), DType.I32 if integer else DType.FLOAT, vector)
 
 
 def gaussian(name: str, d_in: float, scale: float, *, integer: bool, vector: bool) -> Component:
     """OpenDP Gaussian (float: 2^k-grid sampler; i32: discrete Gaussian); ρ-zCDP."""
-    atom = dp.atom_domain(T="i32") if integer else dp.atom_domain(T=float, nan=False)
+    atom = domains.atom_domain(T="i32") if integer else domains.atom_domain(T=float, nan=False)
     if vector:
-        dom, met = dp.vector_domain(atom), dp.l2_distance(T=float)
+        dom, met = domains.vector_domain(atom), metrics.l2_distance(T=float)
     else:
-        dom, met = atom, dp.absolute_distance(T=float)
+        dom, met = atom, metrics.absolute_distance(T=float)
     what = ("i32" if integer else "float") + (" vector" if vector else "")
-    meas = dp.m.make_gaussian(dom, met, scale=float(scale))
+    meas = measurements.make_gaussian(dom, met, scale=float(scale))
     d = float(d_in)
     return Component(name, meas, d, f"make_gaussian({what})", float(scale), Measure.ZCDP,
                      float(_map(meas, d)), DType.I32 if integer else DType.FLOAT, vector)
@@ -205,9 +209,9 @@ def noisy_max(name: str, d_in: int, scale: float, measure: Measure, *, monotonic
     ``monotonic`` declares that under a neighbour every score moves in the same direction
     (counts under add/remove); OpenDP's map then drops the factor 2 (ε = d_in/scale).
     """
-    out = dp.max_divergence() if measure is Measure.MAX_DIVERGENCE else dp.zero_concentrated_divergence()
-    meas = dp.m.make_noisy_max(
-        dp.vector_domain(dp.atom_domain(T="i64")), dp.linf_distance(T="i64", monotonic=monotonic), out,
+    out = measures.max_divergence() if measure is Measure.MAX_DIVERGENCE else measures.zero_concentrated_divergence()
+    meas = measurements.make_noisy_max(
+        domains.vector_domain(domains.atom_domain(T="i64")), metrics.linf_distance(T="i64", monotonic=monotonic), out,
         scale=float(scale),
     )
     noise = "exponential" if measure is Measure.MAX_DIVERGENCE else "gumbel"
@@ -268,7 +272,7 @@ def laplace_threshold(name: str, d_in: tuple[int, int, int], scale: float, thres
 
 def _zcdp_approx(meas: dp.Measurement, d_in: float, delta: float) -> float:
     """OpenDP's (ε, δ) of a zCDP measurement at d_in, ε at the given δ."""
-    conv = dp.c.make_fix_delta(dp.c.make_zCDP_to_approxDP(meas), delta=float(delta))
+    conv = combinators.make_fix_delta(combinators.make_zCDP_to_approxDP(meas), delta=float(delta))
     eps, _ = _map(conv, d_in)
     return float(eps)
 
@@ -279,7 +283,7 @@ def _rho_approx(rho: float, delta: float) -> float:
     Used for a composition of Gaussians (a mean's sum and count): zCDP composes by
     adding ρ [BS16, Lemma 2.3], which is what ``make_composition`` would compute.
     """
-    meas = dp.m.make_gaussian(dp.atom_domain(T=float, nan=False), dp.absolute_distance(T=float), scale=1.0)
+    meas = measurements.make_gaussian(domains.atom_domain(T=float, nan=False), metrics.absolute_distance(T=float), scale=1.0)
     d = math.sqrt(2.0 * rho)
     while float(_map(meas, d)) < rho:
         d = math.nextafter(d, math.inf)

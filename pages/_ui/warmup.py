@@ -12,8 +12,10 @@ from __future__ import annotations
 import importlib
 import threading
 
-MODULES = ("altair", "planner.workload", "planner.allocation", "planner.bounds", "planner.simulation",
-           "planner.release", "pages._ui.charts")
+#: The engine imports SciPy in the functions that use it (start-up of the CLI and of this page),
+#: so it is named here: the Planner's and Accuracy's first run would import it otherwise.
+MODULES = ("altair", "planner.workload", "planner.allocation", "scipy.optimize", "scipy.special", "scipy.fft",
+           "planner.bounds", "planner.simulation", "planner.release", "pages._ui.charts")
 
 _started = threading.Event()
 

@@ -88,9 +88,9 @@ from typing import Any, ClassVar, Final, cast
 
 import numpy as np
 import numpy.typing as npt
-from scipy import fft as sfft
-from scipy import special
 
+# scipy is imported in the functions that use it (~0.3 s): `planner release` and the app's first
+# page need none of it before the data is read (tests/engine/test_lazy_imports.py).
 from planner import divergences as dv
 from planner.accountants.base import ROUND_UP, Accountant, FloatArray, round_up
 from planner.budget import DEFAULT_ORDERS, CompositionRule, check_delta
@@ -199,6 +199,7 @@ class _Gaussian(_Pair):
     mu: float
 
     def delta(self, eps: FloatArray, add: bool = False) -> FloatArray:
+        from scipy import special
         e = _as_array(eps)
         m = self.mu
         a = e / m - m / 2.0
@@ -246,6 +247,7 @@ class _TwoPoint(_Pair):
 
     @property
     def p(self) -> float:
+        from scipy import special
         return float(special.expit(self.eps0))
 
     def delta(self, eps: FloatArray, add: bool = False) -> FloatArray:
@@ -824,6 +826,7 @@ def _compose_fft(parts: Sequence[tuple[_Dist, int]], var: float) -> tuple[_Dist,
     the mass above ``hi`` — at most the bound — is added to +∞ (its folded copy at low
     losses is extra mass, which can only add to δ). The groups are transformed in batches.
     """
+    from scipy import fft as sfft
     h = parts[0][0].h
     g = len(parts)
     ks = np.array([k for _, k in parts], dtype=np.float64)
@@ -961,6 +964,7 @@ def _exact(groups: Sequence[tuple[_Pair, int]], add: bool) -> _Dist | None:
     """The exact composed distribution when every group has two finite atoms and the number
     of composed atoms is at most ``_MAX_EXACT_ATOMS``: k copies of atoms (l₁, l₂) with
     masses (p₁, p₂) give losses j·l₁ + (k − j)·l₂ with masses C(k, j)p₁ʲp₂^{k−j}."""
+    from scipy import special
     total = 1
     per: list[tuple[FloatArray, FloatArray]] = []
     for pair, k in groups:

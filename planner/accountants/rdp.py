@@ -49,8 +49,9 @@ from typing import ClassVar, Final
 
 import numpy as np
 import numpy.typing as npt
-from scipy import special
 
+# scipy is imported in the functions that use it (~0.3 s): `planner release` and the app's first
+# page need none of it before the data is read (tests/engine/test_lazy_imports.py).
 from planner import divergences as dv
 from planner.accountants.base import REL_TOL, Accountant, FloatArray, round_up
 from planner.accountants.zcdp import conversion
@@ -380,6 +381,7 @@ def _segment_logsumexp(values: FloatArray, starts: npt.NDArray[np.intp]) -> Floa
 
 def _binomial_terms(nodes: npt.NDArray[np.int64]) -> tuple[FloatArray, FloatArray, npt.NDArray[np.intp]]:
     """For every node α and j = 0…α: (j, ln C(α, j)) flattened, and the segment starts."""
+    from scipy import special
     sizes = nodes + 1
     starts = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.intp)
     alpha = np.repeat(nodes.astype(np.float64), sizes)
@@ -435,6 +437,7 @@ def _gaussian_frac_cgf(q: float, sigma: float) -> tuple[FloatArray, FloatArray]:
     summed: that magnitude is *added* to A_α (an upper bound). Orders whose tail exceeds
     1e-5·A_α are dropped (the chord between their neighbours applies instead).
     """
+    from scipy import special
     a = _FRAC_ORDERS[:, None]
     i = np.arange(_FRAC_TERMS, dtype=np.float64)[None, :]
     j = a - i

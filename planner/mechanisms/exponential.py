@@ -22,8 +22,9 @@ from __future__ import annotations
 
 import numpy as np
 import numpy.typing as npt
-from scipy import special
 
+# scipy is imported in the functions that use it (~0.3 s): `planner release` and the app's first
+# page need none of it before the data is read (tests/engine/test_lazy_imports.py).
 from planner.errors import QueryError
 from planner.events import ExponentialEvent
 from planner.mechanisms import _validate as v
@@ -44,6 +45,7 @@ def selection_log_probabilities(
 
     Computed in log space (stable for any ε·u).
     """
+    from scipy import special
     u = np.asarray(utilities, dtype=np.float64)
     if u.ndim != 1 or u.size == 0 or not np.all(np.isfinite(u)):
         raise QueryError("utilities must be a non-empty 1-D array of finite numbers.")
@@ -235,6 +237,7 @@ def majority_em_correct(epsilon: npt.ArrayLike, s: npt.ArrayLike, n: npt.ArrayLi
     >>> round(float(majority_em_correct(1.0, 6, 11)[()]), 6)  # 1/(1+e^{-1/2}) = 0.622459
     0.622459
     """
+    from scipy import special
     eps = v.epsilons(epsilon)
     return np.asarray(special.expit(_majority_margin(s, n) * eps / 2.0), dtype=np.float64)
 
@@ -249,6 +252,7 @@ def majority_better_correct(epsilon: npt.ArrayLike, s: npt.ArrayLike, n: npt.Arr
     >>> round(float(majority_better_correct(1.0, 6, 11)[()]), 6)  # r = 1: 1/(1+e^{-1})
     0.731059
     """
+    from scipy import special
     eps = v.epsilons(epsilon)
     r = (_majority_margin(s, n) + 1.0) / 2.0
     return np.asarray(special.expit(r * eps), dtype=np.float64)
@@ -265,6 +269,7 @@ def majority_unbiased_upper_bound(epsilon: npt.ArrayLike, s: npt.ArrayLike, n: n
     >>> round(float(majority_unbiased_upper_bound(1.0, 6, 11)[()]), 6)  # 1/(1+e^{-2})
     0.880797
     """
+    from scipy import special
     eps = v.epsilons(epsilon)
     return np.asarray(special.expit((_majority_margin(s, n) + 1.0) * eps), dtype=np.float64)
 

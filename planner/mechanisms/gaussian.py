@@ -25,8 +25,9 @@ from typing import Final
 
 import numpy as np
 import numpy.typing as npt
-from scipy import special
 
+# scipy is imported in the functions that use it (~0.3 s): `planner release` and the app's first
+# page need none of it before the data is read (tests/engine/test_lazy_imports.py).
 from planner import divergences as dv
 from planner.events import GaussianEvent, PrivacyEvent
 from planner.mechanisms import _validate as v
@@ -55,6 +56,7 @@ def textbook_gaussian_sigma(
 
 
 def _z(beta: float) -> float:
+    from scipy import special
     return float(special.ndtri(1.0 - v.beta_level(beta) / 2.0))
 
 
@@ -167,6 +169,7 @@ def _dg_tail_large(sigma: FloatArray, a: FloatArray) -> FloatArray:
     Z = σ√(2π) exactly in double precision there (Poisson summation: the correction is
     2Σ_j e^{−2π²σ²j²} < 1e-2000).
     """
+    from scipy import special
     s2 = sigma**2
     g = np.exp(-(a**2) / (2.0 * s2))
     integral = sigma * np.sqrt(np.pi / 2.0) * special.erfc(a / (sigma * np.sqrt(2.0)))
@@ -266,6 +269,7 @@ def rounded_gaussian_rmse(scale: npt.ArrayLike) -> FloatArray:
     >>> round(float(rounded_gaussian_rmse(100.0)[()]) ** 2 - 100.0**2, 6)  # 1/12
     0.083333
     """
+    from scipy import special
     s = v.positive(scale, "scale")
     flat = s.reshape(-1)
     out = flat**2 + 1.0 / 12.0

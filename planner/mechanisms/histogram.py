@@ -27,8 +27,9 @@ from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
-from scipy import special
 
+# scipy is imported in the functions that use it (~0.3 s): `planner release` and the app's first
+# page need none of it before the data is read (tests/engine/test_lazy_imports.py).
 from planner.errors import QueryError
 from planner.events import LaplaceEvent
 from planner.mechanisms import _validate as v
@@ -157,6 +158,7 @@ def smoothed_min_mixing_weight(epsilon: npt.ArrayLike, k: int, m: int, n: int) -
 
 def beta_density_l2_sq(a: float, b: float) -> float:
     """∫₀¹ p² for the Beta(a, b) density: B(2a − 1, 2b − 1)/B(a, b)² (a, b > 1/2)."""
+    from scipy import special
     return float(np.exp(special.betaln(2 * a - 1, 2 * b - 1) - 2 * special.betaln(a, b)))
 
 

@@ -48,8 +48,9 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 import numpy.typing as npt
-from scipy import optimize
 
+# scipy is imported in the functions that use it (~0.3 s): `planner release` and the app's first
+# page need none of it before the data is read (tests/engine/test_lazy_imports.py).
 from planner.allocation import Family, Item, ItemAllocation
 from planner.backends.base import CountAggregate, MeanAggregate
 from planner.budget import CompositionRule
@@ -98,6 +99,7 @@ def laplace_difference_bound(b1: float, b2: float, beta: float) -> float:
     >>> round(laplace_difference_bound(1.0, 0.0, 0.05), 6)  # one Laplace: ln 20
     2.995732
     """
+    from scipy import optimize
     if b2 <= 0:
         return b1 * math.log(1.0 / beta)
     if abs(b1 - b2) <= 1e-9 * max(b1, b2):
