@@ -252,11 +252,11 @@ class ThresholdComponent(Component):
 
 def laplace_threshold(name: str, d_in: tuple[int, int, int], scale: float, threshold: int) -> ThresholdComponent:
     """OpenDP's discrete Laplace with a threshold on a map str → i32 (the key release)."""
-    dom = dp.map_domain(dp.atom_domain(T=str), dp.atom_domain(T="i32"))
-    met = dp.l01inf_distance(dp.absolute_distance(T="i32"))
+    dom = domains.map_domain(domains.atom_domain(T=str), domains.atom_domain(T="i32"))
+    met = metrics.l01inf_distance(metrics.absolute_distance(T="i32"))
 
     def make(t: int) -> dp.Measurement:
-        return dp.m.make_laplace_threshold(dom, met, scale=float(scale), threshold=int(t))
+        return measurements.make_laplace_threshold(dom, met, scale=float(scale), threshold=int(t))
 
     meas = make(threshold)
     eps, delta_o = _map(meas, d_in)
