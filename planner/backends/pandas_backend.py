@@ -435,16 +435,17 @@ def _exact_sum_by_exponent(x: FloatArray) -> float:
     geometric predicates. Discrete & Computational Geometry 18, 305–363.
     """
     m, e = np.frexp(x)
-    t = m * 2.0**26
-    hi = np.floor(t)
-    lo = (t - hi) * 2.0**27
+    m *= 2.0**26  # in place (fresh arrays): t = m·2²⁶
+    hi = np.floor(m)
+    m -= hi
+    m *= 2.0**27  # now l = (t − h)·2²⁷
     e0 = int(e.min())
-    idx = e - e0
+    idx = (e - e0).astype(np.intp)
     total = 0
     for start in range(0, x.size, _EXACT_CHUNK):
         part = slice(start, start + _EXACT_CHUNK)
         hs = np.bincount(idx[part], weights=hi[part])
-        ls = np.bincount(idx[part], weights=lo[part])
+        ls = np.bincount(idx[part], weights=m[part])
         for k in np.flatnonzero((hs != 0) | (ls != 0)).tolist():
             total += ((int(hs[k]) << 27) + int(ls[k])) << k
     shift = e0 - 53
