@@ -9,7 +9,6 @@ and cached as numpy arrays; every aggregate is then a mask, a ``bincount`` or a
 from __future__ import annotations
 
 import hashlib
-import math
 import operator
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -244,7 +243,10 @@ def conform_column(series: pd.Series, column: Column) -> Conformed:
             _status(missing, undeclared),
         )
     if kind is ColumnKind.BOOLEAN:
-        codes = _canonical_codes(series, _BOOL_LOOKUP, -1, -2, lower=True)
+        if series.dtype == np.bool_:  # numpy bools: no missing cell; True reads as "true" (1), False as 0
+            codes = np.asarray(series.to_numpy(dtype=np.int64), dtype=np.int64)
+        else:
+            codes = _canonical_codes(series, _BOOL_LOOKUP, -1, -2, lower=True)
         missing = codes == -1
         invalid = codes == -2
         bad = missing | invalid

@@ -354,7 +354,7 @@ def test_grid_counts_match_a_count_by_hand_with_ties() -> None:
     against a plain Python count, on values that sit exactly on edges and candidates, a
     clipped value at the closed top edge, and a dropped row."""
     rng = np.random.default_rng(7)
-    vals = list(rng.integers(-2, 13, 400).astype(float)) + [2.5, 7.25, None, 10.0]
+    vals = [*rng.integers(-2, 13, 400).astype(float).tolist(), 2.5, 7.25, None, 10.0]
     s = Schema((Column("x", ColumnKind.NUMERIC, DROP, 0, 10),))
     b = PandasBackend(pd.DataFrame({"x": vals}), s)
     xs = [min(max(v, 0.0), 10.0) for v in vals if v is not None]
@@ -369,3 +369,20 @@ def test_grid_counts_match_a_count_by_hand_with_ties() -> None:
         qa = b.candidate_counts("x", grid)
         want = [sum(1 for v in xs if v <= t and (i == 0 or v > grid[i - 1])) for i, t in enumerate(grid)]
         assert qa.counts == tuple(want) and qa.dropped == 1
+
+
+def test_numpy_bool_column_reads_like_its_text() -> None:
+    """A numpy bool column (read without the per-value lookup) conforms exactly as the same
+    cells written as text "True"/"False" (read through the canonical lookup)."""
+    from planner.backends.pandas_backend import conform_column
+
+    rng = np.random.default_rng(3)
+    flags = rng.random(50) < 0.3
+    col = Column("f", ColumnKind.BOOLEAN, DROP)
+    fast = conform_column(pd.Series(flags), col)
+    text = conform_column(pd.Series([str(bool(v)) for v in flags], dtype=object), col)
+    np.testing.assert_array_equal(fast.values, text.values)
+    np.testing.assert_array_equal(fast.usable, text.usable)
+    assert fast.stats == text.stats
+    np.testing.assert_array_equal(fast.status, text.status)
+    assert fast.values.tolist() == [int(v) for v in flags]
