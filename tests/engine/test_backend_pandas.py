@@ -330,6 +330,9 @@ def test_exact_sum_is_the_correctly_rounded_sum(chunk: int | None, monkeypatch: 
         np.array([5e-324, 5e-324, -2.0**-1022]),
         np.array([-0.0, -0.0]),
         np.array([2.0**55 + 8, -(2.0**58), 0.1, 3.5e17, -1.25, 2.0**60, -7.0, 2.0**53 + 2]),
+        np.rint(rng.normal(0, 1e6, 500)),  # whole numbers, Σ|x| < 2⁵³: the integer path
+        np.array([2.0**52, 2.0**52, -1.0, 3.0]),  # whole numbers, Σ|x| ≥ 2⁵³: not the integer path
+        np.array([*np.zeros(70), 0.5]),  # whole numbers in the first 64 only
     ]
     for i in range(300):
         n = int(rng.integers(1, 60))
