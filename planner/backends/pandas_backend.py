@@ -196,6 +196,16 @@ def conform_column(series: pd.Series, column: Column) -> Conformed:
     rule = column.missing
     if kind is ColumnKind.NUMERIC:
         lo, hi = column.bounds
+        if _is_number_dtype(series):
+            x = np.array(series.to_numpy(dtype=np.float64, na_value=np.nan), dtype=np.float64)
+            if bool(np.isfinite(x).all()):  # typed, every cell a finite number: nothing missing or invalid
+                none = np.zeros(n, dtype=bool)
+                out = (x < lo) | (x > hi)
+                return Conformed(
+                    np.ones(n, dtype=bool), np.clip(x, lo, hi),
+                    _stats(n, ~none, int(np.count_nonzero(out)), none, none, rule.action), none,
+                    _status(none, none, out),
+                )
         missing = _missing_mask(series)
         x, parsed = parse_numbers(series)
         missing |= np.isinf(x) | (parsed & np.isnan(x))
