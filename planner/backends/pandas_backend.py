@@ -254,9 +254,12 @@ def conform_column(series: pd.Series, column: Column) -> Conformed:
         )
     if kind is ColumnKind.BOOLEAN:
         if series.dtype == np.bool_:  # numpy bools: no missing cell; True reads as "true" (1), False as 0
-            codes = np.asarray(series.to_numpy(dtype=np.int64), dtype=np.int64)
-        else:
-            codes = _canonical_codes(series, _BOOL_LOOKUP, -1, -2, lower=True)
+            none = np.zeros(n, dtype=bool)
+            return Conformed(
+                np.ones(n, dtype=bool), np.asarray(series.to_numpy(dtype=np.int64), dtype=np.int64),
+                _stats(n, ~none, 0, none, none, rule.action), none, _status(none, none),
+            )
+        codes = _canonical_codes(series, _BOOL_LOOKUP, -1, -2, lower=True)
         missing = codes == -1
         invalid = codes == -2
         bad = missing | invalid
@@ -745,7 +748,9 @@ class PandasBackend(Backend):
     def boolean_counts(self, column: str) -> BooleanCounts:
         self._col(column, ColumnKind.BOOLEAN)
         conf = self.conformed(column)
-        v = np.asarray(conf.values)[conf.usable]
+        v = np.asarray(conf.values)
+        if conf.stats.usable != v.size:
+            v = v[conf.usable]
         t = int(np.count_nonzero(v))
         return BooleanCounts(t, int(v.size - t), conf.stats.dropped)
 

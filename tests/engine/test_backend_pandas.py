@@ -374,14 +374,15 @@ def test_grid_counts_match_a_count_by_hand_with_ties() -> None:
         assert qa.counts == tuple(want) and qa.dropped == 1
 
 
-def test_numpy_bool_column_reads_like_its_text() -> None:
+@pytest.mark.parametrize("rule", [DROP, MissingRule(MissingAction.REPLACE, False)])
+def test_numpy_bool_column_reads_like_its_text(rule: MissingRule) -> None:
     """A numpy bool column (read without the per-value lookup) conforms exactly as the same
     cells written as text "True"/"False" (read through the canonical lookup)."""
     from planner.backends.pandas_backend import conform_column
 
     rng = np.random.default_rng(3)
     flags = rng.random(50) < 0.3
-    col = Column("f", ColumnKind.BOOLEAN, DROP)
+    col = Column("f", ColumnKind.BOOLEAN, rule)
     fast = conform_column(pd.Series(flags), col)
     text = conform_column(pd.Series([str(bool(v)) for v in flags], dtype=object), col)
     np.testing.assert_array_equal(fast.values, text.values)
