@@ -2551,12 +2551,13 @@ class Ledger:
                 own.append(sp)
         return every, own
 
-    def _load_releases(self, s: Session, ds: DatasetRow) -> list[ReleaseRecord]:
-        rows = s.exec(
-            select(ReleaseRow)
-            .where(col(ReleaseRow.dataset_id) == ds.id)
-            .order_by(col(ReleaseRow.created_at), col(ReleaseRow.id))
-        ).all()
+    def _load_releases(self, s: Session, ds: DatasetRow, only: int | None = None) -> list[ReleaseRecord]:
+        """The dataset's releases in order, or only release ``only`` (one release's record
+        without reading every earlier release's spends and answers)."""
+        query = select(ReleaseRow).where(col(ReleaseRow.dataset_id) == ds.id)
+        if only is not None:
+            query = query.where(col(ReleaseRow.id) == only)
+        rows = s.exec(query.order_by(col(ReleaseRow.created_at), col(ReleaseRow.id))).all()
         if not rows:
             return []
         ids = [r.id for r in rows]
@@ -2854,7 +2855,7 @@ class Ledger:
         """The plan was released before: reuse its answers, wait for it, or refuse."""
         status = _status_value(existing)
         if status is ReleaseStatus.DONE:
-            recs = [r for r in self._load_releases(s, ds) if r.release_id == existing.id]
+            recs = self._load_releases(s, ds, only=existing.id)
             stored = {sp.query_id for sp in recs[0].spends}
             asked = {qid for qid, _, _, _ in prepared}
             if stored != asked:
@@ -2943,7 +2944,7 @@ class Ledger:
         with self._session(write=False) as s:
             ds = s.get(DatasetRow, dataset_id)
             assert ds is not None
-            recs = [r for r in self._load_releases(s, ds) if r.release_id == release_id]
+            recs = self._load_releases(s, ds, only=release_id)
         return recs[0]
 
 

@@ -300,3 +300,109 @@ def test_backend_identifier_canonical_and_bounding_stable_under_dtype_change() -
     # adding a person with a text id keeps everyone else's choice
     more = pd.DataFrame({"pid": ["007", "7", "8", "x9"], "x": ["1", "2", "3", "4"]})
     np.testing.assert_array_equal(bound_contributions(more, s)[:3], k2)
+
+
+def _fsum_oracle(x: np.ndarray) -> float:
+    """math.fsum (Shewchuk's correctly rounded summation, an independent algorithm) of the
+    values exact_sum keeps (bits below 2⁻¹⁰⁶ dropped by truncate_tiny)."""
+    import math
+
+    from planner.backends.pandas_backend import truncate_tiny
+
+    return math.fsum(truncate_tiny(np.asarray(x, dtype=np.float64)).tolist())
+
+
+@pytest.mark.parametrize("chunk", [None, 7])
+def test_exact_sum_is_the_correctly_rounded_sum(chunk: int | None, monkeypatch: pytest.MonkeyPatch) -> None:
+    """exact_sum (per-exponent integer sums) equals math.fsum bit for bit on sums built to
+    defeat float summation: cancellation, mixed magnitudes, subnormals, ties to even; with
+    chunk 7 the per-pass partial sums are combined across many passes."""
+    import planner.backends.pandas_backend as pb
+
+    if chunk is not None:
+        monkeypatch.setattr(pb, "_EXACT_CHUNK", chunk)
+    rng = np.random.default_rng(2026)
+    cases: list[np.ndarray] = [
+        np.array([0.3, 0.1, 1e-9]),  # 0.400000001 exactly rounded (Python's sum gives …05)
+        np.array([1e16, 1.0, -1e16, -1.0]),  # exact zero
+        np.array([2.0**53, 1.0, 1.0]),  # 2⁵³ + 2 exactly; summed left to right, 2⁵³
+        np.array([1.0, 2.0**-53, 2.0**-106]),  # a tie in the last bit, broken by the tiny term
+        np.array([5e-324, 5e-324, -2.0**-1022]),
+        np.array([-0.0, -0.0]),
+        np.array([2.0**55 + 8, -(2.0**58), 0.1, 3.5e17, -1.25, 2.0**60, -7.0, 2.0**53 + 2]),
+        np.rint(rng.normal(0, 1e6, 500)),  # whole numbers, Σ|x| < 2⁵³: the integer path
+        np.array([2.0**52, 2.0**52, -1.0, 3.0]),  # whole numbers, Σ|x| ≥ 2⁵³: not the integer path
+        np.array([*np.zeros(70), 0.5]),  # whole numbers in the first 64 only
+    ]
+    for i in range(300):
+        n = int(rng.integers(1, 60))
+        kind = i % 4
+        if kind == 0:
+            x = rng.normal(size=n) * 10.0 ** rng.integers(-30, 30, n)
+        elif kind == 1:
+            x = np.clip(np.exp(rng.normal(10.6, 0.75, n)), 0, 200_000)
+        elif kind == 2:
+            x = rng.choice([1e16, -1e16, 1.0, -1.0, 0.5, 2.0**-60, 3.0, 1e-300], n)
+        else:
+            half = rng.normal(size=n) * 2.0 ** rng.integers(-200, 60, n)
+            x = np.concatenate([half, -half, rng.normal(size=2)])  # near-total cancellation
+        cases.append(x)
+    for x in cases:
+        got = pb.exact_sum(x)
+        assert got == _fsum_oracle(x), x
+
+
+def test_grid_counts_match_a_count_by_hand_with_ties() -> None:
+    """bin_counts with edges and candidate_counts (both from one sorted copy of the column)
+    against a plain Python count, on values that sit exactly on edges and candidates, a
+    clipped value at the closed top edge, and a dropped row."""
+    rng = np.random.default_rng(7)
+    vals = [*rng.integers(-2, 13, 400).astype(float).tolist(), 2.5, 7.25, None, 10.0]
+    s = Schema((Column("x", ColumnKind.NUMERIC, DROP, 0, 10),))
+    b = PandasBackend(pd.DataFrame({"x": vals}), s)
+    xs = [min(max(v, 0.0), 10.0) for v in vals if v is not None]
+    for edges in ([0.0, 2.5, 5.0, 7.5, 10.0], [1.0, 3.0, 9.0], [0.0, 10.0], [-5.0, 0.0, 10.0, 20.0]):
+        h = b.bin_counts("x", edges)
+        m = len(edges) - 1
+        want = [sum(1 for v in xs if edges[j] <= v < edges[j + 1] or (j == m - 1 and v == edges[-1]))
+                for j in range(m)]
+        assert h.counts == tuple(want)
+        assert h.unbinned == len(xs) - sum(want) and h.dropped == 1
+    for grid in ([0.0, 2.5, 5.0, 7.5, 10.0], [float(t) for t in range(11)], [-1.0, 4.0, 10.0, 11.0]):
+        qa = b.candidate_counts("x", grid)
+        want = [sum(1 for v in xs if v <= t and (i == 0 or v > grid[i - 1])) for i, t in enumerate(grid)]
+        assert qa.counts == tuple(want) and qa.dropped == 1
+
+
+@pytest.mark.parametrize("rule", [DROP, MissingRule(MissingAction.REPLACE, False)])
+def test_numpy_bool_column_reads_like_its_text(rule: MissingRule) -> None:
+    """A numpy bool column (read without the per-value lookup) conforms exactly as the same
+    cells written as text "True"/"False" (read through the canonical lookup)."""
+    from planner.backends.pandas_backend import conform_column
+
+    rng = np.random.default_rng(3)
+    flags = rng.random(50) < 0.3
+    col = Column("f", ColumnKind.BOOLEAN, rule)
+    fast = conform_column(pd.Series(flags), col)
+    text = conform_column(pd.Series([str(bool(v)) for v in flags], dtype=object), col)
+    np.testing.assert_array_equal(fast.values, text.values)
+    np.testing.assert_array_equal(fast.usable, text.usable)
+    assert fast.stats == text.stats
+    np.testing.assert_array_equal(fast.status, text.status)
+    assert fast.values.tolist() == [int(v) for v in flags]
+
+
+@pytest.mark.parametrize("rule", [DROP, MissingRule(MissingAction.REPLACE, 5.0)])
+def test_typed_finite_numbers_conform_like_their_text(rule: MissingRule) -> None:
+    """A float or integer column with only finite numbers (read without the missing-value
+    scan) conforms exactly as the same cells written as text (the general path)."""
+    from planner.backends.pandas_backend import conform_column
+
+    rng = np.random.default_rng(5)
+    col = Column("x", ColumnKind.NUMERIC, rule, 0, 100)
+    for cells in (rng.normal(50, 40, 200), rng.integers(-20, 130, 200)):
+        fast = conform_column(pd.Series(cells), col)
+        text = conform_column(pd.Series([repr(v) for v in cells.tolist()], dtype=object), col)
+        for f in ("usable", "values", "dropped", "status"):
+            np.testing.assert_array_equal(getattr(fast, f), getattr(text, f))
+        assert fast.stats == text.stats and fast.stats.clipped > 0
