@@ -850,6 +850,9 @@ def _dual_allocation(
     )
 
 
+_PINNED_OVER_BUDGET: Final = "the pinned shares alone use the whole budget; lower them or raise ε."
+
+
 def _dual_batch(
     wl: _Workload,
     rule: CompositionRule,
@@ -861,123 +864,210 @@ def _dual_batch(
     """Optimal θ for each total ε in ``epsilons`` (one row each), shape (E, n).
 
     ``start`` (shape (n,)) holds the pinned items' θ and a starting shape for the others.
+    Dispatches on the rule: :func:`_dual_basic` (also RDP at δ = 0), :func:`_dual_zcdp`,
+    :func:`_dual_advanced` and :class:`_RdpOrderSearch`.
     """
     d = _Dual(wl, free)
-    n_e = epsilons.size
-    fixed = ~free
-    u0 = np.broadcast_to(np.log(start), (n_e, start.size)).copy()
+    u0 = np.broadcast_to(np.log(start), (epsilons.size, start.size)).copy()
+    if rule is CompositionRule.BASIC or (rule is CompositionRule.RDP and delta == 0.0):
+        return _dual_basic(d, epsilons, start, u0)
+    if rule is CompositionRule.ZCDP:
+        return _dual_zcdp(d, epsilons, delta, start, u0)
+    if rule is CompositionRule.ADVANCED:
+        return _dual_advanced(d, epsilons, delta, start)
+    return _RdpOrderSearch(d, epsilons, delta, start).run(u0)
+
+
+def _dual_basic(d: _Dual, epsilons: FloatArray, start: FloatArray, u0: FloatArray) -> FloatArray:
+    """Basic composition: cᵢ = εᵢ(θᵢ) (pure ε, or a Gaussian's ε at its δᵢ) and
+    B = ε − Σ_pinned εᵢ; shape (E, n).
+
+    Raises
+    ------
+    PlanError
+        If the pinned items alone use the whole budget of some row.
+    """
+    wl = d.wl
 
     def c_basic(th: FloatArray) -> FloatArray:
         return wl.eps_i(th)
 
-    if rule is CompositionRule.BASIC or (rule is CompositionRule.RDP and delta == 0.0):
-        budget = epsilons - float(c_basic(start[None, :])[0][fixed].sum())
-        u, ok = d.solve(c_basic, budget, u0)
-        if not ok.all():
-            raise PlanError("the pinned shares alone use the whole budget; lower them or raise ε.")
-        return np.asarray(np.exp(u))
+    budget = epsilons - float(c_basic(start[None, :])[0][~d.free].sum())
+    u, ok = d.solve(c_basic, budget, u0)
+    if not ok.all():
+        raise PlanError(_PINNED_OVER_BUDGET)
+    return np.asarray(np.exp(u))
 
-    if rule is CompositionRule.ZCDP:
 
-        def c_z(th: FloatArray) -> FloatArray:
-            return wl.rho_i(th)
+def _dual_zcdp(
+    d: _Dual, epsilons: FloatArray, delta: float, start: FloatArray, u0: FloatArray
+) -> FloatArray:
+    """zCDP: cᵢ = ρᵢ(θᵢ) and B = the ρ whose (ε, δ) conversion is ε, less the pinned ρᵢ;
+    shape (E, n).
 
-        budget = _rho_for_epsilon(epsilons, delta) - float(wl.rho_i(start)[fixed].sum())
-        u, ok = d.solve(c_z, budget, u0)
-        if not ok.all():
-            raise PlanError("the pinned shares alone use the whole budget; lower them or raise ε.")
-        theta = np.exp(u)
-        # The zCDP accountant counts pure events by ε where that is cheaper (zcdp_epsilon),
-        # so two more splits are feasible: all by basic composition (all-pure workloads),
-        # and pure items by ε beside Gaussians by ρ (the best division of ε between them).
-        if not wl.gauss.any():
-            cand = _dual_batch(wl, CompositionRule.BASIC, epsilons, delta, free, start)
-        elif free.all() and not wl.gauss.all():
-            cand = _zcdp_hybrid(wl, epsilons, delta, start)
-        else:
-            return np.asarray(theta)
-        better = np.sum(d.f(cand), axis=1) < np.sum(d.f(theta), axis=1)
-        return np.asarray(np.where(better[:, None], cand, theta))
+    The zCDP accountant counts pure events by ε where that is cheaper
+    (:func:`~planner.accountants.zcdp.zcdp_epsilon`), so two more splits are feasible: all
+    by basic composition (all-pure workloads), and pure items by ε beside Gaussians by ρ
+    (:func:`_zcdp_hybrid`, the best division of ε between them). The better of the
+    feasible splits is returned, row by row.
 
-    if rule is CompositionRule.ADVANCED:
-        # The accountant takes min(basic, KOV): the basic split is always feasible too.
-        basic = _dual_batch(wl, CompositionRule.BASIC, epsilons, delta, free, start)
-        if wl.delta_prime <= 0:
-            return basic
-        kov, solved = _kov_allocation(wl, d, epsilons, basic)
-        better = solved & (np.sum(d.f(kov), axis=1) < np.sum(d.f(basic), axis=1))
-        return np.asarray(np.where(better[:, None], kov, basic))
+    Raises
+    ------
+    PlanError
+        If the pinned items alone use the whole budget of some row.
+    """
+    wl, free = d.wl, d.free
 
-    # RDP: the optimum over orders α. A coarse batch of orders for every ε, then bisection
-    # in log(α − 1) between the best one and the neighbour it points to. The direction is
-    # the sign of dV/dα, V(α) the optimal objective at order α: by the envelope theorem
-    # dV/dα = μ·∂/∂α[Σᵢ εᵢ(α; θ*) + conversion(α)] at the solution θ*(α), μ > 0, so it is
-    # read off the cost at fixed θ (a central difference, no extra solve).
-    log_delta = math.log(delta)
+    def c_z(th: FloatArray) -> FloatArray:
+        return wl.rho_i(th)
 
-    def conv(orders: FloatArray) -> FloatArray:
-        return conversion(orders, 0.0, log_delta)
+    budget = _rho_for_epsilon(epsilons, delta) - float(wl.rho_i(start)[~free].sum())
+    u, ok = d.solve(c_z, budget, u0)
+    if not ok.all():
+        raise PlanError(_PINNED_OVER_BUDGET)
+    theta = np.exp(u)
+    if not wl.gauss.any():
+        cand = _dual_batch(wl, CompositionRule.BASIC, epsilons, delta, free, start)
+    elif free.all() and not wl.gauss.all():
+        cand = _zcdp_hybrid(wl, epsilons, delta, start)
+    else:
+        return np.asarray(theta)
+    better = np.sum(d.f(cand), axis=1) < np.sum(d.f(theta), axis=1)
+    return np.asarray(np.where(better[:, None], cand, theta))
+
+
+def _dual_advanced(d: _Dual, epsilons: FloatArray, delta: float, start: FloatArray) -> FloatArray:
+    """Advanced composition (Kairouz, Oh & Viswanath 2015, Thm 3.5); shape (E, n).
+
+    The accountant takes min(basic, KOV), so the basic split is always feasible too: the
+    KOV split (:func:`_kov_allocation`) is kept only in the rows where it solved and is
+    better.
+    """
+    wl = d.wl
+    basic = _dual_batch(wl, CompositionRule.BASIC, epsilons, delta, d.free, start)
+    if wl.delta_prime <= 0:
+        return basic
+    kov, solved = _kov_allocation(wl, d, epsilons, basic)
+    better = solved & (np.sum(d.f(kov), axis=1) < np.sum(d.f(basic), axis=1))
+    return np.asarray(np.where(better[:, None], kov, basic))
+
+
+class _RdpOrderSearch:
+    """RDP allocation: the optimum over Rényi orders α, for a batch of total ε.
+
+    At each order α the constraint is separable, cᵢ = εᵢ(α) and B(α) = ε − conversion(α)
+    (Canonne, Kamath & Steinke 2020, Prop. 12), and the feasible set is the union over α,
+    so the optimum is the best α. A coarse batch of orders for every ε (:meth:`coarse`),
+    then bisection in log(α − 1) between the best one and the neighbour it points to
+    (:meth:`refine`). The direction is the sign of dV/dα, V(α) the optimal objective at
+    order α: by the envelope theorem dV/dα = μ·∂/∂α[Σᵢ εᵢ(α; θ*) + conversion(α)] at the
+    solution θ*(α), μ > 0, so it is read off the cost at fixed θ (a central difference,
+    no extra solve).
+    """
+
+    def __init__(self, d: _Dual, epsilons: FloatArray, delta: float, start: FloatArray) -> None:
+        self.d = d
+        self.epsilons = epsilons
+        self.delta = delta
+        self.start = start
+        self.log_delta = math.log(delta)
+        self.n_e = epsilons.size
+
+    def conv(self, orders: FloatArray) -> FloatArray:
+        """The RDP → (ε, δ) conversion term at each order (:func:`conversion`)."""
+        return conversion(orders, 0.0, self.log_delta)
 
     def solve_at(
-        alpha: FloatArray, u_start: FloatArray
+        self, alpha: FloatArray, u_start: FloatArray
     ) -> tuple[FloatArray, FloatArray, FloatArray]:
         """Solve every row at its order (``alpha`` shape (R,)); returns (u, objective, dV/dα sign)."""
+        d, start = self.d, self.start
         a = alpha[:, None]
         n_r = alpha.size
-        eps_r = epsilons[np.arange(n_r) % n_e]
+        eps_r = self.epsilons[np.arange(n_r) % self.n_e]
         fixed_r = np.sum(
-            np.where(fixed, d.rdp(np.broadcast_to(start, (n_r, start.size)).copy(), a), 0.0), axis=1
+            np.where(~d.free, d.rdp(np.broadcast_to(start, (n_r, start.size)).copy(), a), 0.0),
+            axis=1,
         )
-        u, ok = d.solve(lambda th: d.rdp(th, a), eps_r - conv(alpha) - fixed_r, u_start)
+        u, ok = d.solve(lambda th: d.rdp(th, a), eps_r - self.conv(alpha) - fixed_r, u_start)
         obj = np.where(ok, np.sum(d.f(np.exp(u)), axis=1), np.inf)
         x, h = np.log(alpha - 1.0), 1e-4
         ap, am = 1.0 + np.exp(x + h), 1.0 + np.exp(x - h)
         th = np.exp(u)
-        slope = (d.rdp(th, ap[:, None]).sum(axis=1) + conv(ap)) - (
-            d.rdp(th, am[:, None]).sum(axis=1) + conv(am)
+        slope = (d.rdp(th, ap[:, None]).sum(axis=1) + self.conv(ap)) - (
+            d.rdp(th, am[:, None]).sum(axis=1) + self.conv(am)
         )
         return u, obj, slope
 
-    coarse = np.asarray(DEFAULT_ORDERS[::120])
-    n_a = coarse.size
-    # rows ordered (order, ε) so that row r has ε index r % n_e
-    u, obj, slope = solve_at(np.repeat(coarse, n_e), np.tile(u0, (n_a, 1)))
-    obj, slope, u = obj.reshape(n_a, n_e), slope.reshape(n_a, n_e), u.reshape(n_a, n_e, -1)
-    rows = np.arange(n_e)
-    k = np.argmin(obj, axis=0)
-    best_obj = obj[k, rows]
-    best_u = u[k, rows]
-    xs = np.log(coarse - 1.0)
-    up = slope[k, rows] < 0  # V still falling at the best order: the optimum lies above it
-    k_lo = np.where(up, k, np.maximum(k - 1, 0))
-    k_hi = np.where(up, np.minimum(k + 1, n_a - 1), k)
-    lo, hi = xs[k_lo], xs[k_hi]
-    s_lo, s_hi = slope[k_lo, rows], slope[k_hi, rows]
-    for _ in range(6):
-        # regula falsi on the slope where it changes sign over the bracket, else bisection;
-        # kept a tenth of the bracket away from its ends
-        with np.errstate(divide="ignore", invalid="ignore"):
-            mid = lo - s_lo * (hi - lo) / (s_hi - s_lo)
-        width = hi - lo
-        mid = np.where((s_lo < 0) & (s_hi > 0) & np.isfinite(mid), mid, lo + width / 2)
-        mid = np.clip(mid, lo + width / 10, hi - width / 10)
-        u_m, obj_m, slope_m = solve_at(1.0 + np.exp(mid), best_u)
-        improve = obj_m < best_obj
-        best_obj = np.where(improve, obj_m, best_obj)
-        best_u = np.where(improve[:, None], u_m, best_u)
-        # infeasible at mid: move towards the best order found so far
-        go_up = np.where(np.isfinite(obj_m), slope_m < 0, mid < xs[k])
-        lo, s_lo = np.where(go_up, mid, lo), np.where(go_up, slope_m, s_lo)
-        hi, s_hi = np.where(go_up, hi, mid), np.where(go_up, s_hi, slope_m)
-    theta = np.exp(best_u)
-    if not wl.gauss.any() or not np.all(np.isfinite(best_obj)):
-        # all pure: RDP's ε is min(conversion, Σε), so the basic split is feasible too
-        basic = _dual_batch(wl, CompositionRule.BASIC, epsilons, delta, free, start)
-        better = np.sum(d.f(basic), axis=1) < np.where(
-            np.isfinite(best_obj), np.sum(d.f(theta), axis=1), np.inf
+    def run(self, u0: FloatArray) -> FloatArray:
+        """θ for each total ε, shape (E, n): the best order, then the basic split where it
+        is better (all pure: RDP's ε is min(conversion, Σε), so the basic split is
+        feasible too) or where no order was feasible."""
+        best_obj, best_u = self.refine(*self.coarse(u0))
+        theta = np.exp(best_u)
+        d = self.d
+        wl = d.wl
+        if not wl.gauss.any() or not np.all(np.isfinite(best_obj)):
+            basic = _dual_batch(
+                wl, CompositionRule.BASIC, self.epsilons, self.delta, d.free, self.start
+            )
+            better = np.sum(d.f(basic), axis=1) < np.where(
+                np.isfinite(best_obj), np.sum(d.f(theta), axis=1), np.inf
+            )
+            theta = np.where(better[:, None], basic, theta)
+        return np.asarray(theta)
+
+    def coarse(
+        self, u0: FloatArray
+    ) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray, FloatArray, FloatArray, FloatArray]:
+        """Solve on every 120th order of :data:`DEFAULT_ORDERS`; returns, per ε row, the best
+        objective and its u, the bracket (lo, hi) in x = log(α − 1) that the slope's sign
+        points to, the slopes at its ends, and x at the best coarse order."""
+        n_e = self.n_e
+        coarse = np.asarray(DEFAULT_ORDERS[::120])
+        n_a = coarse.size
+        # rows ordered (order, ε) so that row r has ε index r % n_e
+        u, obj, slope = self.solve_at(np.repeat(coarse, n_e), np.tile(u0, (n_a, 1)))
+        obj, slope, u = obj.reshape(n_a, n_e), slope.reshape(n_a, n_e), u.reshape(n_a, n_e, -1)
+        rows = np.arange(n_e)
+        k = np.argmin(obj, axis=0)
+        xs = np.log(coarse - 1.0)
+        up = slope[k, rows] < 0  # V still falling at the best order: the optimum lies above it
+        k_lo = np.where(up, k, np.maximum(k - 1, 0))
+        k_hi = np.where(up, np.minimum(k + 1, n_a - 1), k)
+        return (
+            obj[k, rows], u[k, rows], xs[k_lo], xs[k_hi],
+            slope[k_lo, rows], slope[k_hi, rows], xs[k],
         )
-        theta = np.where(better[:, None], basic, theta)
-    return np.asarray(theta)
+
+    def refine(
+        self,
+        best_obj: FloatArray,
+        best_u: FloatArray,
+        lo: FloatArray,
+        hi: FloatArray,
+        s_lo: FloatArray,
+        s_hi: FloatArray,
+        x_best: FloatArray,
+    ) -> tuple[FloatArray, FloatArray]:
+        """Six steps of regula falsi on the slope where it changes sign over the bracket,
+        else bisection, kept a tenth of the bracket away from its ends; returns the best
+        objective and u found, per ε row."""
+        for _ in range(6):
+            with np.errstate(divide="ignore", invalid="ignore"):
+                mid = lo - s_lo * (hi - lo) / (s_hi - s_lo)
+            width = hi - lo
+            mid = np.where((s_lo < 0) & (s_hi > 0) & np.isfinite(mid), mid, lo + width / 2)
+            mid = np.clip(mid, lo + width / 10, hi - width / 10)
+            u_m, obj_m, slope_m = self.solve_at(1.0 + np.exp(mid), best_u)
+            improve = obj_m < best_obj
+            best_obj = np.where(improve, obj_m, best_obj)
+            best_u = np.where(improve[:, None], u_m, best_u)
+            # infeasible at mid: move towards the best order found so far
+            go_up = np.where(np.isfinite(obj_m), slope_m < 0, mid < x_best)
+            lo, s_lo = np.where(go_up, mid, lo), np.where(go_up, slope_m, s_lo)
+            hi, s_hi = np.where(go_up, hi, mid), np.where(go_up, s_hi, slope_m)
+        return best_obj, best_u
 
 
 def _pld_error_curve(

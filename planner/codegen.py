@@ -69,93 +69,124 @@ def _plan_call(spec: PlanSpec) -> str:
 def steps(spec: PlanSpec, data: str, dataset_name: str, backend: str | None = None) -> list[Step]:
     """The steps both the script and the notebook are made of (``backend``: the aggregation
     engine the app used, or None for the default)."""
+    return [
+        _IMPORTS,
+        _schema_step(spec),
+        _questions_step(spec),
+        _budget_step(spec, data, dataset_name, backend),
+        _plan_step(spec),
+        _ACCURACY,
+        _RELEASE,
+    ]
+
+
+#: The imports (the same for every plan).
+_IMPORTS: Final = Step("Imports", "This project's library: the same functions the app and the command line call.",
+                       "import json\n"
+                       "from pathlib import Path\n\n"
+                       "from planner import report, workload\n"
+                       "from planner.queries import Query\n"
+                       "from planner.release import plan_hash\n"
+                       "from planner.schema import Schema")
+
+
+def _schema_step(spec: PlanSpec) -> Step:
+    """1. The schema, written out in full."""
+    return Step("1. The schema",
+                "The owner's public declarations: columns, bounds, categories, who is protected (the privacy "
+                "unit and the neighbouring relation) and the approximate public row count. Nothing here is read "
+                "from the data.",
+                f"SCHEMA = Schema.from_dict({_literal(spec.schema.to_dict(), 4)})")
+
+
+def _questions_step(spec: PlanSpec) -> Step:
+    """2. The questions, each as ``Query.from_dict``."""
+    queries = ",\n    ".join(f"Query.from_dict({_literal(q.to_dict(), 4)})" for q in spec.queries)
+    return Step("2. The questions",
+                "Each query names its statistic, its column, its mechanism and the options its statistic "
+                "declares.",
+                f"QUERIES = [\n    {queries},\n]")
+
+
+def _budget_step(spec: PlanSpec, data: str, dataset_name: str, backend: str | None) -> Step:
+    """3. The budget: ε, δ, rule, scales, fixed shares, lifetime, the data file and the backend."""
     m = SplitMode(spec.mode)
     shares = spec.pinned if m in (SplitMode.WEIGHTED, SplitMode.MANUAL) else {}
-    queries = ",\n    ".join(f"Query.from_dict({_literal(q.to_dict(), 4)})" for q in spec.queries)
     lifetime = None if spec.lifetime is None else (float(spec.lifetime[0]), float(spec.lifetime[1]))
-    return [
-        Step("Imports", "This project's library: the same functions the app and the command line call.",
-             "import json\n"
-             "from pathlib import Path\n\n"
-             "from planner import report, workload\n"
-             "from planner.queries import Query\n"
-             "from planner.release import plan_hash\n"
-             "from planner.schema import Schema"),
-        Step("1. The schema",
-             "The owner's public declarations: columns, bounds, categories, who is protected (the privacy "
-             "unit and the neighbouring relation) and the approximate public row count. Nothing here is read "
-             "from the data.",
-             f"SCHEMA = Schema.from_dict({_literal(spec.schema.to_dict(), 4)})"),
-        Step("2. The questions",
-             "Each query names its statistic, its column, its mechanism and the options its statistic "
-             "declares.",
-             f"QUERIES = [\n    {queries},\n]"),
-        Step("3. The budget",
-             f"Mode: **{m.value}**. ε and δ for this release, the composition rule the dataset's ledger "
-             "accounts under, the public scales errors are measured against, the fixed shares, and the "
-             "dataset's lifetime budget (registered on the first release if the ledger has none).",
-             f"EPSILON = {float(spec.epsilon)!r}\n"
-             f"DELTA = {float(spec.delta)!r}\n"
-             f"RULE = {spec.rule.value!r}\n"
-             f"ERROR_SCALES = {_literal(dict(spec.error_scales) or None, 15)}\n"
-             f"SHARES = {_literal(dict(shares), 9)}\n"
-             f"LIFETIME = {lifetime!r}  # (ε, δ) of all releases together, or None\n"
-             f"DATA = {data!r}\n"
-             f"DATASET_NAME = {dataset_name!r}\n"
-             f"BACKEND = {backend!r}  # pandas, duckdb or spark; None: DuckDB when installed"),
-        Step("4. The plan",
-             "Data-independent: it reads the schema, the questions and the budget, never the rows.",
-             "def make_plan() -> workload.Plan:\n"
-             '    """The plan, exactly as the app made it."""\n'
-             f"{_plan_call(spec)}\n\n\n"
-             "plan = make_plan()\n"
-             "print(f\"ε spent: {plan.used_epsilon:.6g} under {plan.allocation.rule.value}; \"\n"
-             "      f\"plan hash {plan_hash(plan, SCHEMA)[:16]}…\")"),
-        Step("5. The accuracy table and a chart",
-             "Predicted from public facts: the true value is within ± the 95% error 19 times in 20.",
-             "def accuracy_table(plan: workload.Plan) -> str:\n"
-             '    """The plan\'s predictions as a text table."""\n'
-             "    rows = report.accuracy_rows(plan)\n"
-             "    head = f\"{'answer':<28} {'mechanism':<18} {'ε':>10} {'typical error':>14} {'±95% error':>12}  unit\"\n"
-             "    lines = [head, '-' * len(head)]\n"
-             "    for r in rows:\n"
-             "        lines.append(f\"{r['answer'][:28]:<28} {r['mechanism']:<18} {r['epsilon']:>10.4g} \"\n"
-             "                     f\"{r['rmse']:>14.4g} {r['error_bound_95']:>12.4g}  {r['unit']}\")\n"
-             "    return '\\n'.join(lines)\n\n\n"
-             "print(accuracy_table(plan))\n"
-             "chart_svg = report.render_svg(report.accuracy_chart(plan.predictions))"),
-        Step("6. The release (spends the budget)",
-             "Loads the data on a backend (DuckDB when installed), then the ledger checks the budget, records "
-             "the spend before any noise is drawn, samples once through OpenDP and stores the answers. "
-             "Releasing the same plan again returns the stored answers and spends nothing.",
-             "def release_plan(plan: workload.Plan, data: str = DATA, ledger_url: str | None = None,\n"
-             "                 backend_name: str | None = None) -> dict:\n"
-             '    """Release ``plan`` on ``data`` and record it in the ledger; the release report as JSON."""\n'
-             "    from planner.backends import check_backend, close_backend, default_backend, make_backend\n"
-             "    from planner.ledger import Ledger\n"
-             "    from planner.release import release\n"
-             "    from planner.sources import open_cli_source, source_fingerprint\n\n"
-             "    source = open_cli_source(data)\n"
-             "    backend = make_backend(backend_name or BACKEND or default_backend(), source, SCHEMA)\n"
-             "    try:\n"
-             "        check_backend(backend)\n"
-             "        prefetch = getattr(backend, 'prefetch', None)\n"
-             "        if callable(prefetch):  # every aggregate before any spend: a plan the backend\n"
-             "            prefetch(QUERIES)   # cannot compute is refused with nothing spent\n"
-             "        ledger = Ledger(ledger_url)\n"
-             "        try:\n"
-             "            result = release(plan, SCHEMA, backend, ledger, source_fingerprint(source), DATASET_NAME,\n"
-             "                             total_epsilon=None if LIFETIME is None else LIFETIME[0],\n"
-             "                             total_delta=None if LIFETIME is None else LIFETIME[1], rule=RULE)\n"
-             "            print(result.to_csv())\n"
-             "            # 7. the ledger's state after the release\n"
-             "            print(json.dumps(ledger.status(result.fingerprint).to_dict(), indent=2))\n"
-             "            return result.report_json()\n"
-             "        finally:\n"
-             "            ledger.close()\n"
-             "    finally:\n"
-             "        close_backend(backend)"),
-    ]
+    return Step("3. The budget",
+                f"Mode: **{m.value}**. ε and δ for this release, the composition rule the dataset's ledger "
+                "accounts under, the public scales errors are measured against, the fixed shares, and the "
+                "dataset's lifetime budget (registered on the first release if the ledger has none).",
+                f"EPSILON = {float(spec.epsilon)!r}\n"
+                f"DELTA = {float(spec.delta)!r}\n"
+                f"RULE = {spec.rule.value!r}\n"
+                f"ERROR_SCALES = {_literal(dict(spec.error_scales) or None, 15)}\n"
+                f"SHARES = {_literal(dict(shares), 9)}\n"
+                f"LIFETIME = {lifetime!r}  # (ε, δ) of all releases together, or None\n"
+                f"DATA = {data!r}\n"
+                f"DATASET_NAME = {dataset_name!r}\n"
+                f"BACKEND = {backend!r}  # pandas, duckdb or spark; None: DuckDB when installed")
+
+
+def _plan_step(spec: PlanSpec) -> Step:
+    """4. The plan in its mode (:func:`_plan_call`)."""
+    return Step("4. The plan",
+                "Data-independent: it reads the schema, the questions and the budget, never the rows.",
+                "def make_plan() -> workload.Plan:\n"
+                '    """The plan, exactly as the app made it."""\n'
+                f"{_plan_call(spec)}\n\n\n"
+                "plan = make_plan()\n"
+                "print(f\"ε spent: {plan.used_epsilon:.6g} under {plan.allocation.rule.value}; \"\n"
+                "      f\"plan hash {plan_hash(plan, SCHEMA)[:16]}…\")")
+
+
+#: 5. The accuracy table and the chart (the same code for every plan).
+_ACCURACY: Final = Step("5. The accuracy table and a chart",
+                        "Predicted from public facts: the true value is within ± the 95% error 19 times in 20.",
+                        "def accuracy_table(plan: workload.Plan) -> str:\n"
+                        '    """The plan\'s predictions as a text table."""\n'
+                        "    rows = report.accuracy_rows(plan)\n"
+                        "    head = f\"{'answer':<28} {'mechanism':<18} {'ε':>10} {'typical error':>14} {'±95% error':>12}  unit\"\n"
+                        "    lines = [head, '-' * len(head)]\n"
+                        "    for r in rows:\n"
+                        "        lines.append(f\"{r['answer'][:28]:<28} {r['mechanism']:<18} {r['epsilon']:>10.4g} \"\n"
+                        "                     f\"{r['rmse']:>14.4g} {r['error_bound_95']:>12.4g}  {r['unit']}\")\n"
+                        "    return '\\n'.join(lines)\n\n\n"
+                        "print(accuracy_table(plan))\n"
+                        "chart_svg = report.render_svg(report.accuracy_chart(plan.predictions))")
+
+#: 6. The release and 7. the ledger's state (the same code for every plan).
+_RELEASE: Final = Step("6. The release (spends the budget)",
+                       "Loads the data on a backend (DuckDB when installed), then the ledger checks the budget, records "
+                       "the spend before any noise is drawn, samples once through OpenDP and stores the answers. "
+                       "Releasing the same plan again returns the stored answers and spends nothing.",
+                       "def release_plan(plan: workload.Plan, data: str = DATA, ledger_url: str | None = None,\n"
+                       "                 backend_name: str | None = None) -> dict:\n"
+                       '    """Release ``plan`` on ``data`` and record it in the ledger; the release report as JSON."""\n'
+                       "    from planner.backends import check_backend, close_backend, default_backend, make_backend\n"
+                       "    from planner.ledger import Ledger\n"
+                       "    from planner.release import release\n"
+                       "    from planner.sources import open_cli_source, source_fingerprint\n\n"
+                       "    source = open_cli_source(data)\n"
+                       "    backend = make_backend(backend_name or BACKEND or default_backend(), source, SCHEMA)\n"
+                       "    try:\n"
+                       "        check_backend(backend)\n"
+                       "        prefetch = getattr(backend, 'prefetch', None)\n"
+                       "        if callable(prefetch):  # every aggregate before any spend: a plan the backend\n"
+                       "            prefetch(QUERIES)   # cannot compute is refused with nothing spent\n"
+                       "        ledger = Ledger(ledger_url)\n"
+                       "        try:\n"
+                       "            result = release(plan, SCHEMA, backend, ledger, source_fingerprint(source), DATASET_NAME,\n"
+                       "                             total_epsilon=None if LIFETIME is None else LIFETIME[0],\n"
+                       "                             total_delta=None if LIFETIME is None else LIFETIME[1], rule=RULE)\n"
+                       "            print(result.to_csv())\n"
+                       "            # 7. the ledger's state after the release\n"
+                       "            print(json.dumps(ledger.status(result.fingerprint).to_dict(), indent=2))\n"
+                       "            return result.report_json()\n"
+                       "        finally:\n"
+                       "            ledger.close()\n"
+                       "    finally:\n"
+                       "        close_backend(backend)")
 
 
 _SCRIPT_MAIN: Final = '''

@@ -302,17 +302,38 @@ def parse_plan_spec(data: Any, base_dir: Path | None = None) -> PlanSpec:
         if key not in data:
             raise PlanError(f"the plan spec is missing {key!r}; see `planner plan --help` and the README.")
     _unknown_keys(data, PLAN_KEYS, "the plan spec")
-    raw_schema = data["schema"]
+    schema = _parse_schema(data["schema"], base_dir)
+    mode, epsilon, delta, rule = _parse_budget(data)
+    cleaned, scales, pinned = _parse_queries(data["queries"], mode)
+    queries = queries_from_list(cleaned, schema)
+    if mode == "manual":
+        _check_manual_shares(queries, schema, pinned)
+    if mode == "equal":
+        pinned = {a.id: a.theta for a in plan_equal(queries, schema, epsilon, delta, rule,
+                                                     scales or None).allocation.items}
+    name = data.get("dataset_name")
+    if name is not None:
+        name = _text(name, "'dataset_name'")
+    lifetime = _parse_lifetime(data["lifetime"]) if "lifetime" in data else None
+    return PlanSpec(schema, epsilon, delta, rule, mode, queries, scales, pinned, str(name) if name else None, lifetime)
+
+
+def _parse_schema(raw_schema: Any, base_dir: Path | None) -> Schema:
+    """The plan's ``schema``: inline, or the path of a schema file (relative to ``base_dir``)."""
     if isinstance(raw_schema, str):
         path = Path(_text(raw_schema, "'schema' (a path)", max_chars=4096))
         if base_dir is not None and not path.is_absolute():
             path = base_dir / path
         # Same limits as the plan itself (regular file, size, depth, finite numbers).
-        schema = Schema.from_dict(_read_json(path, "schema"))
-    elif isinstance(raw_schema, dict):
-        schema = Schema.from_dict(raw_schema)
-    else:
-        raise PlanError(f"'schema' must be an object or the path of a schema file; got {value_class(raw_schema)}.")
+        return Schema.from_dict(_read_json(path, "schema"))
+    if isinstance(raw_schema, dict):
+        return Schema.from_dict(raw_schema)
+    raise PlanError(f"'schema' must be an object or the path of a schema file; got {value_class(raw_schema)}.")
+
+
+def _parse_budget(data: dict[str, Any]) -> tuple[str, float, float, CompositionRule]:
+    """The plan's ``mode`` and its ``budget``: (mode, ε, δ, rule). ε may be left out in
+    target mode only (the planner finds it); it then reads as 1."""
     budget = data["budget"]
     if not isinstance(budget, dict):
         raise PlanError("'budget' must be an object such as {\"epsilon\": 1, \"delta\": 1e-6, \"composition\": \"rdp\"}.")
@@ -333,7 +354,15 @@ def parse_plan_spec(data: Any, base_dir: Path | None = None) -> PlanSpec:
         raise PlanError(
             f"budget.composition must be one of basic, advanced, rdp, zcdp; got {composition[:40]!r}."
         ) from exc
-    raw_queries = data["queries"]
+    return mode, epsilon, delta, rule
+
+
+def _parse_queries(
+    raw_queries: Any, mode: str
+) -> tuple[list[dict[str, Any]], dict[str, float], dict[str, float]]:
+    """The plan's ``queries``: each query's own fields (for
+    :func:`~planner.queries.queries_from_list`) with ``scale`` and ``pinned`` taken out,
+    the scales by query id and the shares by allocation item id."""
     if not isinstance(raw_queries, list) or not raw_queries:
         raise PlanError("'queries' must be a non-empty list.")
     if len(raw_queries) > MAX_QUERIES:
@@ -354,47 +383,48 @@ def parse_plan_spec(data: Any, base_dir: Path | None = None) -> PlanSpec:
         if "scale" in q:
             scales[qid] = _positive(q.pop("scale"), f"query {qid!r}: 'scale'")
         if "pinned" in q:
-            raw_pin = q.pop("pinned")
-            if mode == "target":
-                raise PlanError(f"query {qid!r}: 'pinned' has no effect in target mode (each target fixes its "
-                                "query's share); remove it or use another mode.")
-            if isinstance(raw_pin, dict):
-                if not raw_pin or len(raw_pin) > 1000:
-                    raise PlanError(f"query {qid!r}: 'pinned' as an object maps each part (e.g. "
-                                    "\"quantile@0.5\") to its share; give 1 to 1000 parts.")
-                for part, value in raw_pin.items():
-                    pinned[f"{qid}:{_text(part, f'query {qid!r}: a part of pinned')}"] = _positive(
-                        value, f"query {qid!r}: 'pinned' of part {part[:40]!r}")
-            else:
-                pinned[qid] = _positive(raw_pin, f"query {qid!r}: 'pinned'")
+            _parse_pinned(q.pop("pinned"), qid, mode, pinned)
         cleaned.append(q)
-    queries = queries_from_list(cleaned, schema)
-    if mode == "manual":
-        missing = [item for item, *_ in item_ids(queries, schema) if item not in pinned]
-        if missing:
-            shown = ", ".join(repr(m[:60]) for m in missing[:5])
-            raise PlanError(f"a manual plan gives every query its share as 'pinned'; missing for {shown}"
-                            f"{' …' if len(missing) > 5 else ''}.")
-    if mode == "equal":
-        pinned = {a.id: a.theta for a in plan_equal(queries, schema, epsilon, delta, rule,
-                                                     scales or None).allocation.items}
-    name = data.get("dataset_name")
-    if name is not None:
-        name = _text(name, "'dataset_name'")
-    lifetime = None
-    if "lifetime" in data:
-        life = data["lifetime"]
-        if not isinstance(life, dict) or "epsilon" not in life:
-            raise PlanError(
-                "'lifetime' must be an object such as {\"epsilon\": 3, \"delta\": 1e-5}: the "
-                "dataset's whole budget, spent release after release."
-            )
-        _unknown_keys(life, LIFETIME_KEYS, "'lifetime'")
-        lifetime = (
-            strict_epsilon(life["epsilon"], "lifetime.epsilon", error=PlanError),
-            strict_delta(life.get("delta", 0.0), "lifetime.delta", error=PlanError),
+    return cleaned, scales, pinned
+
+
+def _parse_pinned(raw_pin: Any, qid: str, mode: str, pinned: dict[str, float]) -> None:
+    """One query's ``pinned`` (a share, or ``{part: share}``), added to ``pinned`` by item id."""
+    if mode == "target":
+        raise PlanError(f"query {qid!r}: 'pinned' has no effect in target mode (each target fixes its "
+                        "query's share); remove it or use another mode.")
+    if isinstance(raw_pin, dict):
+        if not raw_pin or len(raw_pin) > 1000:
+            raise PlanError(f"query {qid!r}: 'pinned' as an object maps each part (e.g. "
+                            "\"quantile@0.5\") to its share; give 1 to 1000 parts.")
+        for part, value in raw_pin.items():
+            pinned[f"{qid}:{_text(part, f'query {qid!r}: a part of pinned')}"] = _positive(
+                value, f"query {qid!r}: 'pinned' of part {part[:40]!r}")
+    else:
+        pinned[qid] = _positive(raw_pin, f"query {qid!r}: 'pinned'")
+
+
+def _check_manual_shares(queries: tuple[Query, ...], schema: Schema, pinned: dict[str, float]) -> None:
+    """A manual plan pins every allocation item."""
+    missing = [item for item, *_ in item_ids(queries, schema) if item not in pinned]
+    if missing:
+        shown = ", ".join(repr(m[:60]) for m in missing[:5])
+        raise PlanError(f"a manual plan gives every query its share as 'pinned'; missing for {shown}"
+                        f"{' …' if len(missing) > 5 else ''}.")
+
+
+def _parse_lifetime(life: Any) -> tuple[float, float]:
+    """The plan's ``lifetime``: the dataset's whole (ε, δ)."""
+    if not isinstance(life, dict) or "epsilon" not in life:
+        raise PlanError(
+            "'lifetime' must be an object such as {\"epsilon\": 3, \"delta\": 1e-5}: the "
+            "dataset's whole budget, spent release after release."
         )
-    return PlanSpec(schema, epsilon, delta, rule, mode, queries, scales, pinned, str(name) if name else None, lifetime)
+    _unknown_keys(life, LIFETIME_KEYS, "'lifetime'")
+    return (
+        strict_epsilon(life["epsilon"], "lifetime.epsilon", error=PlanError),
+        strict_delta(life.get("delta", 0.0), "lifetime.delta", error=PlanError),
+    )
 
 
 def load_plan_spec(path: str | Path) -> PlanSpec:
@@ -548,10 +578,31 @@ def compose_command(path: str | Path) -> dict[str, Any]:
     the events themselves at the total δ. The "pld" entry also gives the method and an
     estimate of its discretisation error (:func:`planner.accountants.pld.pld_epsilon`).
     """
-    from planner.accountants import total_epsilon
-    from planner.accountants.pld import check_relations, pld_epsilon
+    from planner.accountants.pld import check_relations
     from planner.errors import BudgetError
 
+    delta, entries = _read_mechanisms(path)
+    events = [ev for ev, count in entries for _ in range(count)]
+    # the rules that read events take k invocations as one self-composed event
+    grouped = [ev if count == 1 else SelfComposedEvent(ev, count) for ev, count in entries]
+    try:
+        check_relations(grouped)
+    except BudgetError as exc:
+        raise PlanError(str(exc)) from exc
+    pure = {e: pure_epsilon(e) for e in set(events) | set(grouped)}
+    n_approx = sum(1 for e in events if not math.isfinite(pure[e]))
+    results = {rule.value: _composed_total(rule, events, grouped, pure, n_approx, delta)
+               for rule in CompositionRule}
+    # Basic composition is always a valid account too: never report advanced above it.
+    basic, adv = results.get("basic", {}).get("epsilon"), results.get("advanced", {}).get("epsilon")
+    if isinstance(basic, float) and isinstance(adv, float) and basic < adv:
+        results["advanced"] = {"epsilon": basic, "delta": delta, "note": "basic composition is tighter here"}
+    _describe_pld(results.get(CompositionRule.PLD.value, {}), grouped, delta)
+    return {"mechanisms": len(events), "delta": delta, "total": results}
+
+
+def _read_mechanisms(path: str | Path) -> tuple[float, list[tuple[PrivacyEvent, int]]]:
+    """MECHS.json's δ and its mechanisms, each as (event, invocations)."""
     data = _read_json(path, "mechanisms")
     if not isinstance(data, dict) or not isinstance(data.get("mechanisms"), list) or not data["mechanisms"]:
         raise PlanError('the spec must be {"delta": ..., "mechanisms": [ ... ]} with at least one mechanism.')
@@ -568,47 +619,59 @@ def compose_command(path: str | Path) -> dict[str, Any]:
                 "that many at once."
             )
         entries.append((ev, count))
-    events = [ev for ev, count in entries for _ in range(count)]
-    # the rules that read events take k invocations as one self-composed event
-    grouped = [ev if count == 1 else SelfComposedEvent(ev, count) for ev, count in entries]
+    return delta, entries
+
+
+def _composed_total(
+    rule: CompositionRule,
+    events: list[PrivacyEvent],
+    grouped: list[PrivacyEvent],
+    pure: dict[PrivacyEvent, float],
+    n_approx: int,
+    delta: float,
+) -> dict[str, Any]:
+    """The total (ε, δ) of the mechanisms under one rule, as :func:`compose_command` reports it.
+
+    Basic and advanced take every invocation (``events``) with its pure ε, or, without one,
+    its standalone ε at an equal share of δ (all of δ under basic, half under advanced,
+    less 1e-12 relative); the other rules take the self-composed events (``grouped``) at
+    the total δ. ``pure`` holds each event's pure ε (inf for none); ``n_approx`` of the
+    invocations have none.
+    """
+    from planner.accountants import total_epsilon
+    from planner.errors import BudgetError
+
+    if n_approx and delta == 0.0:
+        return {"epsilon": math.inf, "delta": 0.0, "note": "mechanisms without a pure ε need δ > 0"}
+    share = delta if rule is CompositionRule.BASIC else delta / 2
+    d_i = share / n_approx * (1 - 1e-12) if n_approx else 0.0
+    standalone: dict[PrivacyEvent, float] = {}
+    spends = []
+    if rule in (CompositionRule.BASIC, CompositionRule.ADVANCED):
+        for e in events:
+            if math.isfinite(pure[e]):
+                spends.append(Spend(e, pure[e], 0.0))
+            else:
+                if e not in standalone:
+                    standalone[e] = max(standalone_epsilon(e, d_i), 1e-300)
+                spends.append(Spend(e, standalone[e], d_i))
+    else:
+        spends = [Spend(e, pure[e], 0.0) if math.isfinite(pure[e]) else Spend(e, 1e300, delta) for e in grouped]
     try:
-        check_relations(grouped)
-    except BudgetError as exc:
-        raise PlanError(str(exc)) from exc
-    pure = {e: pure_epsilon(e) for e in set(events) | set(grouped)}
-    approx = [e for e in events if not math.isfinite(pure[e])]
-    results: dict[str, Any] = {}
-    for rule in CompositionRule:
-        if approx and delta == 0.0:
-            results[rule.value] = {"epsilon": math.inf, "delta": 0.0, "note": "mechanisms without a pure ε need δ > 0"}
-            continue
-        share = delta if rule is CompositionRule.BASIC else delta / 2
-        d_i = share / len(approx) * (1 - 1e-12) if approx else 0.0
-        standalone: dict[PrivacyEvent, float] = {}
-        spends = []
-        if rule in (CompositionRule.BASIC, CompositionRule.ADVANCED):
-            for e in events:
-                if math.isfinite(pure[e]):
-                    spends.append(Spend(e, pure[e], 0.0))
-                else:
-                    if e not in standalone:
-                        standalone[e] = max(standalone_epsilon(e, d_i), 1e-300)
-                    spends.append(Spend(e, standalone[e], d_i))
-        else:
-            spends = [Spend(e, pure[e], 0.0) if math.isfinite(pure[e]) else Spend(e, 1e300, delta) for e in grouped]
-        try:
-            eps = float(total_epsilon(spends, rule, delta))
-        except BudgetError:
-            eps = math.inf
-        except PlannerError as exc:
-            results[rule.value] = {"epsilon": None, "delta": delta, "note": str(exc)}
-            continue
-        results[rule.value] = {"epsilon": eps, "delta": delta}
-    # Basic composition is always a valid account too: never report advanced above it.
-    basic, adv = results.get("basic", {}).get("epsilon"), results.get("advanced", {}).get("epsilon")
-    if isinstance(basic, float) and isinstance(adv, float) and basic < adv:
-        results["advanced"] = {"epsilon": basic, "delta": delta, "note": "basic composition is tighter here"}
-    best = results.get(CompositionRule.PLD.value, {})
+        eps = float(total_epsilon(spends, rule, delta))
+    except BudgetError:
+        eps = math.inf
+    except PlannerError as exc:
+        return {"epsilon": None, "delta": delta, "note": str(exc)}
+    return {"epsilon": eps, "delta": delta}
+
+
+def _describe_pld(best: dict[str, Any], grouped: list[PrivacyEvent], delta: float) -> None:
+    """Add to the optimal rule's finite total its method and discretisation error estimate
+    (:func:`planner.accountants.pld.pld_epsilon`), and a note where the Rényi DP bound it
+    reports is tighter than the PLD's own."""
+    from planner.accountants.pld import pld_epsilon
+
     if isinstance(best.get("epsilon"), float) and math.isfinite(best["epsilon"]):
         raw = pld_epsilon(grouped, delta, with_error=delta > 0)
         best["method"] = raw.method
@@ -616,4 +679,3 @@ def compose_command(path: str | Path) -> dict[str, Any]:
             best["error_estimate"] = raw.error
         if best["epsilon"] < raw.epsilon:
             best["note"] = "the Rényi DP bound is tighter here; the optimal rule reports the least valid bound"
-    return {"mechanisms": len(events), "delta": delta, "total": results}

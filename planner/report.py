@@ -377,12 +377,32 @@ def plan_report(
     """
     outcome = outcome or build_plan(spec)
     plan = outcome.plan
-    a = plan.allocation
-    when = (generated or datetime.now(UTC)).strftime("%Y-%m-%d %H:%M UTC")
     name = spec.dataset_name or (status.name if status is not None else "the dataset")
     heading = title or (f"Release #{release.release_id} of {name}" if release is not None
                         else f"Privacy plan for {name}")
-    qs = {q.id: q for q in spec.queries}
+    out = _head_section(spec, plan, heading, generated, released=release is not None)
+    out += _questions_section(spec)
+    out += _budget_section(plan)
+    out += _rules_section(spec, plan)
+    if release is not None:
+        out += _release_section(release)
+    out.append("<h2>The privacy guarantee in plain words</h2>")
+    out += [f"<p>{p}</p>" for p in guarantee_text(spec)]
+    out += _ledger_section(status, history)
+    sources = (*SOURCES, SAMPLING_SOURCE) if plan.sampling is not None else SOURCES
+    out.append('<h2>Sources</h2><ul class="sources">' + "".join(f"<li>{s}</li>" for s in sources) + "</ul>")
+    out.append("</body></html>")
+    return "\n".join(out)
+
+
+def _head_section(
+    spec: PlanSpec, plan: Plan, heading: str, generated: datetime | None, *, released: bool
+) -> list[str]:
+    """The document's head, title, when and how it was made, the ε spent, the secret
+    sample (if any) and the plan's warnings."""
+    a = plan.allocation
+    when = (generated or datetime.now(UTC)).strftime("%Y-%m-%d %H:%M UTC")
+    n_questions = len({q.id for q in spec.queries})
     out: list[str] = [
         "<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
@@ -392,27 +412,32 @@ def plan_report(
         f"composition rule: {_e(RULE_WORDS.get(a.rule.value, a.rule.value))}; δ = {a.delta:g}.</p>",
         '<p class="note">' + (
             f"This release spent <b>ε = {_num(plan.used_epsilon)}</b> of the dataset's privacy budget on "
-            f"{len(qs)} questions." if release is not None else
+            f"{n_questions} questions." if released else
             f"This plan spends <b>ε = {_num(plan.used_epsilon)}</b> of the dataset's privacy budget on "
-            f"{len(qs)} questions. Nothing has been released by this plan yet.") + "</p>",
+            f"{n_questions} questions. Nothing has been released by this plan yet.") + "</p>",
     ]
     if plan.sampling is not None:
         out.append('<p class="note">' + secret_sample_text(plan) + "</p>")
     for w in a.warnings:
         out.append(f'<p class="warn">{_e(w)}</p>')
+    return out
 
-    # --- the questions
-    out.append("<h2>The questions</h2>")
-    out.append(_table(["question", "statistic", "column", "options", "mechanism",
-                       "target ±" if spec.mode == "target" else "weight"],
-                      [[q.id, q.statistic.label, q.column or "(all rows)", describe_options(q), _mechanism_label(q),
-                        _num(q.target if spec.mode == "target" else (q.weight if q.weight is not None else 1.0))]
-                       for q in spec.queries]))
 
-    # --- budget and accuracy
-    out.append("<h2>Privacy budget and predicted accuracy per answer</h2>")
-    out.append("<p>Each released number gets a share of the budget; a larger share means less noise. "
-               "The error columns are predictions from public facts (never from the data).</p>")
+def _questions_section(spec: PlanSpec) -> list[str]:
+    """The questions: statistic, column, options, mechanism, and weight or target."""
+    return ["<h2>The questions</h2>",
+            _table(["question", "statistic", "column", "options", "mechanism",
+                    "target ±" if spec.mode == "target" else "weight"],
+                   [[q.id, q.statistic.label, q.column or "(all rows)", describe_options(q), _mechanism_label(q),
+                     _num(q.target if spec.mode == "target" else (q.weight if q.weight is not None else 1.0))]
+                    for q in spec.queries])]
+
+
+def _budget_section(plan: Plan) -> list[str]:
+    """Each answer's share of the budget and its predicted accuracy, as a table and two charts."""
+    out = ["<h2>Privacy budget and predicted accuracy per answer</h2>",
+           "<p>Each released number gets a share of the budget; a larger share means less noise. "
+           "The error columns are predictions from public facts (never from the data).</p>"]
     show_delta = any(p.delta > 0 for p in plan.predictions)
     header = ["answer", "mechanism", "ε", *(["δ", "ρ (zCDP)"] if show_delta else []), "typical error",
               "± 95% error", "unit"]
@@ -422,9 +447,14 @@ def plan_report(
     out.append(_table(header, body, numeric=[2, 3, 4, 5, 6] if show_delta else [2, 3, 4]))
     out.append(f"<figure>{render_svg(epsilon_chart(plan.predictions))}</figure>")
     out.append(f"<figure>{render_svg(accuracy_chart(plan.predictions))}</figure>")
+    return out
 
-    # --- the rule and the alternatives
-    out.append("<h2>The composition rule, and what the alternatives would have cost</h2>")
+
+def _rules_section(spec: PlanSpec, plan: Plan) -> list[str]:
+    """The composition rule in force and what the same plan costs under the others
+    (:func:`planner.plan_spec.compare_spec`), as a table, a sentence and a chart."""
+    a = plan.allocation
+    out = ["<h2>The composition rule, and what the alternatives would have cost</h2>"]
     rows = rule_rows(spec.rule.value, compare_spec(spec))
     out.append(f"<p>The budget of all the answers together is accounted under "
                f"<b>{_e(RULE_WORDS.get(a.rule.value, a.rule.value))}</b>. The same plan under the other rules:</p>")
@@ -436,33 +466,24 @@ def plan_report(
     out.append(_rule_sentence(rows, spec.mode))
     if any(r.get("factor" if errors else "epsilon") is not None for r in rows):
         out.append(f"<figure>{render_svg(rules_chart(rows, spec.mode))}</figure>")
+    return out
 
-    # --- the release
-    if release is not None:
-        out += _release_section(release)
 
-    # --- the guarantee
-    out.append("<h2>The privacy guarantee in plain words</h2>")
-    out += [f"<p>{p}</p>" for p in guarantee_text(spec)]
-
-    # --- the ledger
-    out.append("<h2>The ledger of this dataset</h2>")
+def _ledger_section(status: BudgetStatus | None, history: Sequence[HistoryPoint]) -> list[str]:
+    """The dataset's ledger: its lifetime budget, what is spent and left, and the history chart."""
+    out = ["<h2>The ledger of this dataset</h2>"]
     if status is None:
         out.append("<p>No lifetime budget is registered for this dataset yet: nothing can be released until an "
                    "owner sets one.</p>")
-    else:
-        remaining = max(status.epsilon_remaining, 0.0) if math.isfinite(status.epsilon_remaining) else 0.0
-        out.append(_table(["lifetime ε", "lifetime δ", "rule", "spent so far", "remaining", "releases"],
-                          [[status.epsilon_total, status.delta_total, status.rule.value, status.epsilon_spent,
-                            remaining, status.releases]], numeric=[0, 1, 3, 4, 5]))
-        out.append("<p>Every release is recorded before any noise is drawn; nothing is ever refunded.</p>")
-        if history:
-            out.append(f"<figure>{render_svg(ledger_chart(status, history))}</figure>")
-
-    sources = (*SOURCES, SAMPLING_SOURCE) if plan.sampling is not None else SOURCES
-    out.append('<h2>Sources</h2><ul class="sources">' + "".join(f"<li>{s}</li>" for s in sources) + "</ul>")
-    out.append("</body></html>")
-    return "\n".join(out)
+        return out
+    remaining = max(status.epsilon_remaining, 0.0) if math.isfinite(status.epsilon_remaining) else 0.0
+    out.append(_table(["lifetime ε", "lifetime δ", "rule", "spent so far", "remaining", "releases"],
+                      [[status.epsilon_total, status.delta_total, status.rule.value, status.epsilon_spent,
+                        remaining, status.releases]], numeric=[0, 1, 3, 4, 5]))
+    out.append("<p>Every release is recorded before any noise is drawn; nothing is ever refunded.</p>")
+    if history:
+        out.append(f"<figure>{render_svg(ledger_chart(status, history))}</figure>")
+    return out
 
 
 def _rule_sentence(rows: Sequence[Mapping[str, Any]], mode: str) -> str:
