@@ -584,7 +584,9 @@ def compose_command(path: str | Path) -> dict[str, Any]:
     delta, entries = _read_mechanisms(path)
     events = [ev for ev, count in entries for _ in range(count)]
     # the rules that read events take k invocations as one self-composed event
-    grouped = [ev if count == 1 else SelfComposedEvent(ev, count) for ev, count in entries]
+    # (an (ε, δ) mechanism stays one event per invocation: RDP adds those up by basic composition)
+    grouped = [g for ev, count in entries
+               for g in ([ev] * count if isinstance(ev, ApproxEvent) else [ev if count == 1 else SelfComposedEvent(ev, count)])]
     try:
         check_relations(grouped)
     except BudgetError as exc:
@@ -644,13 +646,24 @@ def _composed_total(
     if n_approx and delta == 0.0:
         return {"epsilon": math.inf, "delta": 0.0, "note": "mechanisms without a pure ε need δ > 0"}
     share = delta if rule is CompositionRule.BASIC else delta / 2
-    d_i = share / n_approx * (1 - 1e-12) if n_approx else 0.0
+    # an (ε, δ) mechanism brings its own δ; the others without a pure ε share what is left
+    own = [e.delta for e in events if isinstance(e, ApproxEvent) and not math.isfinite(pure[e])]
+    n_share = n_approx - len(own)
+    left = share - math.fsum(own)
+    d_i = left / n_share * (1 - 1e-12) if n_share else 0.0
+    if rule in (CompositionRule.BASIC, CompositionRule.ADVANCED) and (left < 0 or (n_share and left <= 0)):
+        return {"epsilon": None, "delta": delta,
+                "note": f"the (ε, δ) mechanisms' own δ ({math.fsum(own):.3g}) leave nothing of the δ this rule "
+                        f"gives mechanisms without a pure ε ({share:.3g}: "
+                        f"{'all' if rule is CompositionRule.BASIC else 'half'} of δ); raise δ"}
     standalone: dict[PrivacyEvent, float] = {}
     spends = []
     if rule in (CompositionRule.BASIC, CompositionRule.ADVANCED):
         for e in events:
             if math.isfinite(pure[e]):
                 spends.append(Spend(e, pure[e], 0.0))
+            elif isinstance(e, ApproxEvent):
+                spends.append(Spend(e, e.epsilon, e.delta))
             else:
                 if e not in standalone:
                     standalone[e] = max(standalone_epsilon(e, d_i), 1e-300)
@@ -659,8 +672,8 @@ def _composed_total(
         spends = [Spend(e, pure[e], 0.0) if math.isfinite(pure[e]) else Spend(e, 1e300, delta) for e in grouped]
     try:
         eps = float(total_epsilon(spends, rule, delta))
-    except BudgetError:
-        eps = math.inf
+    except BudgetError as exc:  # the rule cannot account for these mechanisms at this δ: say why
+        return {"epsilon": math.inf, "delta": delta, "note": str(exc)}
     except PlannerError as exc:
         return {"epsilon": None, "delta": delta, "note": str(exc)}
     return {"epsilon": eps, "delta": delta}

@@ -10,8 +10,10 @@ from pathlib import Path
 
 import pytest
 
+from planner.accountants.basic import standalone_epsilon
 from planner.budget import CompositionRule
 from planner.cli import main
+from planner.events import GaussianEvent
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -53,6 +55,27 @@ def test_cli_compose_matches_hand_calculation(tmp_path: Path, capsys: pytest.Cap
     kov = 100 * 0.1 * math.tanh(0.05) + math.sqrt(2 * math.log(1 / 1e-6) * 100 * 0.01)
     assert out["total"]["advanced"]["epsilon"] == pytest.approx(min(10.0, kov), rel=1e-9)
     assert out["total"]["rdp"]["epsilon"] < out["total"]["basic"]["epsilon"]
+
+
+def test_cli_compose_says_why_a_rule_cannot_account(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Five (0.5, 1e-7) mechanisms and a discrete Gaussian at δ = 1e-6: once failed with
+    "epsilon must be > 0 and finite; got inf", naming neither the rule nor the cause."""
+    spec = tmp_path / "m.json"
+    spec.write_text(json.dumps({"delta": 1e-6, "mechanisms": [
+        {"mechanism": "approx", "epsilon": 0.5, "delta": 1e-7, "count": 5},
+        {"mechanism": "discrete_gaussian", "sigma": 3.0, "sensitivity": 1}]}))
+    code, out, _ = _run(["compose", "--spec", str(spec)], capsys)
+    assert code == 0
+    total = out["total"]
+    # basic: the (ε, δ) mechanisms keep their own δ (5 × 1e-7); the Gaussian gets the rest
+    # (5e-7), so ε = 5 × 0.5 + the Gaussian's standalone ε at 5e-7 (by construction)
+    g = standalone_epsilon(GaussianEvent(3.0, discrete=True), 5e-7 * (1 - 1e-12))
+    assert total["basic"]["epsilon"] == pytest.approx(2.5 + g, rel=1e-9)
+    # advanced gives mechanisms without a pure ε half of δ, all taken by the (ε, δ) ones: said so
+    assert total["advanced"]["epsilon"] is None and "raise δ" in total["advanced"]["note"]
+    # zCDP has no ρ for an (ε, δ) mechanism: said so, with the rule's name
+    assert math.isinf(total["zcdp"]["epsilon"]) and "zcdp rule cannot account" in total["zcdp"]["note"]
+    assert math.isfinite(total["rdp"]["epsilon"]) and math.isfinite(total["pld"]["epsilon"])
 
 
 def test_cli_bad_spec_is_json_error_with_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
