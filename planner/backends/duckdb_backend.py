@@ -93,15 +93,45 @@ class DuckDBBackend(SqlBackend):
         if isinstance(source, str):
             source = open_source(source)
         self.source = source
-        uid = uuid.uuid4().hex[:12]
-        view = f"planner_src_{uid}"
-        csv_text = False
-        require_rows = False
-        expected: int | None = None
+        view = f"planner_src_{uuid.uuid4().hex[:12]}"
         if isinstance(source, TableSource):
             self._con = duckdb.connect(str(source.database), read_only=True)
         else:
             self._con = duckdb.connect()
+        self._configure(duckdb, source, threads, memory_limit)
+        try:
+            names, types, expected, csv_text = self._open(source, view)
+        except PlannerError:
+            self.close()
+            raise
+        except duckdb.PermissionException as exc:  # its message names the outside path
+            self.close()
+            raise DataError(
+                f"data source {getattr(source, 'label', 'table')!r} reads a file outside the "
+                "source (a view or macro over read_csv, read_parquet or another file); "
+                "reading other files through a database is refused. Store the rows in a "
+                "table of the database (CREATE TABLE ... AS SELECT ...), or name the data "
+                "file itself as the source."
+            ) from exc
+        except Exception as exc:  # messages may quote private cells
+            self.close()
+            raise DataError(
+                f"DuckDB could not read the data source ({type(exc).__name__}); check the "
+                "file's format, delimiter and quotes."
+            ) from exc
+        self.source_columns = tuple(names)
+        try:
+            self._setup(schema, self._src, dict(zip(names, types, strict=True)),
+                        csv_text=csv_text, salt=salt, require_rows=isinstance(source, FileSource),
+                        expected_rows=expected)
+        except BaseException:
+            self.close()
+            raise
+
+    def _configure(self, duckdb: Any, source: Source | pd.DataFrame | pa.Table,
+                   threads: int | None, memory_limit: str | None) -> None:
+        """Settings of the connection, locked at the end: no order kept, a private spill
+        directory, threads and memory limit, and no file but the source's."""
         # only aggregates come back: no order to keep, and less held in memory
         self._con.execute("SET preserve_insertion_order = false")
         self._con.execute("SET enable_progress_bar = false")
@@ -131,76 +161,50 @@ class DuckDBBackend(SqlBackend):
         self._con.execute("SET allowed_paths = $p", {"p": allowed})
         self._con.execute("SET enable_external_access = false")
         self._con.execute("SET lock_configuration = true")
-        try:
-            if isinstance(source, FileSource):
-                files = [str(p) for p in source.paths]
-                if source.kind == "parquet":
-                    rel = self._con.read_parquet(files)
-                    # row count from the files' metadata: no data read
-                    expected = int(rel.aggregate("count(*)").fetchall()[0][0])
-                else:
-                    rel = self._con.read_csv(
-                        files, header=True, sep=source.delimiter, quotechar='"', escapechar='"',
-                        null_padding=False, strict_mode=True, auto_detect=False,
-                        columns={h: "VARCHAR" for h in source.header},
-                    )
-                    csv_text = True
-                    expected = estimate_csv_rows(source)
-                rel.create_view(view)
-                require_rows = True
-                names = list(rel.columns)
-                types = [str(t) for t in rel.dtypes]
-                self._src = view
-            elif isinstance(source, TableSource):
-                rows = self._con.execute(
-                    "SELECT table_schema, table_name FROM information_schema.tables "
-                    "WHERE table_name = $t ORDER BY table_schema = 'main' DESC",
-                    {"t": source.table},
-                ).fetchall()
-                if not rows:
-                    raise DataError(
-                        f"table {source.table!r} does not exist in {source.database.name!r}; "
-                        "check the table name."
-                    )
-                src = f"{self.dialect.ident(rows[0][0])}.{self.dialect.ident(rows[0][1])}"
-                rel = self._con.sql(f"SELECT * FROM {src}")
-                names = list(rel.columns)
-                types = [str(t) for t in rel.dtypes]
-                expected = int(self._con.sql(f"SELECT count(*) FROM {src}").fetchall()[0][0])
-                self._src = src
+
+    def _open(self, source: Source | pd.DataFrame | pa.Table, view: str
+              ) -> tuple[list[str], list[str], int | None, bool]:
+        """Make the source readable as ``self._src``: (column names, engine types, expected
+        rows, whether the cells are CSV text). Errors are the caller's to translate."""
+        if isinstance(source, FileSource):
+            files = [str(p) for p in source.paths]
+            csv_text = source.kind != "parquet"
+            if not csv_text:
+                rel = self._con.read_parquet(files)
+                # row count from the files' metadata: no data read
+                expected: int | None = int(rel.aggregate("count(*)").fetchall()[0][0])
             else:
-                frame = _as_arrow(source)
-                self._con.register(view, frame)
-                names = list(frame.column_names)
-                expected = frame.num_rows
-                types = [str(t) for t in self._con.sql(f"SELECT * FROM {view}").dtypes]
-                self._src = view
-        except PlannerError:
-            self.close()
-            raise
-        except duckdb.PermissionException as exc:  # its message names the outside path
-            self.close()
-            raise DataError(
-                f"data source {getattr(source, 'label', 'table')!r} reads a file outside the "
-                "source (a view or macro over read_csv, read_parquet or another file); "
-                "reading other files through a database is refused. Store the rows in a "
-                "table of the database (CREATE TABLE ... AS SELECT ...), or name the data "
-                "file itself as the source."
-            ) from exc
-        except Exception as exc:  # messages may quote private cells
-            self.close()
-            raise DataError(
-                f"DuckDB could not read the data source ({type(exc).__name__}); check the "
-                "file's format, delimiter and quotes."
-            ) from exc
-        self.source_columns = tuple(names)
-        try:
-            self._setup(schema, self._src, dict(zip(names, types, strict=True)),
-                        csv_text=csv_text, salt=salt, require_rows=require_rows,
-                        expected_rows=expected)
-        except BaseException:
-            self.close()
-            raise
+                rel = self._con.read_csv(
+                    files, header=True, sep=source.delimiter, quotechar='"', escapechar='"',
+                    null_padding=False, strict_mode=True, auto_detect=False,
+                    columns={h: "VARCHAR" for h in source.header},
+                )
+                expected = estimate_csv_rows(source)
+            rel.create_view(view)
+            self._src = view
+            return list(rel.columns), [str(t) for t in rel.dtypes], expected, csv_text
+        if isinstance(source, TableSource):
+            rows = self._con.execute(
+                "SELECT table_schema, table_name FROM information_schema.tables "
+                "WHERE table_name = $t ORDER BY table_schema = 'main' DESC",
+                {"t": source.table},
+            ).fetchall()
+            if not rows:
+                raise DataError(
+                    f"table {source.table!r} does not exist in {source.database.name!r}; "
+                    "check the table name."
+                )
+            src = f"{self.dialect.ident(rows[0][0])}.{self.dialect.ident(rows[0][1])}"
+            rel = self._con.sql(f"SELECT * FROM {src}")
+            names, types = list(rel.columns), [str(t) for t in rel.dtypes]
+            expected = int(self._con.sql(f"SELECT count(*) FROM {src}").fetchall()[0][0])
+            self._src = src
+            return names, types, expected, False
+        frame = _as_arrow(source)
+        self._con.register(view, frame)
+        types = [str(t) for t in self._con.sql(f"SELECT * FROM {view}").dtypes]
+        self._src = view
+        return list(frame.column_names), types, frame.num_rows, False
 
     def _execute(self, sql: str, params: dict[str, Any]) -> list[tuple[Any, ...]]:
         rows: list[tuple[Any, ...]] = self._con.execute(sql, params).fetchall()

@@ -225,34 +225,14 @@ class SparkBackend(SqlBackend):
         if isinstance(source, str):
             source = open_source(source)
         self.source = source
-        uid = uuid.uuid4().hex[:12]
         self._views: list[str] = []
         self._kept_view: str | None = None
         self._kept_df: Any = None
-        view = f"planner_src_{uid}"
+        view = f"planner_src_{uuid.uuid4().hex[:12]}"
         csv_text = False
-        require_rows = False
         try:
             if isinstance(source, FileSource):
-                files = [str(p) for p in source.paths]
-                reader = self._spark.read
-                if source.kind == "parquet":
-                    df = reader.parquet(*files)
-                else:
-                    multiline = sum(os.path.getsize(f) for f in files) <= (256 << 20)
-                    df = reader.csv(
-                        files, header=True, sep=source.delimiter, quote='"', escape='"',
-                        inferSchema=False, mode="FAILFAST", multiLine=multiline,
-                        encoding="UTF-8", enforceSchema=False,
-                    )
-                    if len(df.columns) != len(source.header):
-                        raise DataError(
-                            f"file {source.label!r}: Spark read {len(df.columns)} columns but the "
-                            f"header has {len(source.header)}; check the delimiter and quotes."
-                        )
-                    df = df.toDF(*source.header)
-                    csv_text = True
-                require_rows = True
+                df, csv_text = self._read_files(source)
             elif isinstance(source, TableSource):
                 raise DataError(
                     "a DuckDB table is read by the duckdb backend; export it to Parquet in the "
@@ -282,7 +262,26 @@ class SparkBackend(SqlBackend):
             ) from exc
         self.source_columns = tuple(names)
         self._setup(schema, view, dict(zip(names, types, strict=True)),
-                    csv_text=csv_text, salt=salt, require_rows=require_rows)
+                    csv_text=csv_text, salt=salt, require_rows=isinstance(source, FileSource))
+
+    def _read_files(self, source: FileSource) -> tuple[Any, bool]:
+        """(Spark DataFrame, whether its cells are CSV text) of a file source."""
+        files = [str(p) for p in source.paths]
+        reader = self._spark.read
+        if source.kind == "parquet":
+            return reader.parquet(*files), False
+        multiline = sum(os.path.getsize(f) for f in files) <= (256 << 20)
+        df = reader.csv(
+            files, header=True, sep=source.delimiter, quote='"', escape='"',
+            inferSchema=False, mode="FAILFAST", multiLine=multiline,
+            encoding="UTF-8", enforceSchema=False,
+        )
+        if len(df.columns) != len(source.header):
+            raise DataError(
+                f"file {source.label!r}: Spark read {len(df.columns)} columns but the "
+                f"header has {len(source.header)}; check the delimiter and quotes."
+            )
+        return df.toDF(*source.header), True
 
     def _kept_with(self, p: Params, columns: Sequence[int]) -> str:
         """Spark re-computes CTEs: the conformed, bounded rows are cached once, on the executors."""

@@ -500,6 +500,29 @@ class _Layer:
         self.cols.append((alias, expr))
 
 
+def _chain(base: str, layers: Sequence[_Layer]) -> str:
+    """``base`` under one ``SELECT *, …`` projection per non-empty layer, in order."""
+    for layer in layers:
+        if layer.cols:
+            cols = ", ".join(f"{e} AS {a}" for a, e in layer.cols)
+            base = f"(SELECT *, {cols} FROM {base} s)"
+    return base
+
+
+@dataclass(frozen=True)
+class _BinPlan:
+    """How a statement counts its grouping requests (:meth:`SqlBackend._bin_plan`)."""
+
+    #: the requests as asked
+    wanted: tuple[_Bins, ...]
+    #: request → the per-value request it is binned from in Python (``_value_counted``)
+    by_value: dict[_Bins, _Bins]
+    #: the requests counted by a bin key each (deduplicated; paired candidates left out)
+    groups: tuple[_Bins, ...]
+    #: histogram → the candidate counts counted with it by one joint key (``_rank_pairs``)
+    ranks: dict[_Bins, _Bins]
+
+
 class SqlBackend(Backend):
     """Exact aggregates computed by a SQL engine (see the module docstring).
 
@@ -860,17 +883,37 @@ class SqlBackend(Backend):
                      L: list[_Layer], atoms: bool) -> None:
         """Layers of a categorical or boolean column: code ``cr`` (−1 missing, −2
         undeclared / not a token, else the category index or 0 / 1) and digest word ``w``."""
-        d = self.dialect
-        a = f"a{k}"
         categorical = col.kind is ColumnKind.CATEGORICAL
         if categorical:
-            keys = self._cat_keys[k]
             consts = [self._word(dg.text_word(canonical_value(c) or "")) for c in col.categories or ()]
         else:
             consts = [self._word(v ^ dg.T_BOOL) for v in (0, 1)]
+        key, first, known, other = self._coded_read(k, col, tc, p, L, consts)
+        if key is not None:
+            match = self._coded_match(k, key, categorical, p)
+            L[5].add(f"cr{k}", f"CASE {first}WHEN {key} IS NULL THEN -1 {match} ELSE -2 END")
+        if atoms:
+            if categorical or tc in ("int", "bool"):
+                L[6].add(f"w{k}", f"CASE {known}ELSE {other} END")
+            else:  # boolean text / float: tokens are 0 / 1, other cells read like categories
+                L[6].add(f"w{k}", f"CASE {known}WHEN cr{k} = 1 THEN {consts[1]} "
+                                  f"WHEN cr{k} = 0 THEN {consts[0]} ELSE {other} END")
+        self._coded_rule(k, col, L)
+
+    def _coded_read(self, k: int, col: Column, tc: TypeClass, p: Params, L: list[_Layer],
+                    consts: list[str]) -> tuple[str | None, str, str, str]:
+        """The reading of a categorical or boolean column's cells by engine type.
+
+        Adds ``cr{k}`` where the type decides the code alone (int, bool); else the cell's
+        canonical key ``key{k}``, matched by :meth:`_coded_match`. Returns (the key column
+        or None, a ``WHEN`` deciding the code before the key, the ``WHEN`` branches of
+        the digest word known without the key, the word of the other cells).
+        """
+        d = self.dialect
+        a = f"a{k}"
+        categorical = col.kind is ColumnKind.CATEGORICAL
+        keys = self._cat_keys[k] if categorical else []
         miss = self._word(dg.T_MISS)
-        key: str | None = None
-        first = ""
         if tc == "text":
             fast = self._fast_strings(k)
             whens = " ".join(f"WHEN {p.const(s_)} THEN {c}" for s_, c in fast)
@@ -878,15 +921,12 @@ class SqlBackend(Backend):
                      if whens else f"CASE WHEN {a} IS NULL THEN -1 END")
             L[2].add(f"t{k}", f"CASE WHEN fc{k} IS NULL THEN {self._text(a, 'text', p)} END")
             L[3].add(f"key{k}", f"CASE WHEN fc{k} IS NULL THEN {self._canon(f't{k}', 'text', p)} END")
-            key = f"key{k}"
-            first = f"WHEN fc{k} IS NOT NULL THEN fc{k} "
             # declared values and tokens by their (constant) word, the others by their key
             known = (f"WHEN fc{k} = -1 THEN {miss} WHEN fc{k} IS NOT NULL THEN CASE fc{k} "
                      + " ".join(f"WHEN {i} THEN {c}" for i, c in enumerate(consts)) + " END ")
-            other = self._key_word(key)
-        elif tc == "int":
+            return f"key{k}", f"WHEN fc{k} IS NOT NULL THEN fc{k} ", known, self._key_word(f"key{k}")
+        if tc == "int":
             known = f"WHEN {a} IS NULL THEN {miss} "
-            other = d.xor(f"CAST({a} AS BIGINT)", self._word(dg.T_INT))
             if categorical:
                 ints = [(int(key_[1:]), i) for i, key_ in enumerate(keys)
                         if key_ is not None and key_[:1] == "n" and key_[1:].lstrip("-").isdigit()]
@@ -896,7 +936,8 @@ class SqlBackend(Backend):
                 code = f"CASE {a} WHEN 1 THEN 1 WHEN 0 THEN 0 ELSE -2 END"
                 known += f"WHEN {a} = 1 THEN {consts[1]} WHEN {a} = 0 THEN {consts[0]} "
             L[5].add(f"cr{k}", f"CASE WHEN {a} IS NULL THEN -1 ELSE {code} END")
-        elif tc == "bool":
+            return None, "", known, d.xor(f"CAST({a} AS BIGINT)", self._word(dg.T_INT))
+        if tc == "bool":
             w_true, w_false = self._word(dg.text_word("True")), self._word(dg.text_word("False"))
             if categorical:
                 whens = " ".join(f"WHEN {a} = {'TRUE' if key_ == 'tTrue' else 'FALSE'} THEN {i}"
@@ -906,33 +947,32 @@ class SqlBackend(Backend):
                 L[5].add(f"cr{k}", f"CASE WHEN {a} IS NULL THEN -1 WHEN {a} THEN 1 ELSE 0 END")
                 w_true, w_false = consts[1], consts[0]
             known = f"WHEN {a} IS NULL THEN {miss} WHEN {a} THEN {w_true} WHEN NOT {a} THEN {w_false} "
-            other = miss
-        else:  # float: the canonical key of every cell (numbers in a categorical column)
-            L[3].add(f"key{k}", self._canon(a, "float", p))
-            key = f"key{k}"
-            known = f"WHEN {a} IS NULL OR {d.is_nan(a)} THEN {miss} "
-            other = self._number_word(a)
-        if key is not None:
-            if categorical:
-                match = " ".join(f"WHEN {key} = {p(ck)} THEN {i}" for i, ck in enumerate(keys)
-                                 if ck is not None)
-            else:
-                t_keys = [("n" if v.isdigit() else "t") + v for v, c in _BOOL_LOOKUP.items() if c == 1]
-                f_keys = [("n" if v.isdigit() else "t") + v for v, c in _BOOL_LOOKUP.items() if c == 0]
-                match = (f"WHEN {d.in_list(f'lower({key})', [p.const(t) for t in t_keys])} THEN 1 "
-                         f"WHEN {d.in_list(f'lower({key})', [p.const(t) for t in f_keys])} THEN 0")
-            L[5].add(f"cr{k}", f"CASE {first}WHEN {key} IS NULL THEN -1 {match} ELSE -2 END")
-        if atoms:
-            if categorical or tc in ("int", "bool"):
-                L[6].add(f"w{k}", f"CASE {known}ELSE {other} END")
-            else:  # boolean text / float: tokens are 0 / 1, other cells read like categories
-                L[6].add(f"w{k}", f"CASE {known}WHEN cr{k} = 1 THEN {consts[1]} "
-                                  f"WHEN cr{k} = 0 THEN {consts[0]} ELSE {other} END")
+            return None, "", known, miss
+        # float: the canonical key of every cell (numbers in a categorical column)
+        L[3].add(f"key{k}", self._canon(a, "float", p))
+        return f"key{k}", "", f"WHEN {a} IS NULL OR {d.is_nan(a)} THEN {miss} ", self._number_word(a)
+
+    def _coded_match(self, k: int, key: str, categorical: bool, p: Params) -> str:
+        """``WHEN`` branches giving the code of a canonical key: the declared category's
+        index, or 1 / 0 for a boolean token."""
+        d = self.dialect
+        if categorical:
+            return " ".join(f"WHEN {key} = {p(ck)} THEN {i}" for i, ck in enumerate(self._cat_keys[k])
+                            if ck is not None)
+        t_keys = [("n" if v.isdigit() else "t") + v for v, c in _BOOL_LOOKUP.items() if c == 1]
+        f_keys = [("n" if v.isdigit() else "t") + v for v, c in _BOOL_LOOKUP.items() if c == 0]
+        return (f"WHEN {d.in_list(f'lower({key})', [p.const(t) for t in t_keys])} THEN 1 "
+                f"WHEN {d.in_list(f'lower({key})', [p.const(t) for t in f_keys])} THEN 0")
+
+    def _coded_rule(self, k: int, col: Column, L: list[_Layer]) -> None:
+        """The missing-value rule of a coded column: value ``x``/``v``, flags ``u``, ``m``,
+        ``i``, ``cl``, ``d`` from the code ``cr`` (categories: undeclared → the "other"
+        bin, or not usable)."""
         cr = f"cr{k}"
         L[7].add(f"m{k}", f"{cr} = -1")
         L[7].add(f"i{k}", f"{cr} = -2")
         L[7].add(f"cl{k}", "FALSE")
-        if categorical:
+        if col.kind is ColumnKind.CATEGORICAL:
             labels = col.labels
             other_bin = len(labels) - 1 if col.other_bin else -1
             missing_code = (labels.index(str(col.missing.value))
@@ -1284,24 +1324,15 @@ class SqlBackend(Backend):
 
         Without bounding the rows are the conformed cells, read in a single pass: one
         ungrouped aggregate holds every scalar (counts, exact sums, the digest's lane
-        sums) and, where the engine has ``histogram`` (DuckDB), every bin count too.
-        Elsewhere (Spark) the bins are a ``GROUPING SETS`` aggregate next to it (the
-        engine caches the bounded rows). Each derived value is computed once, in its own
-        projection layer, and referenced by name.
+        sums) and, where the engine has ``histogram`` (DuckDB), every bin count too
+        (:meth:`_one_aggregate`). Elsewhere (Spark) the bins are a ``GROUPING SETS``
+        aggregate next to it (:meth:`_grouping_sets`; the engine caches the bounded
+        rows). Each derived value is computed once, in its own projection layer, and
+        referenced by name.
         """
         d = self.dialect
-        scalars = [r for r in todo if not isinstance(r, _Bins)]
-        groups = [r for r in todo if isinstance(r, _Bins)]
         digest = any(isinstance(r, _Digest) for r in todo)
-        used: set[int] = set()
-        for r in todo:
-            if isinstance(r, (_Stats, _Sum, _Bins)):
-                used.add(r.k)
-            elif isinstance(r, _Count):
-                if r.k is not None:
-                    used.add(r.k)
-                if r.predicate is not None:
-                    used.add(self.schema.names.index(r.predicate.column))
+        used = self._used_columns(todo)
         uk = None
         unit = self.schema.unit.column
         if unit_check and unit is not None:
@@ -1315,148 +1346,197 @@ class SqlBackend(Backend):
         else:
             cells = self._cells_sql(p, sorted(used), pid=False, unit_int=unit_check, atoms=digest)
             ctes = f"WITH kept AS {d.cte_hint}({cells})"
-        aggs: list[str] = ["count(*)"]
-        slots: list[tuple[_Request, int, int]] = []  # request, first agg index, width
         layers: list[_Layer] = [_Layer() for _ in range(7)]  # sums ×3, bin guess/index, digest
+        aggs, slots = self._scalar_aggs([r for r in todo if not isinstance(r, _Bins)], p, layers)
+        unit_at = len(aggs)
+        if unit_check and uk is not None:
+            bitmap = d.bitmap_distinct("iv", self._bitmap_bits)
+            aggs += [self._one(f"m{uk}"), "count(iv)", bitmap if bitmap is not None else "0"]
+        plan = self._bin_plan([r for r in todo if isinstance(r, _Bins)], pair_ranks=True)
+        keys = self._bin_keys(plan, p, layers)
+        if d.histogram("x") is not None:
+            scalar_row, grouped = self._one_aggregate(ctes, p, aggs, layers, keys, plan)
+        else:
+            scalar_row, grouped = self._grouping_sets(ctes, p, aggs, layers, keys)
+        res = self._slot_results(slots, scalar_row)
+        for g, counts in zip(plan.groups, grouped, strict=True):
+            if g in plan.ranks:
+                res[g], res[plan.ranks[g]] = self._split_ranks(counts)
+            else:
+                res[g] = counts
+        self._bins_from_values(plan, res)
+        units = (0, 0, 0)
+        if unit_check:
+            units = tuple(0 if v is None else int(v) for v in scalar_row[unit_at:unit_at + 3])  # type: ignore[assignment]
+        return res, units
 
-        def one(cond: str) -> str:
-            return "count(*)" if cond == "TRUE" else d.count_if(cond)
+    def _used_columns(self, reqs: Iterable[_Request | int | Predicate]) -> set[int]:
+        """The columns that requests (and grouping keys: a column k or a predicate) read."""
+        used: set[int] = set()
+        for r in reqs:
+            if isinstance(r, int):
+                used.add(r)
+            elif isinstance(r, Predicate):
+                used.add(self.schema.names.index(r.column))
+            elif isinstance(r, (_Stats, _Sum, _Bins)):
+                used.add(r.k)
+            elif isinstance(r, _Count):
+                if r.k is not None:
+                    used.add(r.k)
+                if r.predicate is not None:
+                    used.add(self.schema.names.index(r.predicate.column))
+        return used
 
+    def _one(self, cond: str) -> str:
+        """The aggregate counting the rows where ``cond`` holds."""
+        return "count(*)" if cond == "TRUE" else self.dialect.count_if(cond)
+
+    def _scalar_aggs(self, reqs: Sequence[_Request], p: Params, layers: list[_Layer]
+                     ) -> tuple[list[str], list[tuple[_Request, int, int]]]:
+        """(aggregates, slots) of the scalar requests: ``count(*)`` first, then each
+        request's aggregates; a slot is (request, index of its first aggregate, width).
+        Exact sums add their parts to ``layers[:3]``, the digest its row hash from
+        ``layers[6]`` on (:meth:`_digest_sql`)."""
+        aggs: list[str] = ["count(*)"]
+        slots: list[tuple[_Request, int, int]] = []
         never = self._never_flags()
-        for r in scalars:
+        for r in reqs:
             start = len(aggs)
             if isinstance(r, _Rows):
                 slots.append((r, 0, 1))
                 continue
             if isinstance(r, _Stats):
                 k = r.k
-                # usable = rows − dropped − unbinned: derived below, not counted per row
-                aggs += ["0"] + ["0" if f"{x}{k}" in never else one(f"{x}{k}") for x in ("cl", "i", "m")]
+                # usable = rows − dropped − unbinned: derived (_usable), not counted per row
+                aggs += ["0"] + ["0" if f"{x}{k}" in never else self._one(f"{x}{k}") for x in ("cl", "i", "m")]
             elif isinstance(r, _Count):
-                keep = ["TRUE"]
-                if r.k is not None:
-                    keep.append(f"NOT d{r.k}")
+                keep = [f"NOT d{r.k}"] if r.k is not None else []
                 if r.predicate is not None:
                     keep.append(f"NOT d{self.schema.names.index(r.predicate.column)}")
-                usable = " AND ".join(keep[1:]) if len(keep) > 1 else "TRUE"
+                usable = " AND ".join(keep) if keep else "TRUE"
                 m = usable if r.predicate is None else f"{usable} AND {self._predicate_sql(r.predicate, p)}"
-                aggs += [one(m), one(usable)]
+                aggs += [self._one(m), self._one(usable)]
             elif isinstance(r, _Sum):
                 aggs += self._sum_sql(r.k, p, layers[:3])
             elif isinstance(r, _Digest):
                 aggs += self._digest_sql(layers)
             slots.append((r, start, len(aggs) - start))
-        unit_at = len(aggs)
-        if unit_check and uk is not None:
-            bitmap = d.bitmap_distinct("iv", self._bitmap_bits)
-            aggs += [one(f"m{uk}"), "count(iv)", bitmap if bitmap is not None else "0"]
+        return aggs, slots
+
+    def _slot_results(self, slots: Sequence[tuple[_Request, int, int]], row: Sequence[Any]
+                      ) -> dict[_Request, Any]:
+        """The value of each scalar request from its slot of the aggregate row."""
+        res: dict[_Request, Any] = {}
+        rows_here = int(row[0] or 0)
+        for r, start, width in slots:
+            vals = [0 if v is None else int(v) for v in row[start:start + width]]
+            if isinstance(r, _Stats):
+                vals[0] = self._usable(r.k, rows_here, vals[2], vals[3])
+            if isinstance(r, _Digest):
+                res[r] = (rows_here, vals[0] % (1 << 64), vals[1] % (1 << 64))
+            else:
+                res[r] = vals[0] if isinstance(r, _Rows) else tuple(vals)
+        return res
+
+    def _bin_plan(self, wanted: Sequence[_Bins], *, pair_ranks: bool) -> _BinPlan:
+        """Which bin keys count the grouping requests ``wanted`` (see :class:`_BinPlan`)."""
         # bins of small integer-valued columns: counted per value, binned in Python
-        by_value = {g: _Bins(g.k) for g in groups
+        by_value = {g: _Bins(g.k) for g in wanted
                     if (g.edges is not None or g.grid is not None) and self._value_counted(g.k)}
-        wanted = groups
-        groups = list(dict.fromkeys(by_value.get(g, g) for g in groups))
+        groups = list(dict.fromkeys(by_value.get(g, g) for g in wanted))
         # a quantile's candidate counts and the bins of [*grid, top] (rank_counts): one key
-        ranks = self._rank_pairs(groups)
+        ranks = self._rank_pairs(groups) if pair_ranks else {}
         groups = [g for g in groups if g not in ranks.values()]
+        return _BinPlan(tuple(wanted), by_value, tuple(groups), ranks)
+
+    def _bin_keys(self, plan: _BinPlan, p: Params, layers: list[_Layer]) -> list[str]:
+        """The key expression of each counted request (``gk{j}``); its quotient and
+        index columns go to ``layers[3]`` and ``layers[4]`` (:meth:`_bin_key_sql`)."""
         keys: list[str] = []
-        for j, g in enumerate(groups):
-            guess, idx, key = self._bin_key_sql(g, p, j, rank=g in ranks)
+        for j, g in enumerate(plan.groups):
+            guess, idx, key = self._bin_key_sql(g, p, j, rank=g in plan.ranks)
             keys.append(key)
             if guess is not None:
                 layers[3].add(f"gg{j}", guess)
             if idx is not None:
                 layers[4].add(f"gi{j}", idx)
+        return keys
 
-        def chain(base: str, ls: Sequence[_Layer]) -> str:
-            for layer in ls:
-                if layer.cols:
-                    cols = ", ".join(f"{e} AS {a}" for a, e in layer.cols)
-                    base = f"(SELECT *, {cols} FROM {base} s)"
-            return base
+    def _bins_from_values(self, plan: _BinPlan, res: dict[_Request, Any]) -> None:
+        """The requests counted per value (:meth:`_value_counted`), binned in Python."""
+        for g in plan.wanted:
+            if g in plan.by_value:
+                res[g] = self._bins_of_values(g, res[plan.by_value[g]])
 
+    def _one_aggregate(self, ctes: str, p: Params, aggs: list[str], layers: list[_Layer],
+                       keys: list[str], plan: _BinPlan
+                       ) -> tuple[tuple[Any, ...], list[dict[int, int]]]:
+        """(scalar row, counts per bin key) from ONE ungrouped aggregate (DuckDB).
+
+        A key with a few values is counted by one ``count_if`` per value in the same
+        aggregate (a comparison per row); a larger one by a ``histogram`` (DuckDB counts
+        it in a pass of its own, or in this one: :meth:`Dialect.histogram`).
+        """
+        d = self.dialect
+        layers[5].cols += [(f"gk{j}", e) for j, e in enumerate(keys)]
+        src = _chain("kept", layers)
+        domains = [(-2, 2 * len(g.edges or ()) - 3) if g in plan.ranks else self._bin_domain(g)
+                   for g in plan.groups]
+        small = [dm[1] - dm[0] < SMALL_DOMAIN for dm in domains]
+        one_pass = [self._one_pass_bins and dm[1] - dm[0] < 4096 for dm in domains]
+        hist_cols: list[str] = []
+        at: list[int] = []
+        for j, (lo, hi) in enumerate(domains):
+            at.append(len(aggs) + len(hist_cols))
+            if small[j]:
+                hist_cols += [d.count_if(f"gk{j} = {v}") for v in range(lo, hi + 1)]
+            else:
+                hist_cols.append(d.histogram(f"gk{j}", domains[j] if one_pass[j] else None) or "")
+        row = self._run_sql(f"{ctes} SELECT {', '.join(aggs + hist_cols)} FROM {src} z", p)[0]
+        grouped: list[dict[int, int]] = []
+        for j, (lo, hi) in enumerate(domains):
+            if small[j]:
+                counts = {v: int(c) for v, c in zip(range(lo, hi + 1), row[at[j]:at[j] + hi - lo + 1],
+                                                    strict=True) if c}
+            else:
+                counts = {int(k_): int(v_) for k_, v_ in (row[at[j]] or {}).items() if v_}
+                if any(not lo <= k_ <= hi for k_ in counts):  # cannot happen: keys are clamped
+                    raise QueryError("internal error: a bin key fell outside its range.")
+            grouped.append(counts)
+        return tuple(row[:len(aggs)]), grouped
+
+    def _grouping_sets(self, ctes: str, p: Params, aggs: list[str], layers: list[_Layer],
+                       keys: list[str]) -> tuple[tuple[Any, ...], list[dict[int, int]]]:
+        """(scalar row, counts per bin key) where the engine has no ``histogram`` (Spark):
+        the scalars once over all rows, ``UNION ALL`` the bin counts per grouping set."""
         nk = len(keys)
-        grouped: list[dict[int, int]] = [{} for _ in groups]
-        hist = d.histogram("x")
-        if hist is not None:  # one ungrouped aggregate
-            if keys:
-                layers[5].cols += [(f"gk{j}", e) for j, e in enumerate(keys)]
-            src = chain("kept", layers[:3] + layers[3:])
-            domains = [(-2, 2 * len(g.edges or ()) - 3) if g in ranks else self._bin_domain(g)
-                       for g in groups]
-            # a few keys: one count per key in the same aggregate (a comparison per row);
-            # more: a histogram (DuckDB counts it in a pass of its own, or in this one)
-            small = [dm[1] - dm[0] < SMALL_DOMAIN for dm in domains]
-            one_pass = [self._one_pass_bins and dm[1] - dm[0] < 4096 for dm in domains]
-            hist_cols: list[str] = []
-            at: list[int] = []
-            for j, (lo, hi) in enumerate(domains):
-                at.append(len(aggs) + len(hist_cols))
-                if small[j]:
-                    hist_cols += [d.count_if(f"gk{j} = {v}") for v in range(lo, hi + 1)]
-                else:
-                    hist_cols.append(d.histogram(f"gk{j}", domains[j] if one_pass[j] else None) or "")
-            row = self._run_sql(f"{ctes} SELECT {', '.join(aggs + hist_cols)} FROM {src} z", p)[0]
-            scalar_row = tuple(row[:len(aggs)])
-            for j in range(nk):
-                lo, hi = domains[j]
-                if small[j]:
-                    counts = {v: int(c) for v, c in zip(range(lo, hi + 1), row[at[j]:at[j] + hi - lo + 1],
-                                                        strict=True) if c}
-                else:
-                    counts = {int(k_): int(v_) for k_, v_ in (row[at[j]] or {}).items() if v_}
-                    if any(not lo <= k_ <= hi for k_ in counts):  # cannot happen: keys are clamped
-                        raise QueryError("internal error: a bin key fell outside its range.")
-                grouped[j] = counts
-        else:
-            scalar_src = chain("kept", layers[:3] + layers[6:])
-            inner = chain("kept", layers[3:5])
-            if keys:
-                inner = f"(SELECT *, {', '.join(f'{e} AS gk{j}' for j, e in enumerate(keys))} FROM {inner} y)"
+        scalar_src = _chain("kept", layers[:3] + layers[6:])
+        inner = _chain("kept", layers[3:5])
+        if keys:
+            inner = f"(SELECT *, {', '.join(f'{e} AS gk{j}' for j, e in enumerate(keys))} FROM {inner} y)"
             key_cols = [f"gk{j}" for j in range(nk)]
-            if keys:
-                # scalars once over all rows; bin counts per grouping set (count only)
-                nulls = ", ".join(f"CAST(NULL AS BIGINT) AS {c}" for c in key_cols)
-                sets = ", ".join(f"({c})" for c in key_cols)
-                zeros = ", ".join(f"CAST(NULL AS DECIMAL(38, 0)) AS s{j}" for j in range(1, len(aggs)))
-                sql = (
-                    f"{ctes} SELECT {nulls}, "
-                    f"{', '.join(f'CAST({a} AS DECIMAL(38, 0)) AS s{j}' for j, a in enumerate(aggs))} "
-                    f"FROM {scalar_src} sc UNION ALL "
-                    f"SELECT {', '.join(key_cols)}, CAST(count(*) AS DECIMAL(38, 0)) AS s0"
-                    f"{', ' + zeros if zeros else ''} FROM {inner} z GROUP BY GROUPING SETS ({sets})"
-                )
+            # scalars once over all rows; bin counts per grouping set (count only)
+            nulls = ", ".join(f"CAST(NULL AS BIGINT) AS {c}" for c in key_cols)
+            sets = ", ".join(f"({c})" for c in key_cols)
+            zeros = ", ".join(f"CAST(NULL AS DECIMAL(38, 0)) AS s{j}" for j in range(1, len(aggs)))
+            sql = (
+                f"{ctes} SELECT {nulls}, "
+                f"{', '.join(f'CAST({a} AS DECIMAL(38, 0)) AS s{j}' for j, a in enumerate(aggs))} "
+                f"FROM {scalar_src} sc UNION ALL "
+                f"SELECT {', '.join(key_cols)}, CAST(count(*) AS DECIMAL(38, 0)) AS s0"
+                f"{', ' + zeros if zeros else ''} FROM {inner} z GROUP BY GROUPING SETS ({sets})"
+            )
+        else:
+            sql = f"{ctes} SELECT {', '.join(aggs)} FROM {scalar_src} sc"
+        grouped: list[dict[int, int]] = [{} for _ in keys]
+        scalar_row: tuple[Any, ...] | None = None
+        for row in self._run_sql(sql, p):
+            which = [j for j in range(nk) if row[j] is not None]
+            if not which:
+                scalar_row = tuple(row[nk:])
             else:
-                sql = f"{ctes} SELECT {', '.join(aggs)} FROM {scalar_src} sc"
-            scalar_row_: tuple[Any, ...] | None = None
-            for row in self._run_sql(sql, p):
-                which = [j for j in range(nk) if row[j] is not None]
-                if not which:
-                    scalar_row_ = tuple(row[nk:])
-                else:
-                    grouped[which[0]][int(row[which[0]])] = int(row[nk])
-            scalar_row = scalar_row_ if scalar_row_ is not None else tuple([0] * len(aggs))
-        res: dict[_Request, Any] = {}
-        rows_here = int(scalar_row[0] or 0)
-        for r, start, width in slots:
-            vals = [0 if v is None else int(v) for v in scalar_row[start:start + width]]
-            if isinstance(r, _Stats):
-                vals[0] = self._usable(r.k, rows_here, vals[2], vals[3])
-            if isinstance(r, _Digest):
-                res[r] = (int(scalar_row[0] or 0), vals[0] % (1 << 64), vals[1] % (1 << 64))
-            else:
-                res[r] = vals[0] if isinstance(r, _Rows) else tuple(vals)
-        for g, counts in zip(groups, grouped, strict=True):
-            if g in ranks:
-                res[g], res[ranks[g]] = self._split_ranks(counts)
-            else:
-                res[g] = counts
-        for g in wanted:
-            if g in by_value:
-                res[g] = self._bins_of_values(g, res[by_value[g]])
-        units = (0, 0, 0)
-        if unit_check:
-            units = tuple(0 if v is None else int(v) for v in scalar_row[unit_at:unit_at + 3])  # type: ignore[assignment]
-        return res, units
+                grouped[which[0]][int(row[which[0]])] = int(row[nk])
+        return (scalar_row if scalar_row is not None else tuple([0] * len(aggs))), grouped
 
     def _usable(self, k: int, rows: int, invalid: int, missing: int) -> int:
         """Rows that enter queries on column k (``u``), from the row, invalid and missing
@@ -1697,10 +1777,8 @@ class SqlBackend(Backend):
         ``numpy.linspace`` and of a declared step), computed by that same formula in
         SQL: cheaper than an array lookup per row, and bit-identical.
         """
-        d = self.dialect
         k = g.k
         v = f"v{k}"
-        gg, gi = f"gg{j}", f"gi{j}"
         col = self.schema.columns[k]
         if g.edges is None and g.grid is None:
             if col.kind is ColumnKind.NUMERIC:  # per value (_value_counted)
@@ -1708,45 +1786,62 @@ class SqlBackend(Backend):
                 return None, None, f"CASE WHEN u{k} THEN CAST({v} AS BIGINT) ELSE {below} END"
             return None, None, f"CASE WHEN u{k} THEN {v} ELSE -1 END"
         if g.edges is not None:
-            e = np.asarray(g.edges, dtype=np.float64)
-            nb = e.size - 1
-            lo, hi = col.bounds
-            ranges = ""
-            # a usable v is clipped to [lo, hi] (a replacement value is clipped too);
-            # parameters are bound only where the SQL uses them
-            if not float(e[0]) <= lo <= hi < float(e[-1]):
-                first, last = p(float(e[0])), p(float(e[-1]))
-                ranges = (f"WHEN {v} = {last} THEN {2 * nb - 1 if rank else nb - 1} "
-                          f"WHEN {v} < {first} OR {v} > {last} THEN -2 ")
-            edge_fn: list[Callable[[str], str]] = []
+            return self._edges_key_sql(g.edges, k, p, j, rank=rank)
+        return self._grid_key_sql(g.grid or (), k, p, j)
 
-            def edge(i: str) -> str:
-                if not edge_fn:
-                    edge_fn.append(self._edge_fn(e, p))
-                return edge_fn[0](i)
+    def _edges_key_sql(self, edges: tuple[float, ...], k: int, p: Params, j: int, *, rank: bool
+                       ) -> tuple[str | None, str | None, str]:
+        """:meth:`_bin_key_sql` of a histogram over ``edges`` of numeric column k."""
+        d = self.dialect
+        v = f"v{k}"
+        gg, gi = f"gg{j}", f"gi{j}"
+        e = np.asarray(edges, dtype=np.float64)
+        nb = e.size - 1
+        lo, hi = self.schema.columns[k].bounds
+        ranges = ""
+        # a usable v is clipped to [lo, hi] (a replacement value is clipped too);
+        # parameters are bound only where the SQL uses them
+        if not float(e[0]) <= lo <= hi < float(e[-1]):
+            first, last = p(float(e[0])), p(float(e[-1]))
+            ranges = (f"WHEN {v} = {last} THEN {2 * nb - 1 if rank else nb - 1} "
+                      f"WHEN {v} < {first} OR {v} > {last} THEN -2 ")
+        edge_fn: list[Callable[[str], str]] = []
 
-            def keyed(i: str) -> str:  # the key of bin index i (an expression)
-                if not rank:
-                    return i
-                return f"2 * {i} + CASE WHEN {v} = {edge(i)} THEN 0 ELSE 1 END"
+        def edge(i: str) -> str:
+            if not edge_fn:
+                edge_fn.append(self._edge_fn(e, p))
+            return edge_fn[0](i)
 
-            if _uniform_guess_ok(e, "right"):
-                w, e0 = p(float(e[1] - e[0])), p(float(e[0]))
-                guess = f"CAST(least(greatest({d.floor(gg)}, 0), {nb - 1}) AS BIGINT)"
-                exact = (
-                    f"({guess} - CASE WHEN {v} < {edge(guess)} THEN 1 ELSE 0 END "
-                    f"+ CASE WHEN {v} >= {edge(f'{guess} + 1')} THEN 1 ELSE 0 END)"
-                )
-                far = self._far(gg, e)
-                # far from an edge: x is on none (t = 1 in the joint key)
-                fast = "" if far is None else f"WHEN {far} THEN {f'2 * {guess} + 1' if rank else guess} "
-                key = f"CASE WHEN NOT u{k} THEN -1 {ranges}{fast}ELSE {keyed(exact)} END"
-                return f"({v} - {e0}) / {w}", None, key
-            if e.size > 2000:
-                raise QueryError("more than 2000 irregular bin edges; use evenly spaced bins.")
-            whens = " ".join(f"WHEN {v} < {p(float(x))} THEN {i - 1}" for i, x in enumerate(e))
-            return None, f"CASE {whens} ELSE {nb} END", f"CASE WHEN NOT u{k} THEN -1 {ranges}ELSE {keyed(gi)} END"
-        grid = np.asarray(g.grid, dtype=np.float64)
+        def keyed(i: str) -> str:  # the key of bin index i (an expression)
+            if not rank:
+                return i
+            return f"2 * {i} + CASE WHEN {v} = {edge(i)} THEN 0 ELSE 1 END"
+
+        if _uniform_guess_ok(e, "right"):
+            w, e0 = p(float(e[1] - e[0])), p(float(e[0]))
+            guess = f"CAST(least(greatest({d.floor(gg)}, 0), {nb - 1}) AS BIGINT)"
+            exact = (
+                f"({guess} - CASE WHEN {v} < {edge(guess)} THEN 1 ELSE 0 END "
+                f"+ CASE WHEN {v} >= {edge(f'{guess} + 1')} THEN 1 ELSE 0 END)"
+            )
+            far = self._far(gg, e)
+            # far from an edge: x is on none (t = 1 in the joint key)
+            fast = "" if far is None else f"WHEN {far} THEN {f'2 * {guess} + 1' if rank else guess} "
+            key = f"CASE WHEN NOT u{k} THEN -1 {ranges}{fast}ELSE {keyed(exact)} END"
+            return f"({v} - {e0}) / {w}", None, key
+        if e.size > 2000:
+            raise QueryError("more than 2000 irregular bin edges; use evenly spaced bins.")
+        whens = " ".join(f"WHEN {v} < {p(float(x))} THEN {i - 1}" for i, x in enumerate(e))
+        return None, f"CASE {whens} ELSE {nb} END", f"CASE WHEN NOT u{k} THEN -1 {ranges}ELSE {keyed(gi)} END"
+
+    def _grid_key_sql(self, candidates: tuple[float, ...], k: int, p: Params, j: int
+                      ) -> tuple[str | None, str | None, str]:
+        """:meth:`_bin_key_sql` of quantile ``candidates`` on numeric column k: the index
+        of the smallest candidate ≥ x."""
+        d = self.dialect
+        v = f"v{k}"
+        gg, gi = f"gg{j}", f"gi{j}"
+        grid = np.asarray(candidates, dtype=np.float64)
         n = grid.size
         if n == 1:
             return None, None, f"CASE WHEN NOT u{k} THEN -1 ELSE 0 END"
@@ -2039,71 +2134,22 @@ class SqlBackend(Backend):
         d = self.dialect
         p = Params(d)
         keys = list(dict.fromkeys(key for by in bys for key in by))
-        used: set[int] = set()
-        for key in keys:
-            used.add(key if isinstance(key, int) else self.schema.names.index(key.column))
-        for r in inners:
-            if isinstance(r, (_Stats, _Sum, _Bins)):
-                used.add(r.k)
-            elif isinstance(r, _Count):
-                if r.k is not None:
-                    used.add(r.k)
-                if r.predicate is not None:
-                    used.add(self.schema.names.index(r.predicate.column))
+        used = self._used_columns([*keys, *inners])
         if self._bounding:
             ctes = self._kept_with(p, sorted(used))
         else:
             ctes = f"WITH kept AS {d.cte_hint}({self._cells_sql(p, sorted(used), pid=False)})"
         layers = [_Layer() for _ in range(6)]  # sums ×3, bin guess, bin index, keys
-        aggs: list[str] = ["count(*)"]
-        slots: list[tuple[_Request, int, int]] = []
-
-        def one(cond: str) -> str:
-            return "count(*)" if cond == "TRUE" else d.count_if(cond)
-
-        never = self._never_flags()
-        for r in inners:
-            start = len(aggs)
-            if isinstance(r, _Bins):
-                continue
-            if isinstance(r, _Rows):
-                slots.append((r, 0, 1))
-                continue
-            if isinstance(r, _Stats):
-                k = r.k
-                aggs += ["0"] + ["0" if f"{x}{k}" in never else one(f"{x}{k}") for x in ("cl", "i", "m")]
-            elif isinstance(r, _Count):
-                keep = [f"NOT d{r.k}"] if r.k is not None else []
-                if r.predicate is not None:
-                    keep.append(f"NOT d{self.schema.names.index(r.predicate.column)}")
-                usable = " AND ".join(keep) if keep else "TRUE"
-                m = usable if r.predicate is None else f"{usable} AND {self._predicate_sql(r.predicate, p)}"
-                aggs += [one(m), one(usable)]
-            else:
-                aggs += self._sum_sql(r.k, p, layers[:3])
-            slots.append((r, start, len(aggs) - start))
-        wanted = [r for r in inners if isinstance(r, _Bins)]
-        by_value = {g: _Bins(g.k) for g in wanted
-                    if (g.edges is not None or g.grid is not None) and self._value_counted(g.k)}
-        bins = list(dict.fromkeys(by_value.get(g, g) for g in wanted))
-        for j, g in enumerate(bins):
-            guess, idx, key_sql = self._bin_key_sql(g, p, j)
-            if guess is not None:
-                layers[3].add(f"gg{j}", guess)
-            if idx is not None:
-                layers[4].add(f"gi{j}", idx)
-            layers[5].add(f"gk{j}", key_sql)
+        aggs, slots = self._scalar_aggs([r for r in inners if not isinstance(r, _Bins)], p, layers)
+        plan = self._bin_plan([r for r in inners if isinstance(r, _Bins)], pair_ranks=False)
+        layers[5].cols += [(f"gk{j}", key_sql) for j, key_sql in enumerate(self._bin_keys(plan, p, layers))]
         gcols = [f"gw{i}" for i in range(len(keys))]
         for col_, key in zip(gcols, keys, strict=True):
             if isinstance(key, int):
                 layers[5].add(col_, f"CASE WHEN u{key} THEN v{key} ELSE -1 END")
             else:
                 layers[5].add(col_, f"CASE WHEN {self._predicate_sql(key, p)} THEN 1 ELSE -1 END")
-        src = "kept"
-        for layer in layers:
-            if layer.cols:
-                src = f"(SELECT *, {', '.join(f'{e} AS {a}' for a, e in layer.cols)} FROM {src} s)"
-        kcols = [f"gk{j}" for j in range(len(bins))]
+        kcols = [f"gk{j}" for j in range(len(plan.groups))]
         # a grouping set per distinct set of keys (two groupings may share one)
         at = {by: [keys.index(key) for key in by] for by in bys}
         patterns: dict[frozenset[int], list[tuple[int | Predicate, ...]]] = {}
@@ -2112,37 +2158,41 @@ class SqlBackend(Backend):
         sets: list[str] = []
         for pat, pat_bys in patterns.items():
             cols = [gcols[i] for i in sorted(pat)]
-            need = {by_value.get(g, g) for by in pat_bys for g in binned.get(by, set())}
-            sets += [", ".join(cols)] + [", ".join([*cols, c]) for c, g in zip(kcols, bins, strict=True)
+            need = {plan.by_value.get(g, g) for by in pat_bys for g in binned.get(by, set())}
+            sets += [", ".join(cols)] + [", ".join([*cols, c]) for c, g in zip(kcols, plan.groups, strict=True)
                                          if g in need]
-        sql = (f"{ctes} SELECT {', '.join([*gcols, *kcols, *aggs])} FROM {src} z "
+        sql = (f"{ctes} SELECT {', '.join([*gcols, *kcols, *aggs])} FROM {_chain('kept', layers)} z "
                f"GROUP BY GROUPING SETS ({', '.join(f'({s_})' for s_ in sets)})")
-        nw, nk = len(gcols), len(kcols)
+        out = self._read_groups(self._run_sql(sql, p), len(gcols), plan, slots, at, patterns)
+        for res in out.values():
+            for g in plan.groups:
+                res.setdefault(g, {})
+            self._bins_from_values(plan, res)
+        return out
+
+    def _read_groups(self, rows: Sequence[tuple[Any, ...]], nw: int, plan: _BinPlan,
+                     slots: Sequence[tuple[_Request, int, int]],
+                     at: dict[tuple[int | Predicate, ...], list[int]],
+                     patterns: dict[frozenset[int], list[tuple[int | Predicate, ...]]],
+                     ) -> dict[tuple[tuple[int | Predicate, ...], tuple[int, ...]], dict[_Request, Any]]:
+        """The rows of :meth:`_group_statement` as values per (grouping, group codes): a
+        row's grouping set is the set of its non-NULL group keys (``nw`` of them); a row
+        with a bin key holds that bin's count, the others the scalar aggregates."""
+        nk = len(plan.groups)
         out: dict[tuple[tuple[int | Predicate, ...], tuple[int, ...]], dict[_Request, Any]] = {}
-        for row in self._run_sql(sql, p):
+        for row in rows:
             pat = frozenset(i for i in range(nw) if row[i] is not None)
             which = [j for j in range(nk) if row[nw + j] is not None]
-            vals_row = [0 if v is None else int(v) for v in row[nw + nk:]]
             for by in patterns.get(pat, []):
                 codes = tuple(int(row[i]) for i in at[by])
                 if any(c < 0 for c in codes):
                     continue  # rows in no group of this grouping
                 res = out.setdefault((by, codes), {})
                 if which:
-                    counts = res.setdefault(bins[which[0]], {})
-                    counts[int(row[nw + which[0]])] = vals_row[0]
+                    counts = res.setdefault(plan.groups[which[0]], {})
+                    counts[int(row[nw + which[0]])] = 0 if row[nw + nk] is None else int(row[nw + nk])
                     continue
-                for req, start, width in slots:
-                    vals = vals_row[start:start + width]
-                    if isinstance(req, _Stats):
-                        vals[0] = self._usable(req.k, vals_row[0], vals[2], vals[3])
-                    res[req] = vals[0] if isinstance(req, _Rows) else tuple(vals)
-        for res in out.values():
-            for g in bins:
-                res.setdefault(g, {})
-            for g in wanted:
-                if g in by_value:
-                    res[g] = self._bins_of_values(g, res[by_value[g]])
+                res.update(self._slot_results(slots, row[nw + nk:]))
         return out
 
 
