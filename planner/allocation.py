@@ -24,8 +24,9 @@ allocation is *optimised under the RDP surrogate and fitted exactly to the PLD a
 the RDP-optimal shares are scaled by the one factor that makes their PLD cost equal the
 budget. The PLD accountant never charges more than RDP, so that factor is ≥ 1: every share
 grows, every error shrinks, and the answer is never worse than the RDP rule's. It is not
-the PLD optimum (which would need the PLD's gradient), only its RDP-shaped approximation.
-The accountant's grid moves with the shares, so the fit lands within ~1e-7 of the budget
+the PLD optimum (which would need the PLD's gradient), only its RDP-shaped approximation:
+on 25 random two-query workloads its weighted error was at most 0.16% above a brute-force
+search of the split (``tests/engine/test_allocation.py``). The accountant's grid moves with the shares, so the fit lands within ~1e-7 of the budget
 (never above it) rather than 1e-9.
 
 Target mode returns, for per-query error targets, the least θ meeting each target and the
