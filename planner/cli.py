@@ -33,6 +33,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _register(sub: Any) -> None:
     """Register subcommands; each sets ``handler`` via ``set_defaults``."""
+    _register_planning(sub)
+    _register_ledger(sub)
+
+
+def _register_planning(sub: Any) -> None:
+    """The subcommands that need no ledger: validate, plan, compose, dpsgd."""
     p = sub.add_parser("validate", help="check a data file against a schema; print per-column counts")
     p.add_argument("--data", required=True, help="CSV, TSV or Parquet file")
     p.add_argument("--schema", required=True, help="schema JSON")
@@ -66,6 +72,9 @@ def _register(sub: Any) -> None:
                    help="the accountant the target is met under (default pld, the optimal one)")
     p.set_defaults(handler=_cmd_dpsgd)
 
+
+def _register_ledger(sub: Any) -> None:
+    """The subcommands that read or write the ledger: release, ledger, account, grant."""
     p = sub.add_parser("release", help="make a differentially private release and record it in the ledger")
     p.add_argument("--spec", required=True, help="PLAN.json")
     p.add_argument("--data", required=True, help="the data file")

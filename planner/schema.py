@@ -40,7 +40,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, NoReturn
 
 from planner.errors import DataError, SchemaError
 
@@ -702,6 +702,41 @@ class Schema:
     @classmethod
     def from_dict(cls, data: Any) -> Schema:
         """Validate and read the JSON form; :class:`SchemaError` with a remedy if malformed."""
+        cols, unit_d = cls._check_envelope(data)
+        problems: list[str] = []
+        columns: list[Column] = []
+        for c in cols:
+            try:
+                columns.append(Column.from_dict(c))
+            except SchemaError as exc:
+                problems.append(str(exc))
+        try:
+            unit = PrivacyUnit(unit_d.get("column"), unit_d.get("max_rows", 1))
+        except SchemaError as exc:
+            problems.append(str(exc))
+            unit = PrivacyUnit()
+        sampling = None
+        if data.get("sampling") is not None:
+            try:
+                sampling = sampling_from_dict(data["sampling"])
+            except SchemaError as exc:
+                problems.append(str(exc))
+        if problems:
+            cls._raise_problems(data, columns, unit, sampling, problems)
+        return cls(
+            columns=tuple(columns),
+            relation=data.get("relation", Relation.ADD_REMOVE.value),
+            unit=unit,
+            public_n=data.get("public_n"),
+            salt=data.get("salt", ""),
+            sampling=sampling,
+        )
+
+    @staticmethod
+    def _check_envelope(data: Any) -> tuple[Sequence[Any], Mapping[str, Any]]:
+        """The checks of :meth:`from_dict` that stop at the first failure (the JSON object, its
+        version, its keys, the 'columns' list, the 'privacy_unit' object); returns the raw
+        columns and privacy unit."""
         if not isinstance(data, Mapping):
             raise SchemaError("a schema must be a JSON object with 'version' and 'columns'.")
         if "version" not in data:
@@ -729,46 +764,27 @@ class Schema:
                 "'privacy_unit' must be an object {\"column\": <id column or null>, "
                 '"max_rows": <c>}.'
             )
-        problems: list[str] = []
-        columns: list[Column] = []
-        for c in cols:
-            try:
-                columns.append(Column.from_dict(c))
-            except SchemaError as exc:
-                problems.append(str(exc))
-        try:
-            unit = PrivacyUnit(unit_d.get("column"), unit_d.get("max_rows", 1))
-        except SchemaError as exc:
-            problems.append(str(exc))
+        return cols, unit_d
+
+    @classmethod
+    def _raise_problems(
+        cls, data: Mapping[str, Any], columns: list[Column], unit: PrivacyUnit,
+        sampling: Sampling | None, problems: list[str],
+    ) -> NoReturn:
+        """Raise :class:`SchemaProblems` with ``problems`` plus the table-level checks."""
+        # the table-level checks too, on the columns that could be read (a unit column
+        # whose own declaration failed is reported once, above)
+        readable = {c.name for c in columns}
+        if unit.column is not None and unit.column not in readable:
             unit = PrivacyUnit()
-        sampling = None
-        if data.get("sampling") is not None:
+        if columns:
             try:
-                sampling = sampling_from_dict(data["sampling"])
-            except SchemaError as exc:
-                problems.append(str(exc))
-        if problems:
-            # the table-level checks too, on the columns that could be read (a unit column
-            # whose own declaration failed is reported once, above)
-            readable = {c.name for c in columns}
-            if unit.column is not None and unit.column not in readable:
-                unit = PrivacyUnit()
-            if columns:
-                try:
-                    cls(columns=tuple(columns), relation=data.get("relation", Relation.ADD_REMOVE.value),
-                        unit=unit, public_n=data.get("public_n"), salt=data.get("salt", ""),
-                        sampling=sampling)
-                except SchemaProblems as exc:
-                    problems += [p for p in exc.problems if p not in problems]
-            raise SchemaProblems(problems)
-        return cls(
-            columns=tuple(columns),
-            relation=data.get("relation", Relation.ADD_REMOVE.value),
-            unit=unit,
-            public_n=data.get("public_n"),
-            salt=data.get("salt", ""),
-            sampling=sampling,
-        )
+                cls(columns=tuple(columns), relation=data.get("relation", Relation.ADD_REMOVE.value),
+                    unit=unit, public_n=data.get("public_n"), salt=data.get("salt", ""),
+                    sampling=sampling)
+            except SchemaProblems as exc:
+                problems += [p for p in exc.problems if p not in problems]
+        raise SchemaProblems(problems)
 
     def to_json(self, indent: int | None = 2) -> str:
         """The schema as JSON text."""

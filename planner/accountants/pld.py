@@ -828,16 +828,47 @@ def _compose_fft(parts: Sequence[tuple[_Dist, int]], var: float) -> tuple[_Dist,
     """
     from scipy import fft as sfft
     h = parts[0][0].h
-    g = len(parts)
     ks = np.array([k for _, k in parts], dtype=np.float64)
     starts = np.array([p.start for p, _ in parts], dtype=np.int64)
     sizes = np.array([p.mass.size for p, _ in parts], dtype=np.int64)
+    lo, hi, upper_out = _fft_window(parts, ks, starts, sizes, var)
+    width = hi - lo + 1
+    if width > _MAX_POINTS:
+        raise _TooWide(width)
+    n = int(sfft.next_fast_len(width, real=True))
+    shift = int(np.sum(ks.astype(np.int64) * starts))  # grid index of the all-bottom outcome
+    log_keep = float(np.sum(ks * np.log1p(-np.minimum([p.inf for p, _ in parts], 1.0))))
+    spec = _fft_spectrum(parts, ks, n)
+    res = sfft.irfft(spec, n)
+    # position r holds grid index ≡ shift + r (mod n): rotate so position j is index lo + j
+    roll = (lo - shift) % n
+    res = np.concatenate([res[roll:], res[:roll]])
+    # FFT rounding: masses that should be 0 come out as ±noise; the largest negative one
+    # measures it. Negative masses are set to 0 (only adds mass); the noise of the others is
+    # charged against δ when ε is read (:func:`_epsilon_of`).
+    noise = max(-float(res.min()), 4.0 * np.finfo(float).eps * float(res.max()))
+    inf = min(-math.expm1(log_keep) + upper_out, 1.0)
+    return _Dist.grid(h, lo, np.maximum(res, 0.0), inf, noise), n
+
+
+def _fft_window(
+    parts: Sequence[tuple[_Dist, int]], ks: FloatArray, starts: npt.NDArray[np.int64],
+    sizes: npt.NDArray[np.int64], var: float,
+) -> tuple[int, int, float]:
+    """The window [lo, hi] (grid indices) of :func:`_compose_fft` and the mass moved to +∞
+    for the sum beyond ``hi`` (``_WINDOW_MASS``, or 0 when ``hi`` is the sum's top).
+
+    Chernoff's bound on the whole sum S = Σⱼ (kⱼ copies of Lⱼ): P(S > s) ≤ e^{−ts}
+    Πⱼ E[e^{tLⱼ}]^{kⱼ} for every t > 0, minimised over the grid of t ``_CHERNOFF_T`` scaled by
+    1/√var; likewise below with −t. ``ks``, ``starts``, ``sizes``: each part's count, first
+    grid index and number of grid points.
+    """
+    h = parts[0][0].h
     # Σⱼ kⱼ ln E[e^{±tLⱼ}] for every t at once, over the concatenated supports
     seg = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.intp)
     with np.errstate(divide="ignore"):
         logm = np.log(np.concatenate([p.mass for p, _ in parts]))
     loss = np.concatenate([p.losses for p, _ in parts])
-    weight = np.repeat(ks, sizes)
     t = _CHERNOFF_T / max(math.sqrt(var), 1e-12)
     log_tau = math.log(_WINDOW_MASS)
 
@@ -851,23 +882,21 @@ def _compose_fft(parts: Sequence[tuple[_Dist, int]], var: float) -> tuple[_Dist,
             out[i] = float(np.sum(ks * np.where(np.isfinite(part), part, -np.inf)))
         return out
 
-    del weight
     full_lo = float(np.sum(ks * starts)) * h
     full_hi = float(np.sum(ks * (starts + sizes - 1))) * h
     up = min(float(np.min((log_mgf_sum(1.0) - log_tau) / t)), full_hi)
     dn = max(float(np.max((log_tau - log_mgf_sum(-1.0)) / t)), full_lo)
     upper_out = _WINDOW_MASS if up < full_hi else 0.0
-    lo = math.floor(dn / h) - 1
-    hi = math.ceil(up / h) + 1
-    width = hi - lo + 1
-    if width > _MAX_POINTS:
-        raise _TooWide(width)
-    n = int(sfft.next_fast_len(width, real=True))
-    shift = int(np.sum(ks.astype(np.int64) * starts))  # grid index of the all-bottom outcome
-    log_keep = float(np.sum(ks * np.log1p(-np.minimum([p.inf for p, _ in parts], 1.0))))
+    return math.floor(dn / h) - 1, math.ceil(up / h) + 1, upper_out
+
+
+def _fft_spectrum(parts: Sequence[tuple[_Dist, int]], ks: FloatArray, n: int) -> npt.NDArray[np.complex128]:
+    """Πⱼ rfft(massⱼ, n)^{kⱼ}: the spectrum of the composition on a circle of ``n`` points,
+    the groups transformed in blocks of about ``_FFT_BATCH`` values (bounded memory)."""
+    from scipy import fft as sfft
     spec = np.ones(n // 2 + 1, dtype=np.complex128)
     chunk = max(1, _FFT_BATCH // n)  # groups transformed together (bounded memory)
-    for c0 in range(0, g, chunk):
+    for c0 in range(0, len(parts), chunk):
         block = parts[c0 : c0 + chunk]
         arr = np.zeros((len(block), n))
         for j, (dist, _) in enumerate(block):
@@ -883,16 +912,7 @@ def _compose_fft(parts: Sequence[tuple[_Dist, int]], var: float) -> tuple[_Dist,
         for gi in np.flatnonzero(kb != 1.0):
             f[gi] = _int_power(f[gi], int(kb[gi]))
         spec *= np.prod(f, axis=0)
-    res = sfft.irfft(spec, n)
-    # position r holds grid index ≡ shift + r (mod n): rotate so position j is index lo + j
-    roll = (lo - shift) % n
-    res = np.concatenate([res[roll:], res[:roll]])
-    # FFT rounding: masses that should be 0 come out as ±noise; the largest negative one
-    # measures it. Negative masses are set to 0 (only adds mass); the noise of the others is
-    # charged against δ when ε is read (:func:`_epsilon_of`).
-    noise = max(-float(res.min()), 4.0 * np.finfo(float).eps * float(res.max()))
-    inf = min(-math.expm1(log_keep) + upper_out, 1.0)
-    return _Dist.grid(h, lo, np.maximum(res, 0.0), inf, noise), n
+    return spec
 
 
 def _int_power(z: npt.NDArray[np.complex128], k: int) -> npt.NDArray[np.complex128]:

@@ -200,90 +200,115 @@ def conform_column(series: pd.Series, column: Column) -> Conformed:
     -------
     Conformed
     """
-    n = len(series)
     kind = column.kind
-    rule = column.missing
     if kind is ColumnKind.NUMERIC:
-        lo, hi = column.bounds
-        if _is_number_dtype(series):
-            x = np.array(series.to_numpy(dtype=np.float64, na_value=np.nan), dtype=np.float64)
-            if bool(np.isfinite(x).all()):  # typed, every cell a finite number: nothing missing or invalid
-                none = np.zeros(n, dtype=bool)
-                out = (x < lo) | (x > hi)
-                return Conformed(
-                    np.ones(n, dtype=bool), np.clip(x, lo, hi),
-                    _stats(n, ~none, int(np.count_nonzero(out)), none, none, rule.action), none,
-                    _status(none, none, out),
-                )
-        missing = _missing_mask(series)
-        x, parsed = parse_numbers(series)
-        missing |= np.isinf(x) | (parsed & np.isnan(x))
-        unparsed = ~parsed & ~missing
-        if unparsed.any():
-            tok = pc.utf8_lower(_arrow_text(series[unparsed]))
-            na = _np_bool(pc.is_in(tok, value_set=pa.array(sorted(NUMERIC_NA_TOKENS))))
-            missing[np.flatnonzero(unparsed)[na]] = True
-        invalid = ~parsed & ~missing
-        bad = missing | invalid
-        if rule.action is MissingAction.REPLACE:
-            x = np.where(bad, float(rule.value), x)  # type: ignore[arg-type]
-            usable = np.ones(n, dtype=bool)
-        else:
-            usable = ~bad
-        out = usable & ((x < lo) | (x > hi))
-        clipped = int(np.count_nonzero(out))
-        values: FloatArray | IntArray = np.clip(np.where(usable, x, lo), lo, hi)
-        return Conformed(
-            usable, values, _stats(n, usable, clipped, invalid, missing, rule.action), ~usable,
-            _status(missing, invalid, out),
-        )
+        return _conform_numeric(series, column)
     if kind is ColumnKind.CATEGORICAL:
-        labels = column.labels
-        codes = _canonical_codes(series, _canonical_categories(column), -1, -2)
-        missing = codes == -1
-        undeclared = codes == -2
-        codes[undeclared] = len(labels) - 1 if column.other_bin else -1
-        if rule.action is MissingAction.REPLACE:
-            codes[missing] = labels.index(str(rule.value))
-        usable = codes >= 0
-        n_missing = int(missing.sum())
-        return Conformed(
-            usable, codes,
-            ColumnStats(
-                rows=n,
-                usable=int(usable.sum()),
-                clipped=0,
-                invalid=int(undeclared.sum()),
-                missing=n_missing,
-                replaced=n_missing if rule.action is MissingAction.REPLACE else 0,
-                dropped=n_missing if rule.action is MissingAction.DROP else 0,
-            ),
-            missing if rule.action is MissingAction.DROP else np.zeros(n, dtype=bool),
-            _status(missing, undeclared),
-        )
+        return _conform_categorical(series, column)
     if kind is ColumnKind.BOOLEAN:
-        if series.dtype == np.bool_:  # numpy bools: no missing cell; True reads as "true" (1), False as 0
+        return _conform_boolean(series, column)
+    return _conform_identifier(series)
+
+
+def _conform_numeric(series: pd.Series, column: Column) -> Conformed:
+    """:func:`conform_column` for a numeric column: parse, apply the missing rule, clip."""
+    n = len(series)
+    rule = column.missing
+    lo, hi = column.bounds
+    if _is_number_dtype(series):
+        x = np.array(series.to_numpy(dtype=np.float64, na_value=np.nan), dtype=np.float64)
+        if bool(np.isfinite(x).all()):  # typed, every cell a finite number: nothing missing or invalid
             none = np.zeros(n, dtype=bool)
+            out = (x < lo) | (x > hi)
             return Conformed(
-                np.ones(n, dtype=bool), np.asarray(series.to_numpy(dtype=np.int64), dtype=np.int64),
-                _stats(n, ~none, 0, none, none, rule.action), none, _status(none, none),
+                np.ones(n, dtype=bool), np.clip(x, lo, hi),
+                _stats(n, ~none, int(np.count_nonzero(out)), none, none, rule.action), none,
+                _status(none, none, out),
             )
-        codes = _canonical_codes(series, _BOOL_LOOKUP, -1, -2, lower=True)
-        missing = codes == -1
-        invalid = codes == -2
-        bad = missing | invalid
-        b = codes == 1
-        if rule.action is MissingAction.REPLACE:
-            b = np.where(bad, bool(rule.value), b)
-            usable = np.ones(n, dtype=bool)
-        else:
-            usable = ~bad
-        vals = np.where(usable, b, False).astype(np.int64)
+    missing = _missing_mask(series)
+    x, parsed = parse_numbers(series)
+    missing |= np.isinf(x) | (parsed & np.isnan(x))
+    unparsed = ~parsed & ~missing
+    if unparsed.any():
+        tok = pc.utf8_lower(_arrow_text(series[unparsed]))
+        na = _np_bool(pc.is_in(tok, value_set=pa.array(sorted(NUMERIC_NA_TOKENS))))
+        missing[np.flatnonzero(unparsed)[na]] = True
+    invalid = ~parsed & ~missing
+    bad = missing | invalid
+    if rule.action is MissingAction.REPLACE:
+        x = np.where(bad, float(rule.value), x)  # type: ignore[arg-type]
+        usable = np.ones(n, dtype=bool)
+    else:
+        usable = ~bad
+    out = usable & ((x < lo) | (x > hi))
+    clipped = int(np.count_nonzero(out))
+    values: FloatArray | IntArray = np.clip(np.where(usable, x, lo), lo, hi)
+    return Conformed(
+        usable, values, _stats(n, usable, clipped, invalid, missing, rule.action), ~usable,
+        _status(missing, invalid, out),
+    )
+
+
+def _conform_categorical(series: pd.Series, column: Column) -> Conformed:
+    """:func:`conform_column` for a categorical column: codes of the declared labels, the
+    undeclared ones to the "other" bin (or dropped), the missing rule applied."""
+    n = len(series)
+    rule = column.missing
+    labels = column.labels
+    codes = _canonical_codes(series, _canonical_categories(column), -1, -2)
+    missing = codes == -1
+    undeclared = codes == -2
+    codes[undeclared] = len(labels) - 1 if column.other_bin else -1
+    if rule.action is MissingAction.REPLACE:
+        codes[missing] = labels.index(str(rule.value))
+    usable = codes >= 0
+    n_missing = int(missing.sum())
+    return Conformed(
+        usable, codes,
+        ColumnStats(
+            rows=n,
+            usable=int(usable.sum()),
+            clipped=0,
+            invalid=int(undeclared.sum()),
+            missing=n_missing,
+            replaced=n_missing if rule.action is MissingAction.REPLACE else 0,
+            dropped=n_missing if rule.action is MissingAction.DROP else 0,
+        ),
+        missing if rule.action is MissingAction.DROP else np.zeros(n, dtype=bool),
+        _status(missing, undeclared),
+    )
+
+
+def _conform_boolean(series: pd.Series, column: Column) -> Conformed:
+    """:func:`conform_column` for a boolean column: 0/1 codes, the missing rule applied."""
+    n = len(series)
+    rule = column.missing
+    if series.dtype == np.bool_:  # numpy bools: no missing cell; True reads as "true" (1), False as 0
+        none = np.zeros(n, dtype=bool)
         return Conformed(
-            usable, vals, _stats(n, usable, 0, invalid, missing, rule.action), ~usable,
-            _status(missing, invalid),
+            np.ones(n, dtype=bool), np.asarray(series.to_numpy(dtype=np.int64), dtype=np.int64),
+            _stats(n, ~none, 0, none, none, rule.action), none, _status(none, none),
         )
-    # IDENTIFIER
+    codes = _canonical_codes(series, _BOOL_LOOKUP, -1, -2, lower=True)
+    missing = codes == -1
+    invalid = codes == -2
+    bad = missing | invalid
+    b = codes == 1
+    if rule.action is MissingAction.REPLACE:
+        b = np.where(bad, bool(rule.value), b)
+        usable = np.ones(n, dtype=bool)
+    else:
+        usable = ~bad
+    vals = np.where(usable, b, False).astype(np.int64)
+    return Conformed(
+        usable, vals, _stats(n, usable, 0, invalid, missing, rule.action), ~usable,
+        _status(missing, invalid),
+    )
+
+
+def _conform_identifier(series: pd.Series) -> Conformed:
+    """:func:`conform_column` for an identifier column: usable where the identifier is present."""
+    n = len(series)
     usable = identifier_codes(series) >= 0
     zeros = np.zeros(n, dtype=np.int64)
     n_miss = int(n - usable.sum())
