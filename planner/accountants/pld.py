@@ -673,13 +673,21 @@ def _first_below(f: Any, start: float, direction: float, tau: float) -> float:
     return float(fine[int(below[0])]) if below.size else float(ladder[j])
 
 
+#: The largest loss a grid reaches: e^ε must stay finite in double precision (e^709.8 is
+#: the largest). The curve is held at δ(ε) beyond the top point and that mass goes to +∞
+#: (:func:`_connect_dots`), so stopping the grid here is pessimistic, never optimistic.
+_MAX_LOSS: Final = 700.0
+
+
 def _search_upper(pair: _Pair, add: bool, tau: float) -> float:
-    """A loss ε with δ(ε) − inf_mass ≤ τ (the tail beyond it is moved to +∞)."""
+    """A loss ε with δ(ε) − inf_mass ≤ τ (the tail beyond it is moved to +∞), at most
+    :data:`_MAX_LOSS` (a slowly decaying curve, e.g. a Rényi envelope composed hundreds of
+    times, once ran past e^ε's range and turned the grid into NaN)."""
     _, hi_l = pair.loss_range(add)
     if hi_l < math.inf:
-        return hi_l
+        return min(hi_l, _MAX_LOSS)
     base = pair.inf_mass(add)
-    return _first_below(lambda v: pair.delta(v, add) - base, 0.0, 1.0, tau)
+    return min(_first_below(lambda v: pair.delta(v, add) - base, 0.0, 1.0, tau), _MAX_LOSS)
 
 
 def _search_lower(pair: _Pair, add: bool, tau: float) -> float:

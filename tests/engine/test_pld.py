@@ -456,3 +456,15 @@ def test_large_epsilon_exponential_beside_laplace_is_finite() -> None:
     e0 = math.sqrt(1000.0)
     eps = accountant(CompositionRule.PLD).compose([LaplaceEvent(e0), ExponentialEvent(e0)]).epsilon(1e-6)
     assert math.isfinite(eps) and e0 <= eps <= 2 * e0 * (1 + 1e-9)
+
+
+def test_a_slowly_decaying_envelope_stays_finite() -> None:
+    """461 discrete Gaussians (σ = 0.73, certified through their Rényi envelope) beside 154
+    continuous ones at δ = 0.05: the envelope's tail search once ran past e^709 and the grid
+    turned into NaN (a ValueError from deep inside). The grid now stops at a loss of 700,
+    moving the rest to +∞ (pessimistic): the ε is finite and never above RDP's bound."""
+    events = [SelfComposedEvent(GaussianEvent(0.7275793446490277, discrete=True), 461),
+              SelfComposedEvent(GaussianEvent(3.2091111526561265), 154)]
+    got = pld_epsilon(events, 0.05)
+    assert math.isfinite(got.epsilon)
+    assert got.epsilon <= rdp_epsilon(events, 0.05)[0] * (1 + 1e-9)
