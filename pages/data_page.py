@@ -260,7 +260,7 @@ if data.source in ("upload", "server"):
         kind_values = [k.value for k in ColumnKind]
         h1, h2, h3, h4 = st.columns([2, 2, 2, 4])
         h1.caption("column")
-        h2.caption("kind (suggested from the data)")
+        h2.caption("kind (suggested from the data; `key`: values you cannot list, released by threshold)")
         h3.caption("public bounds L, U (numeric)")
         h4.caption("public categories (categorical)")
         for name in used:
