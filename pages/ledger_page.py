@@ -31,9 +31,10 @@ if not datasets:
 
 labels = {d.fingerprint: f"{d.name} (since {d.created_at:%Y-%m-%d %H:%M})" for d in datasets}
 if ss[S.LEDGER_DATASET] not in labels:
-    try:
-        active_fp = cached.active().fingerprint
-    except PlannerError:
+    try:  # the active dataset, by the key the ledger knows it by (its content, not its file)
+        key = cached.active().ledger_key
+        active_fp = led.dataset(key).fingerprint if key is not None else None
+    except PlannerError:  # not registered yet, or not readable by this account
         active_fp = None
     ss[S.LEDGER_DATASET] = active_fp if active_fp in labels else datasets[0].fingerprint
 fp = st.selectbox("Dataset", list(labels), format_func=labels.__getitem__,

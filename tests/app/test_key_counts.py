@@ -54,6 +54,9 @@ def _release_attempt(at: AppTest) -> None:
 def test_key_count_from_upload_to_ledger() -> None:
     at = AppTest.from_file(APP, default_timeout=120)
     at.run()
+    # the census sample gets a lifetime budget first: the ledger then holds two datasets
+    _goto(at, "plan_page")
+    set_lifetime(at, "planner", 1.0, 1e-6)
     _goto(at, "data_page")
     at.radio(key=S.widget_key(S.PICKER, "data")).set_value("upload").run()
     at.file_uploader(key=f"data:uploader:{at.session_state[S.UPLOADER_VERSION]}").upload(
