@@ -14,7 +14,7 @@ from pages._ui import state as S
 from planner.events import ThresholdedEvent
 from tests.app.keys import ledger_key
 from tests.app.test_pages import declare, set_lifetime
-from tests.app.test_persistence import APP, PAGES
+from tests.app.test_persistence import APP, PAGES, _goto, _led
 
 FREQUENT = ["02139", "10001", "94105"]  # leading zero kept: keys are text
 RARE = [f"{90000 + i}" for i in range(20)]  # one row each
@@ -30,18 +30,6 @@ def _csv() -> bytes:
     zips = [*rng.choice(FREQUENT, size=600, p=[0.5, 0.3, 0.2]).tolist(), *RARE]
     amounts = rng.integers(0, 100, size=len(zips))
     return ("zip,amount\n" + "".join(f"{z},{a}\n" for z, a in zip(zips, amounts, strict=True))).encode()
-
-
-def _goto(at: AppTest, page: str) -> AppTest:
-    at.switch_page(f"pages/{page}.py").run()
-    assert not at.exception, [e.value for e in at.exception]
-    return at
-
-
-def _led():
-    from pages._ui.cached import ledger
-
-    return ledger()
 
 
 def _release_attempt(at: AppTest) -> None:
