@@ -3282,3 +3282,43 @@ def verify_ledger(url: str | None = None) -> VerifyReport:
     finally:
         led.close()
 
+
+def resolve_dataset(ledger: Ledger, digests: Sequence[str]) -> str | None:
+    """The key (``ds-…``) of the registered dataset any of ``digests`` is a version of, or
+    ``None``; the other digests are recorded as versions of it on the way.
+
+    The web app knows a table by two digests: the key of its content under the declared
+    schema (:func:`planner.sources.table_key`, what ``planner release`` computes in its
+    scan) and the hash of the file's bytes (the key it had before the content digest, and
+    the one a server file is listed by). Whichever the ledger knows names the dataset, and
+    linking the other keeps one table one budget: a ledger written by an earlier version
+    keeps its spends, the command line finds the app's dataset, and declaring more columns
+    of the same file does not open a second budget.
+
+    Raises
+    ------
+    LedgerError
+        The digests name two different datasets, or the principal may not read the
+        dataset (:class:`~planner.errors.PermissionDenied`).
+    """
+    found: dict[str, str] = {}
+    for d in digests:
+        info = ledger.find_dataset(d)
+        if info is not None:
+            found[d] = info.fingerprint
+    keys = set(found.values())
+    if not keys:
+        return None
+    if len(keys) > 1:
+        raise LedgerError(
+            "this table's content and its file are registered as two different datasets; ask an owner to "
+            "retire one of them (one table has one budget)."
+        )
+    (key,) = keys
+    try:
+        for d in digests:
+            if d not in found:
+                ledger.add_version(key, d)
+    except PermissionDenied:  # a reader who may not add versions: the dataset is found all the same
+        pass
+    return key

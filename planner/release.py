@@ -37,15 +37,15 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from planner.accounting import CompositionRule, Spend, event_rho
 from planner.backends.base import Aggregate, Backend
-from planner.errors import LedgerError, PermissionDenied, ReleaseError
-from planner.ledger import JSON, Ledger
+from planner.errors import LedgerError, ReleaseError
+from planner.ledger import JSON, Ledger, resolve_dataset
 from planner.noise import Draw
 from planner.queries import Query
 from planner.sampling import Sampling
@@ -64,6 +64,7 @@ __all__ = [
     "plan_hash",
     "prepare",
     "release",
+    "resolve_dataset",
 ]
 
 
@@ -319,47 +320,6 @@ def _result(
         release_id, tuple(out), st.epsilon_total, st.delta_total, st.epsilon_spent, st.epsilon_remaining,
         warnings, st.sampling, st.epsilon_spent_sample,
     )
-
-
-def resolve_dataset(ledger: Ledger, digests: Sequence[str]) -> str | None:
-    """The key (``ds-…``) of the registered dataset any of ``digests`` is a version of, or
-    ``None``; the other digests are recorded as versions of it on the way.
-
-    The web app knows a table by two digests: the key of its content under the declared
-    schema (:func:`planner.sources.table_key`, what ``planner release`` computes in its
-    scan) and the hash of the file's bytes (the key it had before the content digest, and
-    the one a server file is listed by). Whichever the ledger knows names the dataset, and
-    linking the other keeps one table one budget: a ledger written by an earlier version
-    keeps its spends, the command line finds the app's dataset, and declaring more columns
-    of the same file does not open a second budget.
-
-    Raises
-    ------
-    LedgerError
-        The digests name two different datasets, or the principal may not read the
-        dataset (:class:`~planner.errors.PermissionDenied`).
-    """
-    found: dict[str, str] = {}
-    for d in digests:
-        info = ledger.find_dataset(d)
-        if info is not None:
-            found[d] = info.fingerprint
-    keys = set(found.values())
-    if not keys:
-        return None
-    if len(keys) > 1:
-        raise LedgerError(
-            "this table's content and its file are registered as two different datasets; ask an owner to "
-            "retire one of them (one table has one budget)."
-        )
-    (key,) = keys
-    try:
-        for d in digests:
-            if d not in found:
-                ledger.add_version(key, d)
-    except PermissionDenied:  # a reader who may not add versions: the dataset is found all the same
-        pass
-    return key
 
 
 def release(

@@ -229,10 +229,10 @@ class Active:
 
 
 def resolved_key(content: str, file_fp: str) -> str | None:
-    """``planner.release.resolve_dataset`` of the table's two digests (content, file bytes),
+    """``planner.ledger.resolve_dataset`` of the table's two digests (content, file bytes),
     remembered for the session once found (a registered dataset's key never changes)."""
     from planner.errors import PermissionDenied
-    from planner.release import resolve_dataset
+    from planner.ledger import resolve_dataset
 
     memo = st.session_state.setdefault("keep.data.ledger_keys", {})
     if (content, file_fp) in memo:

@@ -1,4 +1,5 @@
-"""Import the modules the other pages need while the owner reads the first one.
+"""Import the modules the other pages need while the owner reads the first one, and (for
+``python serve.py``) the first page's own modules before the server takes its first visitor.
 
 The first page (Data) needs neither the optimiser, OpenDP nor Altair; the other pages do, and
 importing them costs about a second on a first visit. From the first run on, one background
@@ -10,6 +11,7 @@ data, no noise.
 from __future__ import annotations
 
 import importlib
+import logging
 import threading
 
 #: The engine imports SciPy in the functions that use it (start-up of the CLI and of this page),
@@ -17,7 +19,50 @@ import threading
 MODULES = ("altair", "planner.workload", "planner.allocation", "scipy.optimize", "scipy.special", "scipy.fft",
            "planner.bounds", "planner.simulation", "planner.release", "pages._ui.charts")
 
+#: What the first page (Data, on the census sample) and the app's frame import on their first
+#: run: pandas and PyArrow for the table, SQLAlchemy/SQLModel for the ledger (the sign-in check
+#: and the sidebar's budget), the engine's loader, digest and ledger, and the page helpers.
+#: ``tests/app/test_serve.py`` fails if the first run imports any engine or page module
+#: missing from this list.
+FIRST_PAGE = (
+    "pandas", "pyarrow", "pyarrow.csv", "pyarrow.pandas_compat", "pyarrow.vendored.version", "sqlalchemy", "sqlmodel",
+    "planner.ledger", "planner.loader", "planner.sources", "planner.backends.pandas_backend", "planner.backends.sql",
+    "planner.backends.spark_backend", "pages._ui.auth", "pages._ui.cached", "pages._ui.datasets", "pages._ui.frame",
+    "pages._ui.preamble", "pages._ui.sidebar", "pages._ui.state",
+)
+
 _started = threading.Event()
+
+
+def preload() -> None:
+    """Import :data:`FIRST_PAGE` now, in the calling thread (``serve.py``, before the server
+    starts): the first visitor's page then runs without paying for them. A module that
+    fails to import raises here, at start-up, rather than on the first page. The process's
+    ledger is opened too (its tables created on a first start).
+
+    Streamlit warns "No runtime found" for every ``st.cache_data`` defined before its server
+    exists: the decorator checks its options against a throw-away store then; the store it
+    caches in is looked up at each call, once the runtime runs. The warning is silenced for
+    these imports only.
+    """
+    from streamlit.runtime.caching import cache_data_api  # its logger's level is set on import
+
+    log = logging.getLogger(cache_data_api.__name__)
+    level = log.level
+    log.setLevel(logging.ERROR)
+    try:
+        for name in FIRST_PAGE:
+            importlib.import_module(name)
+    finally:
+        log.setLevel(level)
+    from planner.errors import PlannerError
+
+    from . import cached
+
+    try:
+        cached.get_ledger_default()  # one ledger per process and URL (st.cache_resource): opened now
+    except PlannerError:
+        pass  # not cached: the first page opens it again and shows the engine's message
 
 
 def _import_all() -> None:

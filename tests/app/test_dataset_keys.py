@@ -3,7 +3,7 @@
 The app names a dataset in the ledger by the key of its content under the declared schema
 (``planner.sources.table_key``), the key ``planner release`` computes in its scan; the hash
 of the file's bytes (the app's key before the content digest, and the one server files are
-listed by) is linked to the same dataset (``planner.release.resolve_dataset``).
+listed by) is linked to the same dataset (``planner.ledger.resolve_dataset``).
 """
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from planner.errors import BudgetExceededError, LedgerError
-from planner.ledger import Ledger
+from planner.ledger import Ledger, resolve_dataset
 from planner.loader import load_table
-from planner.release import cmd_release, resolve_dataset
+from planner.release import cmd_release
 from planner.schema import Schema, dataset_fingerprint
 from planner.sources import table_key
 from tests.app.keys import ledger_key

@@ -69,7 +69,7 @@ def app_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     env = dict(os.environ, PLANNER_HOME=os.environ["PLANNER_HOME"], PLANNER_LEDGER_URL=SERVED["ledger_url"])
     log = open(home / "streamlit.log", "wb")  # closed in the teardown
     proc = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
+        [sys.executable, "serve.py", "--server.headless", "true",  # the README's command
          "--server.address", "127.0.0.1", "--server.port", str(port),
          "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"],
         cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,

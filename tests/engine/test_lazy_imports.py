@@ -92,9 +92,9 @@ def test_release_reads_its_first_row_before_the_heavy_imports() -> None:
 
 
 def test_release_module_needs_no_scipy_and_no_opendp_extras() -> None:
-    """``planner.release`` is imported on the app's first page (the ledger key of the active
-    dataset) and by the CLI while it scans: it brings the ledger (SQLAlchemy) and OpenDP's
-    core, but neither SciPy nor OpenDP's extras and Polars."""
+    """``planner.release`` is imported by the CLI while it scans and by the app's planning
+    pages: it brings the ledger (SQLAlchemy) and OpenDP's core, but neither SciPy nor OpenDP's
+    extras and Polars."""
     out = _loaded_after("""
         import planner.release
         OUT = {}
