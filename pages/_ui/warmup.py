@@ -4,15 +4,19 @@
 The first page (Data) needs neither the optimiser, OpenDP nor Altair; the other pages do, and
 importing them costs about a second on a first visit. From the first run on, one background
 thread per server process imports them, so the first visit to the Planner, Accuracy or
-Release page does not wait for it. It imports modules only: no Streamlit call, no
-data, no noise.
+Release page does not wait for it. That thread imports modules only: no Streamlit call,
+no data, no noise. :func:`preload` imports the first page's modules and opens the ledger;
+it reads no data either.
 """
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import logging
 import threading
+from collections.abc import Iterator
+from types import ModuleType
 
 #: The engine imports SciPy in the functions that use it (start-up of the CLI and of this page),
 #: so it is named here: the Planner's and Accuracy's first run would import it otherwise.
@@ -34,35 +38,46 @@ FIRST_PAGE = (
 _started = threading.Event()
 
 
+@contextlib.contextmanager
+def _quiet(*modules: ModuleType) -> Iterator[None]:
+    """Raise the level of these Streamlit modules' loggers to ERROR for the block."""
+    logs = [logging.getLogger(m.__name__) for m in modules]
+    levels = [log.level for log in logs]
+    for log in logs:
+        log.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        for log, level in zip(logs, levels, strict=True):
+            log.setLevel(level)
+
+
 def preload() -> None:
     """Import :data:`FIRST_PAGE` now, in the calling thread (``serve.py``, before the server
     starts): the first visitor's page then runs without paying for them. A module that
     fails to import raises here, at start-up, rather than on the first page. The process's
     ledger is opened too (its tables created on a first start).
 
-    Streamlit warns "No runtime found" for every ``st.cache_data`` defined before its server
-    exists: the decorator checks its options against a throw-away store then; the store it
-    caches in is looked up at each call, once the runtime runs. The warning is silenced for
-    these imports only.
+    Before its server exists, Streamlit warns "No runtime found" for every ``st.cache_data``
+    defined (the decorator checks its options against a throw-away store; the store it
+    caches in is looked up at each call, once the runtime runs) and "missing
+    ScriptRunContext" for a cached call outside a script run. Both are silenced here only.
     """
-    from streamlit.runtime.caching import cache_data_api  # its logger's level is set on import
+    # imported first: a Streamlit module's logger gets its level when the module is imported
+    from streamlit.runtime.caching import cache_data_api
+    from streamlit.runtime.scriptrunner_utils import script_run_context
 
-    log = logging.getLogger(cache_data_api.__name__)
-    level = log.level
-    log.setLevel(logging.ERROR)
-    try:
-        for name in FIRST_PAGE:
-            importlib.import_module(name)
-    finally:
-        log.setLevel(level)
     from planner.errors import PlannerError
 
-    from . import cached
+    with _quiet(cache_data_api, script_run_context):
+        for name in FIRST_PAGE:
+            importlib.import_module(name)
+        from . import cached
 
-    try:
-        cached.get_ledger_default()  # one ledger per process and URL (st.cache_resource): opened now
-    except PlannerError:
-        pass  # not cached: the first page opens it again and shows the engine's message
+        try:
+            cached.get_ledger_default()  # one ledger per process and URL (st.cache_resource): opened now
+        except PlannerError:
+            pass  # not cached: the first page opens it again and shows the engine's message
 
 
 def _import_all() -> None:

@@ -57,3 +57,26 @@ def test_the_check_sees_a_module_missing_from_the_list() -> None:
     """)
     found = {m.split(".")[0] for m in _present(out["new"], HEAVY)}
     assert found == set(HEAVY)
+
+
+def test_preload_with_an_unusable_ledger_still_starts() -> None:
+    """A ledger that cannot be opened must not stop the server: the first page opens it
+    again and shows the engine's message (the AppTest pages test that message)."""
+    out = _loaded_after("""
+        import os, tempfile
+        blocker = os.path.join(tempfile.mkdtemp(), "a-file")
+        open(blocker, "w").close()  # the ledger's folder would have to be inside a file
+        os.environ["PLANNER_LEDGER_URL"] = f"sqlite:///{blocker}/ledger.db"
+        from planner.errors import LedgerError
+        from planner.ledger import Ledger
+        try:
+            Ledger(os.environ["PLANNER_LEDGER_URL"])
+            fails = False
+        except LedgerError:
+            fails = True
+        from pages._ui import warmup
+        warmup.preload()
+        OUT = {"returned": True, "ledger_fails": fails}
+    """)
+    assert out["ledger_fails"] is True  # the case is the one meant
+    assert out["returned"] is True
