@@ -30,7 +30,12 @@ RULE_NAMES = {
     "advanced": "advanced composition (Kairouz, Oh and Viswanath)",
     "rdp": "Rényi DP (Mironov)",
     "zcdp": "zero-concentrated DP (Bun and Steinke)",
+    "pld": "the optimal accountant (privacy loss distributions)",
 }
+
+_PLD_SOURCE = ("Koskela, Jälkö and Honkela, *Computing tight differential privacy guarantees using FFT*, 2020; "
+               "Doroshenko et al., *Connect the dots: tighter discrete approximations of privacy loss "
+               "distributions*, 2022")
 
 
 @dataclass(frozen=True)
@@ -51,6 +56,54 @@ class RuleComparison:
 
 def _join(names: list[str]) -> str:
     return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+
+
+def _only_pld_gains(rows: list[RuleRow], best: tuple[str, ...]) -> bool:
+    """The optimal accountant alone is best and every other rule ties with basic."""
+    by = {r.rule: r.factor for r in rows if r.factor is not None}
+    base = by.get("basic")
+    return (best == ("pld",) and base is not None
+            and all(f * TIE >= base for r, f in by.items() if r != "pld"))
+
+
+def _why(rows: list[RuleRow], best: tuple[str, ...], worse: list[RuleRow], queries: int, gaussian: int,
+         delta: float) -> str:
+    """Why the best rules win for this workload (the caption under the headline)."""
+    zcdp_worse = any(r.rule == "zcdp" for r in worse)
+    pld_note = ""
+    if _only_pld_gains(rows, best):
+        gain = next(r.factor for r in rows if r.rule == "basic")
+        return (f"The optimal accountant composes the exact privacy loss of the {queries} answers together "
+                f"({_PLD_SOURCE}). Allowing the δ = {delta:g} of this release, it proves a total a little below "
+                f"the sum of their ε, so the same budget buys errors {gain:.2f}× smaller; for so few "
+                f"{'pure-ε ' if not gaussian else ''}answers the other rules prove no better than that sum.")
+    if "pld" in best and len(best) > 1:
+        pld_note = (" The optimal accountant (privacy loss distributions) is never looser than any of them; "
+                    "here it ties with the best.")
+    elif best == ("pld",):
+        pld_note = (" The optimal accountant composes the exact privacy loss of the answers together, so it "
+                    f"proves the smallest total of all ({_PLD_SOURCE}).")
+    if not gaussian and "basic" in best:
+        why = (f"All {queries} queries here use pure-ε noise (Laplace noise, the "
+               "exponential mechanism), and for so few answers adding up their ε (basic composition) is already as tight "
+               "as the other rules. The tighter accountants pay off with many more answers, or with Gaussian "
+               "noise.")
+        if zcdp_worse:
+            why += (f" zCDP measures each pure-ε answer as ρ = ε²/2 and pays again when it converts the total "
+                    f"back to ε at δ = {delta:g}; with few answers that costs more than it saves "
+                    "(Bun and Steinke, *Concentrated differential privacy*, 2016).")
+        return why
+    if gaussian and "basic" not in best:
+        return (f"{gaussian} of the {queries} queries use Gaussian noise, whose privacy loss Rényi DP and "
+                "zCDP measure exactly (Mironov, *Rényi differential privacy*, 2017; Bun and Steinke, 2016), "
+                "while basic composition must charge every Gaussian answer a full (ε, δ)." + pld_note)
+    if "basic" not in best:
+        return (f"With {queries} queries, the privacy losses of many independent noisy answers partly cancel: "
+                "the tighter rules bound the total by roughly √k times one answer's cost instead of k times "
+                "(Kairouz, Oh and Viswanath, *The composition theorem for differential privacy*, 2015; "
+                "Mironov, 2017)." + pld_note)
+    return ("Basic composition is as tight as the other rules here: the Gaussian answers are too few for the "
+            "tighter accounting of their privacy loss to pay off.")
 
 
 def compare_rules(plans: dict[str, Plan | PlannerError], rule_in_force: str, delta: float) -> RuleComparison:
@@ -75,8 +128,11 @@ def compare_rules(plans: dict[str, Plan | PlannerError], rule_in_force: str, del
     head = f"For this workload, **{_join(list(best))}** give{'s' if len(best) == 1 else ''} the smallest errors"
     if len(best) > 1:
         head += " (within 0.5% of each other)"
-    if worse:
-        head += "; " + "; ".join(f"under **{r.rule}** they are **{r.factor:.2f}×** larger" for r in worse)
+    if worse:  # rules with the same factor (to the digits shown) in one phrase
+        by_factor: dict[str, list[str]] = {}
+        for r in worse:
+            by_factor.setdefault(f"{r.factor:.2f}", []).append(f"**{r.rule}**")
+        head += "; " + "; ".join(f"under {_join(names)} they are **{f}×** larger" for f, names in by_factor.items())
     head += "."
     forced = next((r for r in rows if r.rule == rule_in_force), None)
     if forced is not None and forced.factor is not None and forced.factor > TIE:
@@ -86,28 +142,7 @@ def compare_rules(plans: dict[str, Plan | PlannerError], rule_in_force: str, del
     preds = any_plan.predictions
     queries = len({p.query_id for p in preds})
     gaussian = [p.query_id for p in preds if p.mechanism in _GAUSSIAN]
-    zcdp_worse = any(r.rule == "zcdp" for r in worse)
-    if not gaussian and "basic" in best:
-        why = (f"All {queries} queries here use pure-ε noise (Laplace noise, the "
-               "exponential mechanism), and for so few answers adding up their ε (basic composition) is already as tight "
-               "as the other rules. The tighter accountants pay off with many more answers, or with Gaussian "
-               "noise.")
-        if zcdp_worse:
-            why += (f" zCDP measures each pure-ε answer as ρ = ε²/2 and pays again when it converts the total "
-                    f"back to ε at δ = {delta:g}; with few answers that costs more than it saves "
-                    "(Bun and Steinke, *Concentrated differential privacy*, 2016).")
-    elif gaussian and "basic" not in best:
-        why = (f"{len(set(gaussian))} of the {queries} queries use Gaussian noise, whose privacy loss Rényi DP and "
-               "zCDP measure exactly (Mironov, *Rényi differential privacy*, 2017; Bun and Steinke, 2016), "
-               "while basic composition must charge every Gaussian answer a full (ε, δ).")
-    elif "basic" not in best:
-        why = (f"With {queries} queries, the privacy losses of many independent noisy answers partly cancel: "
-               "the tighter rules bound the total by roughly √k times one answer's cost instead of k times "
-               "(Kairouz, Oh and Viswanath, *The composition theorem for differential privacy*, 2015; "
-               "Mironov, 2017).")
-    else:
-        why = ("Basic composition is as tight as the other rules here: the Gaussian answers are too few for the "
-               "tighter accounting of their privacy loss to pay off.")
+    why = _why(rows, best, worse, queries, len(set(gaussian)), delta)
     return RuleComparison(tuple(rows), best, head, why)
 
 

@@ -87,7 +87,9 @@ RELEASE_ERROR = "keep.release.error"
 LEDGER_DATASET = "keep.ledger.dataset"
 NOTICE = "keep.notice"  # a one-off success message for the next run ({"page": ..., "text": ...})
 
-RULES = ("basic", "advanced", "rdp", "zcdp")
+#: The engine's composition rules (``planner.budget.CompositionRule``), in its order: the
+#: optimal accountant (``pld``, privacy loss distributions) last.
+RULES = ("basic", "advanced", "rdp", "zcdp", "pld")
 MODES = ("weighted", "equal", "manual", "target")
 MODE_LABELS = {"weighted": "optimal split", "equal": "equal split", "manual": "manual split",
                "target": "meet targets"}

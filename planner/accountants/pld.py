@@ -490,7 +490,8 @@ class _RenyiEnvelope(_Pair):
 
     def delta(self, eps: FloatArray, add: bool = False) -> FloatArray:
         e = _as_array(eps)
-        v = np.minimum(np.exp(self._log_v(np.abs(e).ravel())), 1.0).reshape(e.shape)
+        with np.errstate(over="ignore"):  # a log-bound above 709 is a bound above 1: capped at 1
+            v = np.minimum(np.exp(self._log_v(np.abs(e).ravel())), 1.0).reshape(e.shape)
         neg = e < 0
         with np.errstate(over="ignore"):
             out = np.where(neg, -np.expm1(np.minimum(e, 0.0)) + np.exp(np.minimum(e, 0.0)) * v, v)

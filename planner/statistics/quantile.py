@@ -35,9 +35,11 @@ is the same at the same ε (``tests/engine/test_accuracy_vs_opendp.py``).
 
 The scores are not monotone (adding a row moves some up and others down), so the
 selection pays the factor 2 of report-noisy-max: the noise scale on the integer scores
-is 2·d/ε with d the sensitivity above; under RDP and zCDP the noise is Gumbel (the
-exponential mechanism exactly, ε²/8-zCDP), under basic and advanced composition it is
-exponential (permute-and-flip, never worse). On a grid the inverse sensitivity mechanism
+is 2·d/ε with d the sensitivity above; under RDP, zCDP and the optimal accountant the
+noise is Gumbel (the exponential mechanism exactly: bounded range, ε²/8-zCDP [CR21], whose
+privacy loss distribution the optimal accountant composes [DDR20]), under basic and
+advanced composition it is exponential (permute-and-flip [MS20], never worse, ε-DP and no
+more: those rules read only each answer's ε). On a grid the inverse sensitivity mechanism
 for a quantile is this same exponential mechanism on ranks (Asi & Duchi 2020), so it is
 not offered separately.
 
@@ -45,6 +47,15 @@ Prediction (rank error as a fraction of n, data-independent): under the uniform-
 model of :func:`planner.mechanisms.exponential.quantile_rank_rmse` at the effective
 ε/Δ_rank (exact for evenly spread data with Gumbel noise; permute-and-flip does at least
 as well); the 95% bound is the union bound (2Δ_rank/ε)·ln(k/β) on the excess rank error.
+
+References
+----------
+.. [CR21] M. Cesar, R. Rogers, "Bounding, Concentrating, and Truncating: Unifying Privacy
+   Loss Composition for Data Analytics", ALT 2021 (the exponential mechanism is ε²/8-zCDP).
+.. [DDR20] J. Dong, D. Durfee, R. Rogers, "Optimal Differential Privacy Composition for
+   Exponential Mechanisms", ICML 2020 (bounded-range mechanisms and their composition).
+.. [MS20] R. McKenna, D. Sheldon, "Permute-and-Flip: A new mechanism for differentially
+   private selection", NeurIPS 2020.
 """
 
 from __future__ import annotations
@@ -216,10 +227,20 @@ def quantile_scores(agg: QuantileAggregate, a: int, b: int) -> npt.NDArray[np.in
     return np.asarray(-np.maximum(np.maximum(above, below), 0), dtype=np.int64)
 
 
+#: The rules that account an exponential-mechanism item by its bounded-range privacy loss
+#: (``ExponentialEvent``: ρ = ε²/8 under RDP and zCDP [CR21]; the bounded-range privacy loss
+#: distribution under the optimal accountant [DDR20]). Only the exponential mechanism itself
+#: (Gumbel noise) has that loss; permute-and-flip is ε-DP and no more, so under these rules
+#: the release must draw Gumbel noise for the ledger to record what the plan accounted.
+BOUNDED_RANGE_RULES = frozenset({CompositionRule.RDP, CompositionRule.ZCDP, CompositionRule.PLD})
+
+
 def selection_noise(family: Family, rule: CompositionRule) -> str:
-    """Gumbel (the exponential mechanism, ε²/8-zCDP) under RDP and zCDP for an
-    exponential-mechanism item; exponential noise (permute-and-flip, pure ε) otherwise."""
-    if family is Family.EXPONENTIAL and rule in (CompositionRule.RDP, CompositionRule.ZCDP):
+    """Gumbel (the exponential mechanism, bounded range, ε²/8-zCDP) under the rules of
+    :data:`BOUNDED_RANGE_RULES` for an exponential-mechanism item; exponential noise
+    (permute-and-flip [MS20], pure ε, at least as accurate) under basic and advanced
+    composition, which read only each answer's ε."""
+    if family is Family.EXPONENTIAL and rule in BOUNDED_RANGE_RULES:
         return "gumbel"
     return "exponential"
 
@@ -246,7 +267,7 @@ def level_prediction(part: Part, share: ItemAllocation, rule: CompositionRule, *
 
 def level_component(d_int: int, share: ItemAllocation, family: Family, rule: CompositionRule) -> Component:
     """The report-noisy-max measurement of one level: scale 2·d_int/ε, Gumbel noise under
-    RDP/zCDP, exponential noise otherwise."""
+    RDP, zCDP and the optimal accountant, exponential noise otherwise."""
     from planner.noise import Measure, noisy_max  # OpenDP is imported on the first release only
 
     gumbel = selection_noise(family, rule) == "gumbel"

@@ -435,3 +435,27 @@ def test_a_secret_sample_declared_on_the_data_page_is_planned_and_spent_for_the_
     assert spent_sample > 1.0  # the sample may spend more than ε: base ε = ln(1 + (e − 1)/0.1) ≈ 2.94
     assert status.epsilon_spent == pytest.approx(math.log1p(0.1 * math.expm1(spent_sample)), rel=1e-9)
     assert status.epsilon_spent <= 1.0 + 1e-9
+
+
+def test_the_optimal_accountant_is_a_lifetime_rule_and_the_release_spends_under_it():
+    """The optimal accountant (``pld``) is offered wherever a rule is chosen: planned,
+    set as the dataset's lifetime rule, released; the ledger composes the release's spends
+    under it to the plan's ε."""
+    assert "pld" in S.RULES
+    at = _goto(_app(), "plan_page")
+    at.number_input(key=_w(S.EPSILON, "planner")).set_value(0.5).run()
+    at.selectbox(key=_w(S.RULE, "planner")).set_value("pld").run()
+    set_lifetime(at, "planner", 1.2, 1e-6, "pld")
+    _tour(at, "plan_page")
+    fp = _fp(at)
+    _release(at)
+    led = _led()
+    assert led.status(fp).rule.value == "pld"
+    rel_ = led.releases(fp)[-1]
+    rows = [{k: v for k, v in r.items() if k != "target" and v is not None} for r in S.CENSUS_WORKLOAD]
+    qs = queries_from_list(rows, CENSUS_SCHEMA)
+    plan = workload.plan(qs, CENSUS_SCHEMA, 0.5, 1e-6, "pld", workload.default_error_scales(qs, CENSUS_SCHEMA))
+    assert rel_.plan_hash == rel.plan_hash(plan, CENSUS_SCHEMA)
+    spent = total_epsilon([s.spend for s in rel_.spends], "pld", 1e-6)
+    assert spent <= 0.5 * (1 + 1e-9) and spent == pytest.approx(0.5, rel=1e-6)
+    assert led.status(fp).epsilon_spent == pytest.approx(spent, rel=1e-12)

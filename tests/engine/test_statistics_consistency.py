@@ -4,8 +4,9 @@ Issue 13's consistency test, walking every registered statistic × mechanism ×
 neighbouring relation × rows per person c:
 
 1. **Scales and costs.** The noise scale the plan predicts for each OpenDP component
-   equals the scale of the measurement the release builds, and the planned cost equals
-   OpenDP's own privacy map at the schema's sensitivity (pure ε, or ρ), for every rule.
+   equals the scale of the measurement the release builds, the planned cost equals
+   OpenDP's own privacy map at the schema's sensitivity (pure ε, or ρ), and the spends the
+   ledger records, composed under the plan's rule, cost the plan's ε, for every rule.
 2. **Accuracy, on the real release path.** Each item's answer function (the OpenDP
    measurements and the post-processing a release runs) is invoked many times on a fixed
    exact aggregate; the empirical RMSE of the released answer is within sampling error of
@@ -27,7 +28,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from planner.accounting import CompositionRule, event_rho, pure_epsilon
+from planner.accounting import CompositionRule, event_rho, pure_epsilon, total_epsilon
 from planner.backends.base import (
     Aggregate,
     BinCounts,
@@ -170,6 +171,12 @@ def test_planned_scale_and_cost_are_the_opendp_measurements(case: Case, rule: Co
             else:  # OpenDP's ρ is the planned event's ρ
                 assert d.opendp_rho == pytest.approx(event_rho(planned), rel=1e-9)
                 assert event_rho(d.recorded.event) == pytest.approx(event_rho(planned), rel=1e-9)
+    # 3. What the ledger records costs, under the plan's own rule, what the plan spent: the
+    # recorded events are the kind of mechanism the plan accounted (under the optimal
+    # accountant an exponential mechanism released by permute-and-flip is ε-DP and no more,
+    # so it costs more than the bounded-range exponential mechanism the plan counted).
+    recorded = [d.recorded for it in prepared.items for d in it.draws]
+    assert total_epsilon(recorded, rule, 1e-6) == pytest.approx(p.used_epsilon, rel=1e-9)
 
 
 # ---------------------------------------------------------------- accuracy on the release path
