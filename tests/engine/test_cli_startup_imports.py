@@ -2,9 +2,9 @@
 Parquet footer check DuckDB now makes gives the verdicts the pyarrow one gave.
 
 Start-up (spawn → first statement reading the data, measured, never asserted, by
-``tests/benchmarks/bench_backends.py``) is mostly imports. The DuckDB route used to import
-pyarrow (about 0.05 s and 36 MB) only to read the footer of a Parquet file before the scan;
-DuckDB, the engine that reads the file, now reads the footer itself
+``tests/benchmarks/bench_backends.py --startup-only``) is mostly imports. The DuckDB route
+used to import pyarrow (about 0.05 s and 37 MB) only to read the footer of a Parquet file
+before the scan; DuckDB, the engine that reads the file, now reads the footer itself
 (:func:`planner.sources._check_parquet`). The structural checks run the real command in a
 fresh interpreter under ``tests/benchmarks/cli_probe.py``, which records the modules loaded
 when the first statement naming the data runs; they fail, naming the module, when pyarrow or
