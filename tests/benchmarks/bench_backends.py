@@ -5,6 +5,8 @@ Run from the repository root (a script, not collected by pytest)::
     python tests/benchmarks/bench_backends.py [--rows 1e7] [--with-5e7] [--formats csv parquet]
         [--repeat 3] [--backends pandas spark] [--rows-per-person 3 --max-rows 2]
         [--memory-limit 2GB] [--dir DIR] [--no-cli]
+    python tests/benchmarks/bench_backends.py --startup-only [--baseline OTHER_CHECKOUT]
+        [--rows 1e7] [--formats parquet csv] [--repeat 7]
 
 Generates tables (person_id, age, income, region, sex) with DuckDB itself, as CSV and
 Parquet (``--rows-per-person k``: person i // k owns row i, so with ``--max-rows c`` < k
@@ -29,6 +31,18 @@ same file, in the same run, for the benchmark's 10-query plan:
   probe that reports **start-up**: the time from spawning the process to the first
   statement that reads the data, plus any pass over the file to fingerprint it;
 * optionally ``pandas`` (load, then compute) and ``spark`` (local[*]) in-process.
+
+``--startup-only`` measures the start-up alone: the probe's runs alternate between this
+checkout and ``--baseline`` (e.g. ``git archive main | tar -x -C /tmp/base``), run by run,
+so that both see the same load, each with and without a bytecode cache (see below); the
+medians, the spread and the load average are printed.
+
+Bytecode. With ``PYTHONDONTWRITEBYTECODE`` set and no ``__pycache__`` (as in a fresh
+editable checkout on this machine), every start compiles the planner's own modules from
+source, about 0.1 s of the start-up. An installed package has its bytecode (pip compiles
+it on install), so start-up is printed both ways: "as run here" (the environment as it is)
+and "bytecode cached" (``PYTHONPYCACHEPREFIX`` pointing at a private cache, warmed by one
+run first, never written into the checkout).
 
 Ratios printed for every (rows, format): route CLI ÷ hand-written (goal ≤ 1.5), route
 peak RSS ÷ hand-written peak RSS (goal ≤ 1), in-process aggregate ÷ bare scan (goal ≤ 3),
@@ -391,13 +405,19 @@ def write_plan(folder: Path, path: Path, max_rows: int) -> Path:
     return spec
 
 
-def run_cli(spec: Path, path: Path, probe: bool, memory_limit: str | None) -> dict[str, Any]:
+def run_cli(spec: Path, path: Path, probe: bool, memory_limit: str | None, *, root: Path = ROOT,
+            pycache: Path | None = None) -> dict[str, Any]:
     """``python -m planner release`` in a child process: wall time, peak RSS (wait4), and with
-    ``probe`` the start-up report of ``cli_probe.py``."""
+    ``probe`` the start-up report of ``cli_probe.py``. ``root``: the checkout measured;
+    ``pycache``: a private bytecode cache (``PYTHONPYCACHEPREFIX``), else the environment's
+    bytecode setting as it is."""
     with tempfile.TemporaryDirectory() as d:
         report = Path(d) / "probe.json"
-        env = dict(os.environ, PYTHONWARNINGS="ignore")
+        env = dict(os.environ, PYTHONWARNINGS="ignore", BENCH_PLANNER_ROOT=str(root))
         env.pop("PLANNER_DUCKDB_MEMORY_LIMIT", None)
+        if pycache is not None:
+            env.pop("PYTHONDONTWRITEBYTECODE", None)
+            env["PYTHONPYCACHEPREFIX"] = str(pycache)
         if memory_limit:
             env["PLANNER_DUCKDB_MEMORY_LIMIT"] = memory_limit
         cli = ["release", "--spec", str(spec), "--data", str(path), "--ledger",
@@ -407,7 +427,7 @@ def run_cli(spec: Path, path: Path, probe: bool, memory_limit: str | None) -> di
         out_f, err_f = Path(d) / "stdout", Path(d) / "stderr"
         with out_f.open("wb") as so, err_f.open("wb") as se:
             t0 = time.time()
-            proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=so, stderr=se)
+            proc = subprocess.Popen(cmd, cwd=root, env=env, stdout=so, stderr=se)
             _, status, usage = os.wait4(proc.pid, 0)  # the child's own peak RSS
             wall = time.time() - t0
             proc.returncode = os.waitstatus_to_exitcode(status)
@@ -423,7 +443,59 @@ def run_cli(spec: Path, path: Path, probe: bool, memory_limit: str | None) -> di
             first = r.get("first_scan")
             out["startup_s"] = (first - t0) if first is not None else None
             out["fingerprint_s"] = r.get("fingerprint_s", 0.0)
+            out["heavy_at_first_read"] = sorted({m.split(".")[0] for m in r.get("modules_at_first_read") or ()}
+                                                & set(HEAVY))
         return out
+
+
+#: libraries the start-up should not need before the first read (printed when loaded)
+HEAVY = ("pyarrow", "pandas", "scipy", "sqlalchemy", "sqlmodel", "opendp", "polars", "sklearn")
+
+
+def startup_only(files: dict[str, Path], folder: Path, args: argparse.Namespace) -> None:
+    """Start-up of this checkout and of ``--baseline``, alternating run by run, as run here
+    and with a bytecode cache; medians (min–max) and the load average during the runs."""
+    roots = {"this": ROOT}
+    if args.baseline:
+        roots["baseline"] = Path(args.baseline).resolve()
+    caches = {name: folder / f"pycache-{name}" for name in roots}
+    modes = {"as run here": False, "bytecode cached": True}
+    for path in files.values():
+        spec = write_plan(folder, path, args.max_rows)
+        for name, root in roots.items():  # warm the page cache and the bytecode caches
+            run_cli(spec, path, True, args.memory_limit, root=root, pycache=caches[name])
+        got: dict[tuple[str, str], list[float]] = {(n, m): [] for n in roots for m in modes}
+        heavy: dict[str, set[str]] = {n: set() for n in roots}
+        loads: list[float] = []
+        for i in range(args.repeat):
+            order = list(roots.items()) if i % 2 == 0 else list(roots.items())[::-1]
+            for mode, cached in modes.items():
+                for name, root in order:
+                    loads.append(os.getloadavg()[0])
+                    r = run_cli(spec, path, True, args.memory_limit, root=root,
+                                pycache=caches[name] if cached else None)
+                    if "error" in r or r.get("startup_s") is None:
+                        print(f"  {name}, {mode}: ERROR {r.get('error', r)!r}")
+                        continue
+                    got[(name, mode)].append(r["startup_s"] + r["fingerprint_s"])
+                    heavy[name] |= set(r["heavy_at_first_read"])
+        print(f"\n## start-up, {path.name} ({path.stat().st_size / 1e6:.0f} MB), {args.repeat} alternating "
+              f"run(s) each; load average during the runs: median {statistics.median(loads):.2f} "
+              f"(min {min(loads):.2f}, max {max(loads):.2f}), {os.cpu_count()} cores")
+        for (name, mode), xs in got.items():
+            if xs:
+                print(f"  {name:8s} {mode:16s} median {statistics.median(xs):.3f} s "
+                      f"(min {min(xs):.3f}, max {max(xs):.3f})  [{roots[name]}]")
+        for name in roots:
+            print(f"  {name}: heavy libraries loaded at the first read: {sorted(heavy[name]) or 'none'}")
+        if "baseline" in roots:
+            for mode in modes:
+                a, b = got[("this", mode)], got[("baseline", mode)]
+                if a and b:
+                    print(f"  {mode}: this ÷ baseline {statistics.median(a) / statistics.median(b):.2f}× "
+                          "(goal: start-up ≤ 0.5 s)")
+
+
 
 
 # ------------------------------------------------------------------ driver
@@ -468,6 +540,10 @@ def main() -> None:
     ap.add_argument("--max-rows", type=int, default=1, help="the schema's max_rows c per person")
     ap.add_argument("--memory-limit", default=None, help="DuckDB memory_limit, e.g. 2GB")
     ap.add_argument("--no-cli", action="store_true", help="skip the CLI runs")
+    ap.add_argument("--startup-only", action="store_true",
+                    help="measure only the CLI's start-up (alternating with --baseline, if given)")
+    ap.add_argument("--baseline", default=None,
+                    help="with --startup-only: another checkout to measure in the same run")
     ap.add_argument("--dir", default=None, help="where to generate (default: a temporary dir)")
     ap.add_argument("--worker", nargs="+", help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -498,6 +574,9 @@ def main() -> None:
         files = {fmt: p for fmt, p in generate(folder, n, args.rows_per_person).items()
                  if fmt in args.formats}
         print(f"\n# {n:.0e} rows ready in {time.perf_counter() - t:.1f} s")
+        if args.startup_only:
+            startup_only(files, folder, args)
+            continue
         for fmt in args.formats:
             path = files[fmt]
             mb = path.stat().st_size / 1e6
@@ -557,7 +636,9 @@ def main() -> None:
             if probe and "error" not in probe and probe.get("startup_s") is not None:
                 su = probe["startup_s"] + probe["fingerprint_s"]
                 ratios.append(f"start-up {su:.2f} s = {probe['startup_s']:.2f} s to the first read "
-                              f"+ {probe['fingerprint_s']:.2f} s fingerprinting (goal ≤ 0.5)")
+                              f"+ {probe['fingerprint_s']:.2f} s fingerprinting (goal ≤ 0.5; bytecode as "
+                              f"the environment has it, see --startup-only); heavy libraries loaded at the "
+                              f"first read: {probe.get('heavy_at_first_read') or 'none'}")
             elif probe:
                 print(f"  probe: {probe}")
             for r in ratios:

@@ -2,10 +2,12 @@
 
     python tests/benchmarks/cli_probe.py REPORT.json release --spec ... --data ...
 
-Writes ``{"first_scan": t, "fingerprint_s": s}`` to REPORT.json: the wall-clock time
-(``time.time()``) of the first statement that reads the data (DuckDB / Spark: the first
-SQL naming the source view; pandas: the loader), and the seconds spent fingerprinting
-files (a pass over the file's bytes). Modules are patched as they are imported (a
+Writes ``{"first_scan": t, "fingerprint_s": s, "modules_at_first_read": [...]}`` to
+REPORT.json: the wall-clock time (``time.time()``) of the first statement that reads the
+data (DuckDB / Spark: the first SQL naming the source view; pandas: the loader), the
+seconds spent fingerprinting files (a pass over the file's bytes), and the names in
+``sys.modules`` at that first statement (``tests/engine/test_cli_startup_imports.py``
+checks that no heavy library is among them). Modules are patched as they are imported (a
 meta-path hook), so the probe imports nothing the command would not import itself.
 """
 
@@ -21,12 +23,13 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(os.environ.get("BENCH_PLANNER_ROOT") or Path(__file__).resolve().parents[2]).resolve()
-STATE: dict[str, Any] = {"first_scan": None, "fingerprint_s": 0.0}
+STATE: dict[str, Any] = {"first_scan": None, "fingerprint_s": 0.0, "modules_at_first_read": None}
 
 
 def _mark() -> None:
     if STATE["first_scan"] is None:
         STATE["first_scan"] = time.time()
+        STATE["modules_at_first_read"] = sorted(sys.modules)
 
 
 def _patch(name: str, module: Any) -> None:
