@@ -121,9 +121,10 @@ def test_release_opendp_costs_equal_planner_substitute(rule: CompositionRule) ->
 @pytest.mark.parametrize("rule", list(CompositionRule))
 def test_release_selection_measure_follows_rule(rule: CompositionRule) -> None:
     """PF (max divergence, PureEvent) under basic/advanced; Gumbel (zCDP, ExponentialEvent)
-    under rdp/zcdp; the ISM mode is PF (PureEvent) under every rule."""
+    under rdp/zcdp and the optimal accountant (pld), the rules that account the exponential
+    mechanism as bounded range; the ISM mode is PF (PureEvent) under every rule."""
     prep = _prepared(rule, [q for q in WORKLOAD if q["kind"] in ("median", "mode")], Relation.ADD_REMOVE)
-    zc = rule in (CompositionRule.RDP, CompositionRule.ZCDP)
+    zc = rule in (CompositionRule.RDP, CompositionRule.ZCDP, CompositionRule.PLD)
     for d in prep.draws:
         if d.key == "mode_i":
             assert d.pure and isinstance(d.recorded.event, PureEvent)
