@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Final, Literal
 
+from planner import parquet_footer
 from planner.backends.digest import ContentDigest
 from planner.errors import DataError
 from planner.loader import (
@@ -44,7 +45,6 @@ from planner.loader import (
     max_upload_bytes,
     no_rows,
     not_regular,
-    parquet_chunks_fit,
 )
 
 if TYPE_CHECKING:  # annotations only: the command line starts without pandas
@@ -329,7 +329,7 @@ def _check_parquet(paths: tuple[Path, ...], label: str) -> None:
     and DuckDB's Thrift reader refuses some footers pyarrow reads; the pandas loader
     keeps its own pyarrow check (:func:`planner.loader.load_table`).
     """
-    duckdb = _duckdb_module()
+    duckdb = parquet_footer.duckdb_module()
     con: Any = None
     try:
         for p in paths:
@@ -342,122 +342,18 @@ def _check_parquet(paths: tuple[Path, ...], label: str) -> None:
             if head != b"PAR1" or tail[-4:] != b"PAR1" or size < 12:
                 raise bad_parquet(name, truncated=True)
             if duckdb is None:
-                names, rows, fits = _footer_by_pyarrow(p, size, name)
+                names, rows, fits = parquet_footer.footer_by_pyarrow(p, size, name)
             else:
                 if con is None:
-                    con = _footer_connection(duckdb, paths)
+                    con = parquet_footer.footer_connection(duckdb, paths)
                 footer_bytes = int.from_bytes(tail[:4], "little")
-                names, rows, fits = _footer_by_duckdb(duckdb, con, p, size - 8 - footer_bytes, name)
+                names, rows, fits = parquet_footer.footer_by_duckdb(duckdb, con, p, size - 8 - footer_bytes, name)
             if not fits:
                 raise bad_parquet(name, truncated=False)
             check_parquet_schema(names, rows, name)
     finally:
         if con is not None:
             con.close()
-
-
-def _duckdb_module() -> Any:
-    """:mod:`duckdb`, or ``None`` when it is not installed."""
-    try:
-        import duckdb
-    except ImportError:  # pragma: no cover - depends on the environment
-        return None
-    return duckdb
-
-
-def _footer_connection(duckdb: Any, paths: tuple[Path, ...]) -> Any:
-    """An in-memory DuckDB connection that may open ``paths`` and no other file."""
-    con = duckdb.connect(config={"threads": 1})
-    try:
-        con.execute("SET allowed_paths = $p", {"p": [str(p) for p in paths]})
-        con.execute("SET enable_external_access = false")
-        con.execute("SET lock_configuration = true")
-    except BaseException:
-        con.close()
-        raise
-    return con
-
-
-#: a column chunk that starts before the leading marker or ends past the footer's start
-#: ($end); the sums in HUGEINT, so that no offset overflows (same test as
-#: :func:`planner.loader.parquet_chunks_fit`)
-_CHUNKS_OUTSIDE: Final[str] = """
-    SELECT count(*) FROM (
-        SELECT CASE WHEN dictionary_page_offset IS NOT NULL AND dictionary_page_offset <> 0
-                    THEN least(data_page_offset, dictionary_page_offset)
-                    ELSE data_page_offset END AS start, total_compressed_size AS size
-        FROM parquet_metadata($p))
-    WHERE start IS NULL OR size IS NULL OR start < 4 OR start::HUGEINT + size::HUGEINT > $end
-"""
-
-
-def _footer_by_duckdb(duckdb: Any, con: Any, path: Path, end: int, label: str
-                      ) -> tuple[list[str], int, bool]:
-    """(column names, row count, whether every chunk fits before ``end``) of a Parquet
-    file, read by DuckDB from its footer; :func:`~planner.loader.bad_parquet` if DuckDB
-    cannot parse the footer."""
-    p = {"p": str(path)}
-    try:
-        meta = con.execute("SELECT num_rows FROM parquet_file_metadata($p)", p).fetchall()
-        schema = con.execute("SELECT name, num_children FROM parquet_schema($p)", p).fetchall()
-        outside = con.execute(_CHUNKS_OUTSIDE, {**p, "end": end}).fetchall()
-        if len(meta) != 1 or meta[0][0] is None:
-            raise ValueError("one file, one row count")
-        names = _top_level_names(schema)
-    except (duckdb.Error, ValueError, OverflowError) as exc:  # messages may quote the file: not shown
-        raise bad_parquet(label, truncated=False) from exc
-    return names, int(meta[0][0]), int(outside[0][0]) == 0
-
-
-def _top_level_names(schema: list[tuple[Any, Any]]) -> list[str]:
-    """The column names of a Parquet schema listed depth first as (name, children): the
-    root's children, each one's subtree skipped (as pyarrow's ``schema_arrow.names``).
-
-    Raises
-    ------
-    ValueError
-        The list is not one tree (a count past its end, a negative count, elements left
-        over, a missing name).
-    """
-    if not schema:
-        raise ValueError("no schema root")
-
-    def children(i: int) -> int:
-        n = schema[i][1]
-        n = 0 if n is None else int(n)
-        if n < 0:
-            raise ValueError("a negative child count")
-        return n
-
-    names: list[str] = []
-    i = 1
-    for _ in range(children(0)):
-        if i >= len(schema) or schema[i][0] is None:
-            raise ValueError("a column past the schema's end, or without a name")
-        names.append(str(schema[i][0]))
-        pending = 1  # elements of this column's subtree not yet skipped
-        while pending:
-            if i >= len(schema):
-                raise ValueError("a subtree past the schema's end")
-            pending += children(i) - 1
-            i += 1
-    if i != len(schema):
-        raise ValueError("schema elements outside the root's tree")
-    return names
-
-
-def _footer_by_pyarrow(path: Path, size: int, label: str) -> tuple[list[str], int, bool]:
-    """:func:`_footer_by_duckdb` read by pyarrow (DuckDB is not installed)."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    try:
-        meta = pq.ParquetFile(path)
-        names, rows = [str(n) for n in meta.schema_arrow.names], meta.metadata.num_rows
-        fits = parquet_chunks_fit(meta.metadata, size)
-    except (pa.ArrowException, OSError, ValueError) as exc:
-        raise bad_parquet(label, truncated=False) from exc
-    return names, rows, fits
 
 
 def estimate_csv_rows(source: FileSource) -> int:

@@ -5,7 +5,7 @@ Start-up (spawn → first statement reading the data, measured, never asserted, 
 ``tests/benchmarks/bench_backends.py --startup-only``) is mostly imports. The DuckDB route
 used to import pyarrow (about 0.05 s and 37 MB) only to read the footer of a Parquet file
 before the scan; DuckDB, the engine that reads the file, now reads the footer itself
-(:func:`planner.sources._check_parquet`). The structural checks run the real command in a
+(:func:`planner.sources._check_parquet`, :mod:`planner.parquet_footer`). The structural checks run the real command in a
 fresh interpreter under ``tests/benchmarks/cli_probe.py``, which records the modules loaded
 when the first statement naming the data runs; they fail, naming the module, when pyarrow or
 one of the heavy libraries of ``test_lazy_imports.NOT_BEFORE_FIRST_READ`` is back on the path.
@@ -29,6 +29,7 @@ from typing import Any
 
 import pytest
 
+from planner import parquet_footer
 from tests.engine.test_lazy_imports import NOT_BEFORE_FIRST_READ
 
 duckdb = pytest.importorskip("duckdb")
@@ -152,7 +153,7 @@ def test_footer_readers_give_the_corpus_its_verdicts(name: str, reader: str, tmp
     from planner.errors import DataError
 
     if reader == "pyarrow":
-        monkeypatch.setattr(sources, "_duckdb_module", lambda: None)
+        monkeypatch.setattr(parquet_footer, "duckdb_module", lambda: None)
     path = tmp_path / name
     path.write_bytes((HOSTILE / name).read_bytes())
     if name in make_files.REFUSED:
@@ -180,7 +181,6 @@ def test_top_level_names_match_pyarrow_on_nested_schemas(tmp_path: Path) -> None
     pyarrow's ``schema_arrow.names`` (the independent reader) for structs, lists and maps."""
     pa = pytest.importorskip("pyarrow")
     pq = pytest.importorskip("pyarrow.parquet")
-    from planner import sources
 
     table = pa.table({
         "s": pa.array([{"x": 1, "y": [1, 2], "z": {"w": "a"}}, {"x": 2, "y": [], "z": {"w": "b"}}]),
@@ -193,7 +193,7 @@ def test_top_level_names_match_pyarrow_on_nested_schemas(tmp_path: Path) -> None
     path = tmp_path / "nested.parquet"
     pq.write_table(table, path)
     con = duckdb.connect()
-    names, rows, fits = sources._footer_by_duckdb(duckdb, con, path, path.stat().st_size - 8 - int(
+    names, rows, fits = parquet_footer.footer_by_duckdb(duckdb, con, path, path.stat().st_size - 8 - int(
         pq.ParquetFile(path).metadata.serialized_size), "nested.parquet")
     assert names == pq.ParquetFile(path).schema_arrow.names == ["s", "plain", "l", "m", "", "dup"]
     assert (rows, fits) == (2, True)
@@ -208,18 +208,16 @@ def test_top_level_names_match_pyarrow_on_nested_schemas(tmp_path: Path) -> None
     [("schema", 1), (None, None)],  # a column without a name
 ])
 def test_top_level_names_refuse_a_list_that_is_not_one_tree(schema: list[tuple[Any, Any]]) -> None:
-    from planner import sources
 
     with pytest.raises(ValueError):
-        sources._top_level_names(schema)
+        parquet_footer.top_level_names(schema)
 
 
 def test_top_level_names_of_a_well_formed_list() -> None:
     """Hand-made: root(3) → a, g(2) → [b, h(1) → c], d gives a, g, d."""
-    from planner import sources
 
     schema = [("schema", 3), ("a", None), ("g", 2), ("b", None), ("h", 1), ("c", None), ("d", 0)]
-    assert sources._top_level_names(schema) == ["a", "g", "d"]
+    assert parquet_footer.top_level_names(schema) == ["a", "g", "d"]
 
 
 def _damaged_arrow_schema(path: Path) -> Path:
@@ -249,7 +247,7 @@ def test_damaged_arrow_metadata_is_read_by_duckdb_and_refused_by_pandas(tmp_path
     from planner.loader import load_table
 
     path = _damaged_arrow_schema(tmp_path / "damaged.parquet")
-    monkeypatch.setattr(sources, "_duckdb_module", lambda: None)
+    monkeypatch.setattr(parquet_footer, "duckdb_module", lambda: None)
     with pytest.raises(DataError, match="could not be read as Parquet"):
         sources._check_parquet((path,), "damaged.parquet")  # pyarrow's verdict (the check before)
     monkeypatch.undo()
