@@ -22,12 +22,19 @@ def main(argv: list[str]) -> int:
 
     preload()
     from streamlit import delta_generator
+    from streamlit.runtime.pages_manager import PagesManager
     from streamlit.web import cli
 
     # Streamlit warns once per process when its elements are used outside ``streamlit run``;
     # deciding that walks the first script run's whole stack with ``inspect`` (0.1 s of the
     # first page). This process is a ``streamlit run``, so the check is marked done.
     delta_generator._use_warning_has_been_displayed = True
+    # With a pages/ folder beside app.py, Streamlit runs the first script run of the server's
+    # first session as a version-1 multipage app (each pages/*.py a page) until app.py's
+    # st.navigation switches that mode off, so a first visitor who opens a page's own URL
+    # (a bookmark of /planner) gets "Page not found" over the right page (streamlit#9992).
+    # This app always navigates with st.navigation: the mode is off from the start.
+    PagesManager.uses_pages_directory = False
 
     sys.argv = ["streamlit", "run", str(APP), *argv]
     try:

@@ -16,6 +16,7 @@ import sys
 import time
 import urllib.request
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -55,18 +56,11 @@ def app_ledger_url(app_url: str) -> str:
     return SERVED["ledger_url"]
 
 
-@pytest.fixture(scope="session")
-def app_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    reason = _skip_reason()
-    if reason:
-        print(f"\nSKIPPING e2e: {reason}")
-        pytest.skip(reason)
-    home = tmp_path_factory.mktemp("planner_home")
+@contextmanager
+def served_app(home: Path, env: dict[str, str]) -> Iterator[str]:
+    """``python serve.py`` (the README's command) on a free port, until the block ends; its
+    output goes to ``home/streamlit.log``. Yields the app's URL once it answers."""
     port = _free_port()
-    SERVED["ledger_url"] = f"sqlite:///{home}/ledger.db"
-    # The served app and this test process read the same ledger, so they share one planner
-    # home (its server secret and integrity markers), as every process of one organisation must.
-    env = dict(os.environ, PLANNER_HOME=os.environ["PLANNER_HOME"], PLANNER_LEDGER_URL=SERVED["ledger_url"])
     log = open(home / "streamlit.log", "wb")  # closed in the teardown
     proc = subprocess.Popen(
         [sys.executable, "serve.py", "--server.headless", "true",  # the README's command
@@ -97,6 +91,21 @@ def app_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
             proc.kill()
             proc.wait()
         log.close()
+
+
+@pytest.fixture(scope="session")
+def app_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    reason = _skip_reason()
+    if reason:
+        print(f"\nSKIPPING e2e: {reason}")
+        pytest.skip(reason)
+    home = tmp_path_factory.mktemp("planner_home")
+    SERVED["ledger_url"] = f"sqlite:///{home}/ledger.db"
+    # The served app and this test process read the same ledger, so they share one planner
+    # home (its server secret and integrity markers), as every process of one organisation must.
+    env = dict(os.environ, PLANNER_HOME=os.environ["PLANNER_HOME"], PLANNER_LEDGER_URL=SERVED["ledger_url"])
+    with served_app(home, env) as url:
+        yield url
 
 
 @pytest.fixture(scope="session")
