@@ -19,6 +19,8 @@ With ``--browser`` (needs Debian's chromium and Playwright), in headless Chromiu
   (command to first page); ``browser_streamlit_run`` measures the same for a bare
   ``streamlit run app.py``, which imports the first page's modules on the first visit;
 * the 300-column upload from the file chooser until the Data page is drawn;
+* **release click → answers** (issue 17: ≤ 1 s on the census sample): from "Confirm release"
+  to the answers and their first chart on screen (``browser_release``);
 * the floor: a one-line app served and drawn the same way (the browser's and Streamlit's own
   share of the first number, which no page can go below on this machine at this load).
 
@@ -262,6 +264,53 @@ def bench_browser(root: Path, launcher: str = "serve") -> dict[str, Any]:
             "second_session": second, "wide_upload": upload, "wide_height_px": height}
 
 
+def bench_browser_release(root: Path) -> dict[str, Any]:
+    """Issue 17: the release click → answers on screen, on the census sample, in Chromium.
+
+    Opens the Release page, sets a lifetime budget, opens the confirmation, then times from
+    the click on "Confirm release" until the success message and the first error-bar chart
+    are drawn and the page's run has ended (the server's release, OpenDP, the ledger's
+    writes, the answers' page run, and the browser drawing them)."""
+    import re
+
+    from playwright.sync_api import sync_playwright
+
+    home = tempfile.mkdtemp()
+    proc, url = _serve(root, home)
+    try:
+        with sync_playwright() as p:
+            b = p.chromium.launch(executable_path=os.environ.get("PLANNER_CHROMIUM", "/usr/bin/chromium"),
+                                  headless=True, args=["--no-sandbox", "--disable-gpu"])
+            pg = b.new_page(viewport={"width": 1400, "height": 1000})
+            pg.goto(f"{url}/release")
+            _drawn(pg)
+            box = pg.get_by_label("Lifetime ε (all releases together)", exact=True)
+            box.fill("2")
+            box.press("Enter")
+            pg.wait_for_timeout(300)
+            pg.wait_for_selector(IDLE, timeout=120_000)
+            pg.get_by_role("button", name="Set the lifetime budget").click()
+            pg.get_by_text("Remaining afterwards").wait_for(timeout=120_000)
+            pg.wait_for_selector(IDLE, timeout=120_000)
+            pg.get_by_role("button", name="Release…").click()
+            dialog = pg.get_by_role("dialog")
+            dialog.get_by_text("This spends").wait_for(timeout=120_000)
+            pg.wait_for_selector(IDLE, timeout=120_000)
+            t0 = time.perf_counter()
+            dialog.get_by_role("button", name="Confirm release").click()
+            pg.get_by_text(re.compile(r"Released \(release #\d+\)")).wait_for(timeout=120_000)
+            pg.get_by_test_id("stVegaLiteChart").first.wait_for(timeout=120_000)
+            shown = time.perf_counter() - t0
+            pg.wait_for_timeout(100)
+            pg.wait_for_selector(IDLE, timeout=120_000)
+            done = time.perf_counter() - t0
+            b.close()
+    finally:
+        proc.terminate()
+        proc.wait()
+    return {"release_click_to_answers": shown, "release_click_to_run_end": done}
+
+
 MEASURES = {
     "plan_page": lambda root: bench_page(root, "plan_page"),
     "accuracy_page": lambda root: bench_page(root, "accuracy_page"),
@@ -269,6 +318,7 @@ MEASURES = {
     "wide": bench_wide,
     "browser": bench_browser,
     "browser_streamlit_run": lambda root: bench_browser(root, "streamlit_run"),
+    "browser_release": bench_browser_release,
     "floor": bench_floor,
 }
 
@@ -337,7 +387,7 @@ if __name__ == "__main__":
         print(json.dumps(MEASURES[args[1]](root)), flush=True)
         sys.exit(0)
     baseline = Path(args[args.index("--baseline") + 1]).resolve() if "--baseline" in args else None
-    names = ["plan_page", "accuracy_page", "slider", "wide"] + (["browser", "browser_streamlit_run", "floor"] if "--browser" in args else [])
+    names = ["plan_page", "accuracy_page", "slider", "wide"] + (["browser", "browser_streamlit_run", "browser_release", "floor"] if "--browser" in args else [])
     if "--only" in args:
         names = args[args.index("--only") + 1].split(",")
     repeat = int(args[args.index("--repeat") + 1]) if "--repeat" in args else 1
