@@ -23,7 +23,7 @@ import os
 import re
 import stat
 import unicodedata
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Final, Literal, Protocol, cast
 
@@ -246,20 +246,29 @@ def is_utf8(buf: TextBuffer) -> bool:
     in place: no copy, and without the GIL, so the command line's imports go on
     meanwhile); other chunks are decoded, a sequence cut at a chunk's end carried over.
     """
+    return utf8_of_parts([buf])
+
+
+def utf8_of_parts(parts: Iterable[TextBuffer]) -> bool:
+    """:func:`is_utf8` of the concatenation of ``parts`` (consecutive pieces of one file,
+    such as the windows of a memory map, each released before the next is made): the
+    decoder's state is carried from one part to the next as from one chunk to the next."""
     import numpy as np
 
     decoder = codecs.getincrementaldecoder("utf-8")()
-    view = np.frombuffer(cast(Any, buf), dtype=np.uint8)  # bytes or a memory map
     try:
-        for i in range(0, len(view), _SCAN_CHUNK):
-            if not decoder.getstate()[0] and int(view[i:i + _SCAN_CHUNK].max()) < 0x80:
-                continue
-            decoder.decode(buf[i:i + _SCAN_CHUNK])
+        for buf in parts:
+            view = np.frombuffer(cast(Any, buf), dtype=np.uint8)  # bytes or a memory map
+            try:
+                for i in range(0, len(view), _SCAN_CHUNK):
+                    if not decoder.getstate()[0] and int(view[i:i + _SCAN_CHUNK].max()) < 0x80:
+                        continue
+                    decoder.decode(buf[i:i + _SCAN_CHUNK])
+            finally:
+                del view  # a memory map cannot close while a view of it exists
         decoder.decode(b"", final=True)
     except UnicodeDecodeError:
         return False
-    finally:
-        del view  # a memory map cannot close while a view of it exists
     return True
 
 
@@ -671,4 +680,5 @@ __all__ = [
     "max_upload_bytes",
     "read_source",
     "refuse_invalid_cells",
+    "utf8_of_parts",
 ]

@@ -40,11 +40,11 @@ from planner.loader import (
     check_controls,
     check_parquet_schema,
     check_text_limits,
-    is_utf8,
     link_loop,
     max_upload_bytes,
     no_rows,
     not_regular,
+    utf8_of_parts,
 )
 
 if TYPE_CHECKING:  # annotations only: the command line starts without pandas
@@ -256,10 +256,87 @@ def _transcode(path: Path, encoding: str) -> tuple[Path, str]:
 _SCANNED: dict[tuple[int, int, int, int], bool] = {}
 
 
+#: Bytes of a CSV mapped at once by :func:`_scan_file` (a multiple of every platform's
+#: mmap granularity): the memory the whole-file checks hold, whatever the file's size.
+_WINDOW: Final[int] = 1 << 26
+
+
+class _FileWindows:
+    """A read-only file seen as one buffer (:class:`planner.loader.TextBuffer`) but mapped
+    :data:`_WINDOW` bytes at a time: a search maps the window it is in and unmaps the one
+    before, so the process never holds more than two windows of the file (a whole-file
+    memory map puts every page of a 1.7 GB CSV in the process's resident set)."""
+
+    def __init__(self, fileno: int, size: int) -> None:
+        self._fd, self._size = fileno, size
+        self._at = -1
+        self._map: mmap.mmap | None = None
+
+    def __len__(self) -> int:
+        return self._size
+
+    def close(self) -> None:
+        if self._map is not None:
+            self._map.close()
+            self._map, self._at = None, -1
+
+    def _window(self, w: int) -> mmap.mmap:
+        """The window starting at byte ``w`` (a multiple of :data:`_WINDOW`)."""
+        if self._at != w or self._map is None:
+            self.close()
+            self._map = mmap.mmap(self._fd, min(_WINDOW, self._size - w), access=mmap.ACCESS_READ, offset=w)
+            self._at = w
+        return self._map
+
+    def windows(self) -> Iterator[mmap.mmap]:
+        """Every window in order (each unmapped when the next is made)."""
+        for w in range(0, self._size, _WINDOW):
+            yield self._window(w)
+        self.close()
+
+    def _bounds(self, start: int | None, end: int | None) -> tuple[int, int]:
+        lo = 0 if start is None else max(start, 0)
+        hi = self._size if end is None else min(end, self._size)
+        return lo, hi
+
+    def find(self, sub: bytes, start: int | None = None, end: int | None = None, /) -> int:
+        if len(sub) != 1:
+            raise ValueError("_FileWindows.find searches for one byte")
+        lo, hi = self._bounds(start, end)
+        while lo < hi:
+            w = lo - lo % _WINDOW
+            stop = min(hi, w + _WINDOW)
+            i = self._window(w).find(sub, lo - w, stop - w)
+            if i >= 0:
+                return w + i
+            lo = stop
+        return -1
+
+    def rfind(self, sub: bytes, start: int | None = None, end: int | None = None, /) -> int:
+        if len(sub) != 1:
+            raise ValueError("_FileWindows.rfind searches for one byte")
+        lo, hi = self._bounds(start, end)
+        while lo < hi:
+            w = (hi - 1) - (hi - 1) % _WINDOW
+            first = max(lo, w)
+            i = self._window(w).rfind(sub, first - w, hi - w)
+            if i >= 0:
+                return w + i
+            hi = first
+        return -1
+
+    def __getitem__(self, key: slice, /) -> bytes:
+        lo, hi = self._bounds(key.start, key.stop)
+        if key.step not in (None, 1):
+            raise ValueError("_FileWindows slices have step 1")
+        return os.pread(self._fd, max(hi - lo, 0), lo) if hi > lo else b""
+
+
 def _scan_file(path: Path, label: str) -> bool:
     """The whole-file checks of a CSV (no NUL byte, no line over the limit; see
-    :func:`planner.loader.check_text_limits`) through a read-only memory map (the page
-    cache, not the process's memory); returns whether the whole file is UTF-8."""
+    :func:`planner.loader.check_text_limits`) through read-only memory maps of the file
+    (the page cache, not the process's memory), :data:`_WINDOW` bytes at a time; returns
+    whether the whole file is UTF-8."""
     with path.open("rb") as f:
         st = os.fstat(f.fileno())
         key = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
@@ -267,9 +344,12 @@ def _scan_file(path: Path, label: str) -> bool:
             return _SCANNED[key]
         if st.st_size == 0:
             return True
-        with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as buf:
+        buf = _FileWindows(f.fileno(), st.st_size)
+        try:
             check_text_limits(buf, label)
-            utf8 = is_utf8(buf)
+            utf8 = utf8_of_parts(buf.windows())
+        finally:
+            buf.close()
     if len(_SCANNED) > 256:
         _SCANNED.clear()
     _SCANNED[key] = utf8
