@@ -397,17 +397,13 @@ def _check_parquet(paths: tuple[Path, ...], label: str) -> None:
     (:func:`planner.loader.check_parquet_schema`). Errors name ``label`` (one file) or
     the file's name (several).
 
-    The footer is read by DuckDB when it is installed, else by pyarrow. DuckDB is the
-    engine of the default route, which then never imports pyarrow (issue 17: its import
-    is about 0.05 s and 37 MB; DuckDB's reading of the footer, one more in-memory
-    database and three metadata queries, takes about 0.03 s of that back, so start-up
-    gains about 0.02 s and a release's peak memory about 37 MB), and a footer DuckDB
-    cannot parse is refused here, in the same words on every route, instead of failing
-    later in the scan.
-    The two readers do not agree on every damaged footer: pyarrow also decodes the Arrow
-    schema that pyarrow-written files keep in their key-value metadata (DuckDB ignores it),
-    and DuckDB's Thrift reader refuses some footers pyarrow reads; the pandas loader
-    keeps its own pyarrow check (:func:`planner.loader.load_table`).
+    The footer is read as :mod:`planner.parquet_footer` reads it (DuckDB when installed,
+    else pyarrow; why, and what it costs, is said there), the same way the pandas loader
+    reads an upload's. A footer DuckDB cannot parse is refused here, in the same words on
+    every route, instead of failing later in the scan. The routes still differ on files
+    whose only damage is the Arrow schema pyarrow-written files keep in their key-value
+    metadata: DuckDB ignores it, while the pandas loader reads the rows with pyarrow, which
+    decodes it and refuses the file.
     """
     duckdb = parquet_footer.duckdb_module()
     con: Any = None

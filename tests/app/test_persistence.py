@@ -335,22 +335,31 @@ def _release(at: AppTest) -> None:
     assert any(s.value.startswith("Released (release #") for s in at.success)
 
 
-def test_releases_spend_exactly_the_plan_under_the_rule_until_the_budget_is_used_up():
+def _release_census_plan(epsilon: float, rule: str, lifetime: float) -> tuple[AppTest, str]:
+    """ε and the rule set on the Planner, the lifetime budget set under that rule, every page
+    visited, then the release: (the session, the dataset's ledger key)."""
     at = _goto(_app(), "plan_page")
-    at.number_input(key=_w(S.EPSILON, "planner")).set_value(0.5).run()
-    at.selectbox(key=_w(S.RULE, "planner")).set_value("zcdp").run()
-    set_lifetime(at, "planner", 1.2, 1e-6, "zcdp")
+    at.number_input(key=_w(S.EPSILON, "planner")).set_value(epsilon).run()
+    at.selectbox(key=_w(S.RULE, "planner")).set_value(rule).run()
+    set_lifetime(at, "planner", lifetime, 1e-6, rule)
     _tour(at, "plan_page")
     fp = _fp(at)
     _release(at)
+    return at, fp
+
+
+def _census_weighted_plan(epsilon: float, rule: str) -> workload.Plan:
+    """The engine's plan of the census starting workload (weights, relative errors)."""
+    rows = [{k: v for k, v in r.items() if k != "target" and v is not None} for r in S.CENSUS_WORKLOAD]
+    qs = queries_from_list(rows, CENSUS_SCHEMA)
+    return workload.plan(qs, CENSUS_SCHEMA, epsilon, 1e-6, rule, workload.default_error_scales(qs, CENSUS_SCHEMA))
+
+
+def test_releases_spend_exactly_the_plan_under_the_rule_until_the_budget_is_used_up():
+    at, fp = _release_census_plan(0.5, "zcdp", 1.2)
     led = _led()
     first = led.releases(fp)[-1]
-    plan1 = workload.plan(
-        queries_from_list([{k: v for k, v in r.items() if k != "target" and v is not None} for r in S.CENSUS_WORKLOAD],
-                          CENSUS_SCHEMA), CENSUS_SCHEMA, 0.5, 1e-6, "zcdp",
-        workload.default_error_scales(queries_from_list(
-            [{k: v for k, v in r.items() if k != "target" and v is not None} for r in S.CENSUS_WORKLOAD],
-            CENSUS_SCHEMA), CENSUS_SCHEMA))
+    plan1 = _census_weighted_plan(0.5, "zcdp")
     assert first.plan_hash == rel.plan_hash(plan1, CENSUS_SCHEMA)
     # the ledger's spend of this release, composed under zCDP, is the plan's ε (0.5)
     assert total_epsilon([s.spend for s in first.spends], "zcdp", 1e-6) == pytest.approx(0.5, rel=1e-9)
@@ -442,19 +451,11 @@ def test_the_optimal_accountant_is_a_lifetime_rule_and_the_release_spends_under_
     set as the dataset's lifetime rule, released; the ledger composes the release's spends
     under it to the plan's ε."""
     assert "pld" in S.RULES
-    at = _goto(_app(), "plan_page")
-    at.number_input(key=_w(S.EPSILON, "planner")).set_value(0.5).run()
-    at.selectbox(key=_w(S.RULE, "planner")).set_value("pld").run()
-    set_lifetime(at, "planner", 1.2, 1e-6, "pld")
-    _tour(at, "plan_page")
-    fp = _fp(at)
-    _release(at)
+    _, fp = _release_census_plan(0.5, "pld", 1.2)
     led = _led()
     assert led.status(fp).rule.value == "pld"
     rel_ = led.releases(fp)[-1]
-    rows = [{k: v for k, v in r.items() if k != "target" and v is not None} for r in S.CENSUS_WORKLOAD]
-    qs = queries_from_list(rows, CENSUS_SCHEMA)
-    plan = workload.plan(qs, CENSUS_SCHEMA, 0.5, 1e-6, "pld", workload.default_error_scales(qs, CENSUS_SCHEMA))
+    plan = _census_weighted_plan(0.5, "pld")
     assert rel_.plan_hash == rel.plan_hash(plan, CENSUS_SCHEMA)
     spent = total_epsilon([s.spend for s in rel_.spends], "pld", 1e-6)
     assert spent <= 0.5 * (1 + 1e-9) and spent == pytest.approx(0.5, rel=1e-6)

@@ -187,6 +187,12 @@ def _serve(root: Path, home: str, launcher: str = "serve") -> tuple[subprocess.P
             time.sleep(0.1)
 
 
+def _chromium(p: Any) -> Any:
+    """Debian's headless Chromium (``$PLANNER_CHROMIUM``), as the browser tests launch it."""
+    return p.chromium.launch(executable_path=os.environ.get("PLANNER_CHROMIUM", "/usr/bin/chromium"),
+                             headless=True, args=["--no-sandbox", "--disable-gpu"])
+
+
 def _drawn(pg: Any) -> None:
     pg.get_by_role("heading", level=1).first.wait_for(timeout=120_000)
     pg.wait_for_timeout(100)
@@ -204,8 +210,7 @@ def bench_floor(root: Path) -> dict[str, Any]:
     proc, url = _serve(app, home)
     try:
         with sync_playwright() as p:
-            b = p.chromium.launch(executable_path=os.environ.get("PLANNER_CHROMIUM", "/usr/bin/chromium"),
-                                  headless=True, args=["--no-sandbox", "--disable-gpu"])
+            b = _chromium(p)
             pg = b.new_page(viewport={"width": 1400, "height": 1000})
             t0 = time.perf_counter()
             pg.goto(url)
@@ -227,8 +232,7 @@ def bench_browser(root: Path, launcher: str = "serve") -> dict[str, Any]:
     ready = time.perf_counter() - started
     try:
         with sync_playwright() as p:
-            b = p.chromium.launch(executable_path=os.environ.get("PLANNER_CHROMIUM", "/usr/bin/chromium"),
-                                  headless=True, args=["--no-sandbox", "--disable-gpu"])
+            b = _chromium(p)
             pg = b.new_page(viewport={"width": 1400, "height": 1000})
             t0 = time.perf_counter()
             pg.goto(url)
@@ -279,8 +283,7 @@ def bench_browser_release(root: Path) -> dict[str, Any]:
     proc, url = _serve(root, home)
     try:
         with sync_playwright() as p:
-            b = p.chromium.launch(executable_path=os.environ.get("PLANNER_CHROMIUM", "/usr/bin/chromium"),
-                                  headless=True, args=["--no-sandbox", "--disable-gpu"])
+            b = _chromium(p)
             pg = b.new_page(viewport={"width": 1400, "height": 1000})
             pg.goto(f"{url}/release")
             _drawn(pg)

@@ -240,8 +240,8 @@ def test_damaged_arrow_metadata_is_read_by_duckdb_and_refused_by_pandas(tmp_path
     """The known disagreement of the two footer readers, pinned: a file whose only damage is
     the Arrow schema pyarrow keeps in the metadata. DuckDB reads the Parquet schema and the
     pages (intact), so the DuckDB route accepts it and counts its rows; the pandas loader
-    reads through pyarrow and refuses it with the Parquet message (it checks again, so the
-    pandas route is never less strict than before)."""
+    reads the rows through pyarrow, which decodes that schema, and refuses it with the
+    Parquet message (so the pandas route is never less strict than before)."""
     from planner import sources
     from planner.errors import DataError
     from planner.loader import load_table
