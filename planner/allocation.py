@@ -51,7 +51,9 @@ import numpy as np
 import numpy.typing as npt
 
 # scipy is imported in the functions that use it (~0.3 s): `planner release` and the app's first
-# page need none of it before the data is read (tests/engine/test_lazy_imports.py).
+# page need none of it before the data is read (tests/engine/test_lazy_imports.py). The one
+# root found on the release path uses SciPy's compiled routine without importing
+# scipy.optimize (planner/rootfind.py).
 from planner.accountants import accountant, total_epsilon
 from planner.accountants.advanced import advanced_total, kov_root_term
 from planner.accountants.base import Spend
@@ -69,6 +71,7 @@ from planner.events import (
     PureEvent,
     ThresholdedEvent,
 )
+from planner.rootfind import brentq
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -555,8 +558,6 @@ def _scale_to_budget(
     Brent's method on the log factor (the cost is increasing in it), then a few ulp-sized
     steps down until the cost is ≤ target: the result is feasible and within ~1e-12 of it.
     """
-    from scipy import optimize
-
     def at(log_f: float) -> FloatArray:
         t = theta.copy()
         t[free] = theta[free] * math.exp(log_f)
@@ -576,7 +577,7 @@ def _scale_to_budget(
         hi *= 2.0
         if hi > 700:
             return at(hi)
-    root = float(optimize.brentq(g, lo, hi, xtol=1e-14, rtol=4 * np.finfo(float).eps, maxiter=200))
+    root = brentq(g, lo, hi, xtol=1e-14, rtol=4 * np.finfo(float).eps, maxiter=200)
     step = 1e-14
     while g(root) > 0:
         root -= step

@@ -58,6 +58,7 @@ from planner.errors import QueryError
 from planner.mechanisms.base import MechanismName, Sensitivity
 from planner.mechanisms.registry import additive
 from planner.queries import MeanMode, Query, QueryKind, QueryPart
+from planner.rootfind import brentq
 from planner.schema import ColumnKind, Relation, Schema
 from planner.statistics import _additive as add
 from planner.statistics.base import (
@@ -99,7 +100,6 @@ def laplace_difference_bound(b1: float, b2: float, beta: float) -> float:
     >>> round(laplace_difference_bound(1.0, 0.0, 0.05), 6)  # one Laplace: ln 20
     2.995732
     """
-    from scipy import optimize
     if b2 <= 0:
         return b1 * math.log(1.0 / beta)
     if abs(b1 - b2) <= 1e-9 * max(b1, b2):
@@ -114,7 +114,7 @@ def laplace_difference_bound(b1: float, b2: float, beta: float) -> float:
             return (b1**2 * math.exp(-t / b1) - b2**2 * math.exp(-t / b2)) / (b1**2 - b2**2) - beta
 
     hi = (b1 + b2) * math.log(2.0 / beta) + 1.0
-    return float(optimize.brentq(tail, 0.0, hi, xtol=1e-12 * hi))
+    return brentq(tail, 0.0, hi, xtol=1e-12 * hi)
 
 
 def midpoint(q: Query, schema: Schema) -> float:
