@@ -157,7 +157,8 @@ def _cmd_release(args: argparse.Namespace) -> Any:
 
     spec = load_plan_spec(args.spec)
     kind = (args.backend or default_backend()).strip().lower()
-    scan = BackgroundScan(kind, open_cli_source(args.data), spec.schema, spec.queries,
+    # the whole-file checks of a CSV run while the scan reads it (planner.sources.WholeFileCheck)
+    scan = BackgroundScan(kind, open_cli_source(args.data, defer_check=True), spec.schema, spec.queries,
                           spark_master=args.spark_master)
     try:
         scan.wait_reading(timeout=10.0)  # the imports below would hold the GIL the set-up needs

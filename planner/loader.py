@@ -200,7 +200,7 @@ def too_many_columns(label: str, found: str) -> DataError:
     )
 
 
-def check_text_limits(buf: TextBuffer, label: str) -> None:
+def check_text_limits(buf: TextBuffer, label: str, *, nul_free: bool = False) -> None:
     """Refuse a CSV/TSV that holds a NUL byte anywhere, or a line over :data:`MAX_LINE_BYTES`.
 
     One scan of the whole file (``memchr`` for the NUL byte; for the lines, one backward
@@ -208,9 +208,10 @@ def check_text_limits(buf: TextBuffer, label: str) -> None:
     tail after a valid head is refused, never silently read or ignored. A header line
     over the limit that holds more than :data:`MAX_COLUMNS` delimiters is reported as
     too many columns. The pandas loader and the SQL sources (DuckDB, Spark) both call it,
-    so every engine gives the same verdict.
+    so every engine gives the same verdict. ``nul_free``: the caller has already seen that
+    the buffer holds no NUL byte (:func:`scan_parts`), so the search for one is skipped.
     """
-    nul = buf.find(b"\x00")
+    nul = -1 if nul_free else buf.find(b"\x00")
     if nul >= 0:
         raise DataError(
             f"file {label!r} contains binary data (a NUL byte on line {_line_of(buf, nul):,}); "
@@ -253,23 +254,47 @@ def utf8_of_parts(parts: Iterable[TextBuffer]) -> bool:
     """:func:`is_utf8` of the concatenation of ``parts`` (consecutive pieces of one file,
     such as the windows of a memory map, each released before the next is made): the
     decoder's state is carried from one part to the next as from one chunk to the next."""
+    return scan_parts(parts, nul=False)[1]
+
+
+def scan_parts(parts: Iterable[TextBuffer], *, nul: bool = True) -> tuple[bool, bool]:
+    """(whether a NUL byte occurs, whether the whole is UTF-8) of the concatenation of
+    ``parts`` (see :func:`utf8_of_parts`).
+
+    Each chunk costs numpy's maximum and, with ``nul``, its minimum over the bytes in
+    place: no copy, and without the GIL (the whole-file checks run in a thread while the
+    command line imports and plans, :class:`planner.sources.WholeFileCheck`). A chunk
+    whose maximum is 0x80 or more is decoded (holding the GIL).
+    """
     import numpy as np
 
     decoder = codecs.getincrementaldecoder("utf-8")()
-    try:
-        for buf in parts:
-            view = np.frombuffer(cast(Any, buf), dtype=np.uint8)  # bytes or a memory map
-            try:
-                for i in range(0, len(view), _SCAN_CHUNK):
-                    if not decoder.getstate()[0] and int(view[i:i + _SCAN_CHUNK].max()) < 0x80:
-                        continue
+    has_nul = False
+    utf8 = True
+    for buf in parts:
+        view = np.frombuffer(cast(Any, buf), dtype=np.uint8)  # bytes or a memory map
+        chunk = view[:0]
+        try:
+            for i in range(0, len(view), _SCAN_CHUNK):
+                chunk = view[i:i + _SCAN_CHUNK]
+                if nul and not has_nul and int(chunk.min()) == 0:
+                    has_nul = True
+                if not utf8 or (not decoder.getstate()[0] and int(chunk.max()) < 0x80):
+                    continue
+                try:
                     decoder.decode(buf[i:i + _SCAN_CHUNK])
-            finally:
-                del view  # a memory map cannot close while a view of it exists
-        decoder.decode(b"", final=True)
-    except UnicodeDecodeError:
-        return False
-    return True
+                except UnicodeDecodeError:
+                    utf8 = False
+        finally:
+            del view, chunk  # a memory map cannot close while a view of it exists
+        if has_nul and not utf8:
+            break
+    if utf8:
+        try:
+            decoder.decode(b"", final=True)
+        except UnicodeDecodeError:
+            utf8 = False
+    return has_nul, utf8
 
 
 def _guess_format(data: bytes, label: str, file_format: FileFormat | None) -> FileFormat:
@@ -680,5 +705,6 @@ __all__ = [
     "max_upload_bytes",
     "read_source",
     "refuse_invalid_cells",
+    "scan_parts",
     "utf8_of_parts",
 ]

@@ -473,7 +473,8 @@ def cmd_release(
     schema, eps, delta, rl = spec.schema, spec.epsilon, spec.delta, spec.rule
     kind = (backend or default_backend()).strip().lower()
     if scan is None:  # read the data while planning
-        scan = BackgroundScan(kind, open_cli_source(data_path), schema, spec.queries, spark_master=spark_master)
+        scan = BackgroundScan(kind, open_cli_source(data_path, defer_check=True), schema, spec.queries,
+                              spark_master=spark_master)
     try:
         if spec.mode == "target":  # release the plan that meets every target (not a weighted split)
             the_plan = plan_for_targets(spec.queries, schema, delta, rl, spec.error_scales or None).plan
@@ -482,8 +483,8 @@ def cmd_release(
     except BaseException:
         scan.cancel()
         raise
-    source = scan.source
     engine = scan.result()
+    source = scan.source  # after the scan: a source whose check found another encoding is reopened
     try:
         check_backend(engine)
         fp = dataset_key(engine.content_digest())

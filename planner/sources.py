@@ -22,6 +22,7 @@ import os
 import shutil
 import stat
 import tempfile
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -44,7 +45,7 @@ from planner.loader import (
     max_upload_bytes,
     no_rows,
     not_regular,
-    utf8_of_parts,
+    scan_parts,
 )
 
 if TYPE_CHECKING:  # annotations only: the command line starts without pandas
@@ -109,6 +110,8 @@ class FileSource:
     temporary: bool = False
     _keep: tuple[object, ...] = field(default=(), repr=False, compare=False)
     originals: tuple[Path, ...] = ()
+    #: the whole-file checks still running (``open_cli_source(defer_check=True)``), or None
+    pending: WholeFileCheck | None = field(default=None, repr=False, compare=False)
 
     @property
     def files(self) -> tuple[Path, ...]:
@@ -346,8 +349,8 @@ def _scan_file(path: Path, label: str) -> bool:
             return True
         buf = _FileWindows(f.fileno(), st.st_size)
         try:
-            check_text_limits(buf, label)
-            utf8 = utf8_of_parts(buf.windows())
+            has_nul, utf8 = scan_parts(buf.windows())  # without the GIL: see WholeFileCheck
+            check_text_limits(buf, label, nul_free=not has_nul)
         finally:
             buf.close()
     if len(_SCANNED) > 256:
@@ -356,11 +359,61 @@ def _scan_file(path: Path, label: str) -> bool:
     return utf8
 
 
-def sniff_csv(path: Path, label: str, tsv: bool = False) -> tuple[str, tuple[str, ...], str]:
+class WholeFileCheck:
+    """The whole-file checks of a CSV source (:func:`_scan_file` of each file: NUL bytes,
+    line lengths, UTF-8), run in a thread of their own while the scan reads the files.
+
+    ``planner release`` opens its source this way (``open_cli_source(defer_check=True)``):
+    the check is a pass over the file's bytes (about 0.3 s at 1.7 GB), and the scan need
+    not wait for it, because nothing it computes is used before :meth:`verdict`
+    (:class:`planner.backends.BackgroundScan` asks for it before it hands the backend
+    over, and discards the scan when the verdict is an error). The verdicts and messages
+    are those of the synchronous check (``tests/engine/test_deferred_check.py`` runs the
+    hostile-file corpus both ways).
+
+    Parameters
+    ----------
+    files : tuple of (path, label, read as UTF-8)
+        Each file, the name its messages use, and whether the source reads it as UTF-8
+        (its head is UTF-8). Such a file that is not UTF-8 further on must be read as
+        Windows-1252 instead, like the synchronous check decides: :meth:`verdict` then
+        returns True and the caller opens the source again.
+    """
+
+    def __init__(self, files: tuple[tuple[Path, str, bool], ...]) -> None:
+        self._files = files
+        self._error: BaseException | None = None
+        self._reopen = False
+        self._thread = threading.Thread(target=self._run, name="planner-whole-file-check", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            for path, label, as_utf8 in self._files:
+                if not _scan_file(path, label) and as_utf8:
+                    self._reopen = True
+        except BaseException as exc:  # re-raised by verdict(), in the caller's thread
+            self._error = exc
+
+    def verdict(self) -> bool:
+        """Wait for the checks; raise their error (a :class:`~planner.errors.DataError`
+        naming the file and the fix); return whether the source must be opened again
+        because a file read as UTF-8 is not UTF-8 past its head."""
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        return self._reopen
+
+
+def sniff_csv(path: Path, label: str, tsv: bool = False, *, whole_file: bool = True
+              ) -> tuple[str, tuple[str, ...], str]:
     """(delimiter, header, encoding) of a CSV file, checked like the pandas loader does.
 
     The whole file is scanned once (NUL bytes, line lengths, UTF-8); the header is read
     to its end (up to :data:`planner.loader.MAX_LINE_BYTES`), never cut at the sample.
+    With ``whole_file`` False that scan is the caller's (:class:`WholeFileCheck`) and the
+    encoding is the head's: a file whose head is UTF-8 is taken as UTF-8 until the scan
+    says otherwise.
     """
     with path.open("rb") as f:
         raw = f.read(_SAMPLE)
@@ -370,7 +423,7 @@ def sniff_csv(path: Path, label: str, tsv: bool = False) -> tuple[str, tuple[str
     if not raw.strip():
         raise DataError(f"file {label!r} is empty; upload a file with a header row and data.")
     _check_binary(raw, label)
-    utf8 = _scan_file(path, label)
+    utf8 = _scan_file(path, label) if whole_file else True
     text, encoding = _decode_sample(raw)
     if not utf8 and encoding == "utf-8":
         # the head is UTF-8, a later byte is not: the loader decodes the whole file as
@@ -449,8 +502,14 @@ def estimate_csv_rows(source: FileSource) -> int:
 
 
 def file_source(paths: tuple[Path, ...], label: str, *, temporary: bool = False,
-                keep: tuple[object, ...] = ()) -> FileSource:
-    """A :class:`FileSource` of already-trusted paths (all CSV or all Parquet)."""
+                keep: tuple[object, ...] = (), defer_check: bool = False) -> FileSource:
+    """A :class:`FileSource` of already-trusted paths (all CSV or all Parquet).
+
+    With ``defer_check`` the whole-file checks of CSV files run in a thread while the
+    caller reads them (the source's ``pending`` :class:`WholeFileCheck`); whoever uses
+    what was read must first ask for its verdict. Every message is the synchronous
+    route's: a file refused before its checks ran is opened again the synchronous way.
+    """
     kinds = {_file_kind(p) for p in paths}
     if len(kinds) != 1:
         raise DataError(f"data source {label!r} mixes CSV and Parquet files; use one format.")
@@ -458,12 +517,27 @@ def file_source(paths: tuple[Path, ...], label: str, *, temporary: bool = False,
     if kind == "parquet":
         _check_parquet(paths, label)
         return FileSource("parquet", paths, label, temporary=temporary, _keep=keep)
+    if not defer_check:
+        return _csv_source(paths, label, temporary, keep, defer=False)
+    try:
+        return _csv_source(paths, label, temporary, keep, defer=True)
+    except DataError:
+        # An error found before the whole-file checks ran: the synchronous order (those
+        # checks first, then the head read in the encoding they decide) gives the message.
+        return _csv_source(paths, label, temporary, keep, defer=False)
+
+
+def _csv_source(paths: tuple[Path, ...], label: str, temporary: bool, keep: tuple[object, ...], *,
+                defer: bool) -> FileSource:
+    """:func:`file_source` of CSV files (``defer``: the whole-file checks run in a thread)."""
     delimiter: str = ","
     header: tuple[str, ...] = ()
     out: list[Path] = []
+    deferred: list[tuple[Path, str, bool]] = []
     for i, p in enumerate(paths):
         d, h, enc = sniff_csv(p, label if len(paths) == 1 else p.name,
-                              tsv=p.suffix.lower() in (".tsv", ".tab"))
+                              tsv=p.suffix.lower() in (".tsv", ".tab"), whole_file=not defer)
+        deferred.append((p, label if len(paths) == 1 else p.name, enc == "utf-8"))
         if i == 0:
             delimiter, header = d, h
         elif (d, h) != (delimiter, header):
@@ -484,11 +558,13 @@ def file_source(paths: tuple[Path, ...], label: str, *, temporary: bool = False,
                 )
             p = copy
         out.append(p)
-    return FileSource("csv", tuple(out), label, delimiter, header, temporary, keep, paths)
+    pending = WholeFileCheck(tuple(deferred)) if defer else None
+    return FileSource("csv", tuple(out), label, delimiter, header, temporary, keep, paths, pending)
 
 
-def open_source(spec: str | os.PathLike[str], base: Path | None = None) -> Source:
-    """The source named by ``spec``: a path or glob, or ``DATABASE.duckdb::TABLE``.
+def open_source(spec: str | os.PathLike[str], base: Path | None = None, *, defer_check: bool = False) -> Source:
+    """The source named by ``spec``: a path or glob, or ``DATABASE.duckdb::TABLE``
+    (``defer_check``: see :func:`file_source`).
 
     Examples
     --------
@@ -518,21 +594,22 @@ def open_source(spec: str | os.PathLike[str], base: Path | None = None) -> Sourc
     label = text if _GLOB_CHARS & set(text) else paths[0].name
     if Path(label).is_absolute():
         label = Path(label).relative_to(root).as_posix() if Path(label).is_relative_to(root) else paths[0].name
-    return file_source(paths, label)
+    return file_source(paths, label, defer_check=defer_check)
 
 
-def open_cli_source(spec: str | os.PathLike[str]) -> Source:
+def open_cli_source(spec: str | os.PathLike[str], *, defer_check: bool = False) -> Source:
     """A source named on the command line: any path or glob the invoking user can read.
 
     The allow-listed directory guards the web app, where a browser names a file on the
     server; a command-line user already has the shell, so the path is taken as given
-    (made absolute, which also resolves ``..``), or ``DB.duckdb::table``.
+    (made absolute, which also resolves ``..``), or ``DB.duckdb::table``. ``defer_check``:
+    see :func:`file_source` (``planner release`` reads a CSV while it is checked).
     """
     text = os.fspath(spec)
     if TABLE_SEP in text:
         db_spec, table = text.rsplit(TABLE_SEP, 1)
         return open_source(f"{os.path.abspath(db_spec)}{TABLE_SEP}{table}", Path(os.sep))
-    return open_source(os.path.abspath(text), Path(os.sep))
+    return open_source(os.path.abspath(text), Path(os.sep), defer_check=defer_check)
 
 
 @contextmanager

@@ -192,7 +192,11 @@ class BackgroundScan:
     machinery and plans meanwhile: DuckDB and Spark release the GIL while they scan.
     :meth:`result` waits and returns the backend (or raises the scan's error); the caller
     then owns it and closes it (:func:`close_backend`). :meth:`cancel` stops a scan whose
-    result is no longer wanted.
+    result is no longer wanted. A source whose whole-file checks are still running
+    (:class:`planner.sources.WholeFileCheck`) is read meanwhile; their verdict is awaited
+    before the backend is handed over: an error replaces the scan's result, and a file
+    found not to be UTF-8 past its head is opened again as the checks decide and read
+    again (:attr:`source` is then the new source).
 
     Parameters
     ----------
@@ -217,24 +221,57 @@ class BackgroundScan:
 
     def _run(self, schema: Schema, queries: tuple[Query, ...], spark_master: str | None) -> None:
         try:
-            if self.kind.strip().lower() == "pandas":  # pandas reads the file in make_backend
-                self._reading.set()
-            engine = make_backend(self.kind, self.source, schema, spark_master=spark_master)
-            self._engine = engine
-            prefetch = getattr(engine, "prefetch", None)
-            if callable(prefetch):
-                from planner.backends.sql import SqlBackend
+            try:
+                self._engine = self._scan(self.source, schema, queries, spark_master)
+            except BaseException as exc:
+                self._error = exc
+            pending = getattr(self.source, "pending", None)
+            if pending is None:
+                return
+            # The source was opened with its whole-file checks still running
+            # (planner.sources.WholeFileCheck): their verdict decides before the scan's.
+            try:
+                reopen = pending.verdict()
+            except BaseException as exc:
+                self._discard()
+                self._error = exc
+                return
+            if reopen:  # a file read as UTF-8 is not UTF-8 further on: read it as the check decides
+                from planner.sources import file_source
 
-                if isinstance(engine, SqlBackend):
-                    engine.on_read = self._reading.set
-                prefetch(queries, report=True, digest=True)
-            else:
-                engine.column_report()
-                engine.content_digest()
+                self._discard()
+                self._error = None
+                self.source = file_source(self.source.files, self.source.label)
+                self._engine = self._scan(self.source, schema, queries, spark_master)
         except BaseException as exc:  # re-raised by result(), in the caller's thread
             self._error = exc
         finally:
             self._reading.set()
+
+    def _scan(self, source: Any, schema: Schema, queries: tuple[Query, ...], spark_master: str | None
+              ) -> Backend:
+        """A backend of ``source`` with every aggregate of ``queries`` computed."""
+        if self.kind.strip().lower() == "pandas":  # pandas reads the file in make_backend
+            self._reading.set()
+        engine = make_backend(self.kind, source, schema, spark_master=spark_master)
+        self._engine = engine
+        prefetch = getattr(engine, "prefetch", None)
+        if callable(prefetch):
+            from planner.backends.sql import SqlBackend
+
+            if isinstance(engine, SqlBackend):
+                engine.on_read = self._reading.set
+            prefetch(queries, report=True, digest=True)
+        else:
+            engine.column_report()
+            engine.content_digest()
+        return engine
+
+    def _discard(self) -> None:
+        """Close the backend of a scan whose result will not be used."""
+        if self._engine is not None:
+            close_backend(self._engine)
+            self._engine = None
 
     def wait_reading(self, timeout: float | None = None) -> bool:
         """Wait until the scan's engine has started reading the data (or the scan ended).

@@ -345,7 +345,11 @@ def worker_route(kind: str, path: Path, max_rows: int, memory_limit: str | None)
     try:  # the route of `planner release`: one pass for aggregates, report and digest
         from planner.backends import BackgroundScan
 
-        engine = BackgroundScan(kind, open_cli_source(path), schema, qs).result()
+        try:  # as planner release opens it: a CSV's whole-file checks run during the scan
+            source = open_cli_source(path, defer_check=True)
+        except TypeError:  # a checkout from before the deferred check (a --baseline)
+            source = open_cli_source(path)
+        engine = BackgroundScan(kind, source, schema, qs).result()
         check_backend(engine)
         aggregates = engine.aggregate_all(qs)
         out["digest_rows"] = engine.content_digest().rows

@@ -9,6 +9,10 @@ the file. pandas and DuckDB run in a child process with a time limit and report 
 peak memory (bounded); Spark runs in this process with a time limit and is skipped only
 when Java or PySpark is absent.
 
+The DuckDB verdict is also taken on ``planner release``'s route, where DuckDB reads a CSV
+while its whole-file checks (NUL bytes, line lengths, UTF-8) run in another thread
+(:class:`planner.sources.WholeFileCheck`): it must be the same.
+
 The second part checks that DuckDB is opened with external access off: a database file
 in the data directory whose view reads a CSV outside it is refused on the app's route.
 """
@@ -67,6 +71,10 @@ def verdict(kind: str, name: str, spark: Any = None) -> dict[str, Any]:
             from planner.backends.spark_backend import SparkBackend
 
             engine: Any = SparkBackend(name, schema(), spark=spark)
+        elif kind == "deferred":  # planner release's route: DuckDB reads while the whole-file checks run
+            from planner.backends import BackgroundScan
+
+            engine = BackgroundScan("duckdb", open_source(name, defer_check=True), schema(), QUERIES).result()
         else:
             engine = make_backend(kind, name, schema())
         try:
@@ -86,7 +94,7 @@ def verdict(kind: str, name: str, spark: Any = None) -> dict[str, Any]:
 def _child(data: str, name: str) -> None:
     """Run in a child process: the pandas and DuckDB verdicts on one file, as JSON."""
     os.environ[DATA_DIR_ENV] = data
-    out = {kind: verdict(kind, name) for kind in ("pandas", "duckdb")}
+    out = {kind: verdict(kind, name) for kind in ("pandas", "duckdb", "deferred")}
     # this process's own peak (VmHWM belongs to the address space exec created); not
     # getrusage's ru_maxrss, which Linux carries over from the forked copy of the parent, so a
     # large pytest process would be counted as the child's
@@ -179,6 +187,8 @@ def test_pandas_and_duckdb_give_the_same_verdict(name: str, corpus: Path) -> Non
     check_verdict(name, out["pandas"], corpus, "pandas")
     check_verdict(name, out["duckdb"], corpus, "duckdb")
     assert out["duckdb"] == out["pandas"]
+    # the release route reads a CSV while its whole-file checks run: the same verdict
+    assert out["deferred"] == out["duckdb"]
 
 
 @pytest.mark.hostile
