@@ -1022,15 +1022,29 @@ def test_content_digest_is_private_in_repr() -> None:
 def test_csv_fast_paths_read_odd_cells_like_pandas(data_dir: Path) -> None:
     """The fast paths' guard (planner/backends/sql.py: Dialect.number_guard) on every one-
     and two-character string over the characters a number can contain and the ones
-    DuckDB's cast also takes ('_', '(', signs, blanks, letters): pandas and DuckDB agree on
-    every count, sum and digest, in a numeric, a categorical and an identifier column."""
+    DuckDB's cast also takes ('_', '(', signs, blanks, letters), and on 4,000 numbers with one or two characters inserted, replaced or removed (a fixed
+    seed): pandas and DuckDB agree on every count, sum and digest, in a numeric, a
+    categorical and an identifier column."""
     import csv
     import itertools
+    import random
 
     alphabet = "0123456789.eE+-_( ainfx"
     cells = ["".join(p) for n in (1, 2) for p in itertools.product(alphabet, repeat=n)]
     cells += ["1_000", "nan(1)", "+-1", " +-1", "1e400", "1e-400", "-0", "+007", "7.", ".5e1",
-              "Infinity", "-inf", "NaN", "NA", "none", "N/A", "\u00a07", "7\u2003", "0x10"]
+              "Infinity", "-inf", "NaN", "NA", "none", "N/A", "\u00a07", "7\u2003", "0x10",
+              "-nan", "-nan(1)", "-NaN", "-Infinity", "-1_0", "-.5", "/5", "-+5", "5\u0301", "-iNf"]
+    rng = random.Random(17)
+    extra = alphabet + "/)NIF\t\u00a0\u0301"
+    for _ in range(4000):
+        c = (rng.choice(["", "-", "-", "+", "."]) + str(rng.randint(0, 10**rng.randint(1, 9)))
+             + rng.choice(["", "", "." + str(rng.randint(0, 999)), "e" + str(rng.randint(-400, 400))]))
+        for _ in range(rng.choice([1, 1, 2])):
+            i = rng.randint(0, len(c))
+            op = rng.randint(0, 2)
+            c = (c[:i] + rng.choice(extra) + c[i:] if op == 0 else
+                 c[:max(i - 1, 0)] + rng.choice(extra) + c[i:] if op == 1 else c[:max(i - 1, 0)] + c[i:])
+        cells.append(c)
     with (data_dir / "odd.csv").open("w", newline="") as f:
         w = csv.writer(f)
         w.writerow(["pid", "x", "cat"])
