@@ -1022,8 +1022,9 @@ def test_content_digest_is_private_in_repr() -> None:
 def test_csv_fast_paths_read_odd_cells_like_pandas(data_dir: Path) -> None:
     """The fast paths' guard (planner/backends/sql.py: Dialect.number_guard) on every one-
     and two-character string over the characters a number can contain and the ones
-    DuckDB's cast also takes ('_', '(', signs, blanks, letters), and on 4,000 numbers with one or two characters inserted, replaced or removed (a fixed
-    seed): pandas and DuckDB agree on every count, sum and digest, in a numeric, a
+    DuckDB's cast also takes ('_', '(', signs, blanks, letters), and on 4,000 numbers
+    with one or two characters inserted, replaced or removed (a fixed seed): pandas and
+    DuckDB agree on every count, sum and digest, in a numeric, a
     categorical and an identifier column."""
     import csv
     import itertools
