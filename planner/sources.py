@@ -368,8 +368,9 @@ class WholeFileCheck:
     not wait for it, because nothing it computes is used before :meth:`verdict`
     (:class:`planner.backends.BackgroundScan` asks for it before it hands the backend
     over, and discards the scan when the verdict is an error). The verdicts and messages
-    are those of the synchronous check (``tests/engine/test_deferred_check.py`` runs the
-    hostile-file corpus both ways).
+    are those of the synchronous check (``tests/engine/test_hostile_files.py`` runs the
+    hostile-file corpus both ways; ``tests/engine/test_deferred_check.py`` the order of
+    events, a late encoding and a late error).
 
     Parameters
     ----------
