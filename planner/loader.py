@@ -276,6 +276,8 @@ def scan_parts(parts: Iterable[TextBuffer], *, nul: bool = True) -> tuple[bool, 
         chunk = view[:0]
         try:
             for i in range(0, len(view), _SCAN_CHUNK):
+                if not utf8 and (has_nul or not nul):  # both answers known
+                    break
                 chunk = view[i:i + _SCAN_CHUNK]
                 if nul and not has_nul and int(chunk.min()) == 0:
                     has_nul = True
@@ -287,7 +289,7 @@ def scan_parts(parts: Iterable[TextBuffer], *, nul: bool = True) -> tuple[bool, 
                     utf8 = False
         finally:
             del view, chunk  # a memory map cannot close while a view of it exists
-        if has_nul and not utf8:
+        if not utf8 and (has_nul or not nul):
             break
     if utf8:
         try:

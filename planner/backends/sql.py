@@ -1780,8 +1780,9 @@ class SqlBackend(Backend):
         edge (ties included) take a branch that corrects the guess against the actual
         edge values (``CASE`` evaluates it on those rows only; :meth:`_far`). Other
         edges: an exact bin index (column ``gi{j}``) from one comparison per edge. Each
-        of the three is a projection layer of its own. The range tests (−2, the closed last bin) are left
-        out where every clipped value lies in [e₀, e_last) (the declared bounds).
+        of the three is a projection layer of its own. The range tests (−2, the closed
+        last bin) are left out where every clipped value lies in [e₀, e_last) (the
+        declared bounds).
 
         Edge values are read from the edge array parameter, or, when every edge but the
         last equals ``i·step + e₀`` exactly in IEEE arithmetic (the grids of
