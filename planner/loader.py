@@ -247,19 +247,14 @@ def is_utf8(buf: TextBuffer) -> bool:
     in place: no copy, and without the GIL, so the command line's imports go on
     meanwhile); other chunks are decoded, a sequence cut at a chunk's end carried over.
     """
-    return utf8_of_parts([buf])
-
-
-def utf8_of_parts(parts: Iterable[TextBuffer]) -> bool:
-    """:func:`is_utf8` of the concatenation of ``parts`` (consecutive pieces of one file,
-    such as the windows of a memory map, each released before the next is made): the
-    decoder's state is carried from one part to the next as from one chunk to the next."""
-    return scan_parts(parts, nul=False)[1]
+    return scan_parts([buf], nul=False)[1]
 
 
 def scan_parts(parts: Iterable[TextBuffer], *, nul: bool = True) -> tuple[bool, bool]:
     """(whether a NUL byte occurs, whether the whole is UTF-8) of the concatenation of
-    ``parts`` (see :func:`utf8_of_parts`).
+    ``parts``: consecutive pieces of one file, such as the windows of a memory map, each
+    released before the next is made (the decoder's state is carried from one part to the
+    next as from one chunk to the next).
 
     Each chunk costs numpy's maximum and, with ``nul``, its minimum over the bytes in
     place: no copy, and without the GIL (the whole-file checks run in a thread while the
@@ -708,5 +703,4 @@ __all__ = [
     "read_source",
     "refuse_invalid_cells",
     "scan_parts",
-    "utf8_of_parts",
 ]
