@@ -25,7 +25,7 @@ import stat
 import unicodedata
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any, Final, Literal, Protocol, cast
+from typing import IO, TYPE_CHECKING, Any, Final, Literal, NamedTuple, Protocol, cast
 
 from planner.backends.base import ColumnStats
 from planner.errors import DataError, PlannerError
@@ -247,35 +247,102 @@ def is_utf8(buf: TextBuffer) -> bool:
     in place: no copy, and without the GIL, so the command line's imports go on
     meanwhile); other chunks are decoded, a sequence cut at a chunk's end carried over.
     """
-    return scan_parts([buf], nul=False)[1]
+    return scan_parts([buf], nul=False).utf8
 
 
-def scan_parts(parts: Iterable[TextBuffer], *, nul: bool = True) -> tuple[bool, bool]:
-    """(whether a NUL byte occurs, whether the whole is UTF-8) of the concatenation of
-    ``parts``: consecutive pieces of one file, such as the windows of a memory map, each
-    released before the next is made (the decoder's state is carried from one part to the
-    next as from one chunk to the next).
+class PartsScan(NamedTuple):
+    """What :func:`scan_parts` found in a file's bytes."""
+
+    #: a NUL byte occurs
+    has_nul: bool
+    #: the whole is UTF-8
+    utf8: bool
+    #: after the first line, a byte pair that DuckDB's number reader takes for part of a
+    #: number and the pandas rules do not (:func:`number_lookalike`); None: not looked for
+    lookalike: bool | None
+
+
+def number_lookalike(seg: Any) -> bool:
+    """Whether the bytes ``seg`` (a uint8 array) hold a pair that DuckDB's reading of text
+    as DOUBLE accepts inside a number and the cell-reading rules do not.
+
+    DuckDB reads '1_000' as 1000 (an underscore beside a digit), '+-5' as −5 and
+    'nan(1)' as NaN, in ``TRY_CAST`` and in a CSV column read as DOUBLE alike; the rules
+    read all three as text (:meth:`planner.backends.sql.Dialect.number_guard` keeps them
+    from the cast). So: '+' followed by '-'; '(' after 'n' or 'N'; '_' beside an ASCII
+    digit. Every string DuckDB reads as a number that holds '_', '(' or '+-' has one of
+    these pairs (all 549,495 such strings of up to 5 characters over digits, '.', 'e',
+    signs, parentheses, 'n', 'a', 'i', 'f' and blanks, and
+    ``tests/engine/test_typed_csv.py``), so a file without them reads the same both ways.
+    The test is on bytes, blind to cells: a pair in any column, or across two cells,
+    counts too (the safe side).
+    """
+    import numpy as np
+
+    if seg.size < 2:
+        return False
+    plus = np.flatnonzero(seg[:-1] == 0x2B)
+    if plus.size and bool((seg[plus + 1] == 0x2D).any()):
+        return True
+    paren = np.flatnonzero(seg[1:] == 0x28)
+    if paren.size and bool(((seg[paren] | 0x20) == 0x6E).any()):  # the byte before: n or N
+        return True
+    under = np.flatnonzero(seg == 0x5F)
+    if under.size:
+        before = seg[under[under > 0] - 1]
+        after = seg[under[under < seg.size - 1] + 1]
+        if bool(((before - 0x30) < 10).any()) or bool(((after - 0x30) < 10).any()):  # uint8 wraps
+            return True
+    return False
+
+
+def scan_parts(parts: Iterable[TextBuffer], *, nul: bool = True, lookalikes: bool = False) -> PartsScan:
+    """NUL bytes, UTF-8 and, with ``lookalikes``, :func:`number_lookalike` pairs past the
+    first line, in the concatenation of ``parts``: consecutive pieces of one file, such as
+    the windows of a memory map, each released before the next is made (the decoder's
+    state, and the byte before each chunk, are carried from one part to the next).
 
     Each chunk costs numpy's maximum and, with ``nul``, its minimum over the bytes in
     place: no copy, and without the GIL (the whole-file checks run in a thread while the
-    command line imports and plans, :class:`planner.sources.WholeFileCheck`). A chunk
-    whose maximum is 0x80 or more is decoded (holding the GIL).
+    command line imports and plans, :class:`planner.sources.WholeFileCheck`); with
+    ``lookalikes``, three comparisons more. A chunk whose maximum is 0x80 or more is
+    decoded (holding the GIL).
     """
     import numpy as np
 
     decoder = codecs.getincrementaldecoder("utf-8")()
     has_nul = False
     utf8 = True
+    found: bool | None = False if lookalikes else None
+    body = not lookalikes  # past the first line (the header: names such as 'x_1' are no cells)
+    prev = np.zeros(0, dtype=np.uint8)  # the byte before the next chunk
+
+    def done() -> bool:
+        return not utf8 and (has_nul or not nul) and found is not False
+
     for buf in parts:
         view = np.frombuffer(cast(Any, buf), dtype=np.uint8)  # bytes or a memory map
-        chunk = view[:0]
+        chunk = seg = view[:0]
         try:
             for i in range(0, len(view), _SCAN_CHUNK):
-                if not utf8 and (has_nul or not nul):  # both answers known
+                if done():
                     break
                 chunk = view[i:i + _SCAN_CHUNK]
                 if nul and not has_nul and int(chunk.min()) == 0:
                     has_nul = True
+                if found is False:
+                    seg = chunk
+                    if not body:
+                        nl = np.flatnonzero(chunk == 0x0A)
+                        body = nl.size > 0
+                        seg = chunk[int(nl[0]) + 1:] if body else chunk[:0]
+                    elif prev.size:
+                        seg = np.concatenate((prev, chunk[:1]))
+                        found = number_lookalike(seg)
+                        seg = chunk
+                    if found is False:
+                        found = number_lookalike(seg)
+                    prev = chunk[-1:].copy()
                 if not utf8 or (not decoder.getstate()[0] and int(chunk.max()) < 0x80):
                     continue
                 try:
@@ -283,15 +350,15 @@ def scan_parts(parts: Iterable[TextBuffer], *, nul: bool = True) -> tuple[bool, 
                 except UnicodeDecodeError:
                     utf8 = False
         finally:
-            del view, chunk  # a memory map cannot close while a view of it exists
-        if not utf8 and (has_nul or not nul):
+            del view, chunk, seg  # a memory map cannot close while a view of it exists
+        if done():
             break
     if utf8:
         try:
             decoder.decode(b"", final=True)
         except UnicodeDecodeError:
             utf8 = False
-    return has_nul, utf8
+    return PartsScan(has_nul, utf8, found)
 
 
 def _guess_format(data: bytes, label: str, file_format: FileFormat | None) -> FileFormat:
@@ -694,12 +761,14 @@ __all__ = [
     "MAX_LINE_BYTES",
     "MAX_MB_ENV",
     "ColumnStats",
+    "PartsScan",
     "check_against_schema",
     "check_text_limits",
     "column_report",
     "is_utf8",
     "load_table",
     "max_upload_bytes",
+    "number_lookalike",
     "read_source",
     "refuse_invalid_cells",
     "scan_parts",

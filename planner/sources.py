@@ -254,9 +254,31 @@ def _transcode(path: Path, encoding: str) -> tuple[Path, str]:
     raise AssertionError("latin-1 decodes any bytes")  # pragma: no cover
 
 
-#: verdicts of :func:`_scan_file` by (device, inode, size, mtime): a file the app opens
-#: again (plan, then release) is scanned once
-_SCANNED: dict[tuple[int, int, int, int], bool] = {}
+#: verdicts of :func:`_scan_file` by (device, inode, size, mtime): whether the file is
+#: UTF-8 and whether it holds a number look-alike (:func:`planner.loader.number_lookalike`);
+#: a file the app opens again (plan, then release) is scanned once
+_SCANNED: dict[tuple[int, int, int, int], tuple[bool, bool]] = {}
+
+
+def _file_key(st: os.stat_result) -> tuple[int, int, int, int]:
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+def numbers_plain(source: FileSource) -> bool | None:
+    """Whether the whole-file checks found no number look-alike in any of the source's
+    CSV files (:func:`planner.loader.number_lookalike`): then DuckDB may read its numeric
+    columns as DOUBLE and get what the cell-reading rules get. None when a file's checks
+    have not run (or are still running) or the file changed since."""
+    plain = True
+    for path in source.files:
+        try:
+            verdict = _SCANNED.get(_file_key(path.stat()))
+        except OSError:
+            return None
+        if verdict is None:
+            return None
+        plain = plain and not verdict[1]
+    return plain
 
 
 #: Bytes of a CSV mapped at once by :func:`_scan_file` (a multiple of every platform's
@@ -339,24 +361,24 @@ def _scan_file(path: Path, label: str) -> bool:
     """The whole-file checks of a CSV (no NUL byte, no line over the limit; see
     :func:`planner.loader.check_text_limits`) through read-only memory maps of the file
     (the page cache, not the process's memory), :data:`_WINDOW` bytes at a time; returns
-    whether the whole file is UTF-8."""
+    whether the whole file is UTF-8. Whether it holds a number look-alike is noted for
+    :func:`numbers_plain`."""
     with path.open("rb") as f:
-        st = os.fstat(f.fileno())
-        key = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+        key = _file_key(os.fstat(f.fileno()))
         if key in _SCANNED:
-            return _SCANNED[key]
-        if st.st_size == 0:
+            return _SCANNED[key][0]
+        if key[2] == 0:
             return True
-        buf = _FileWindows(f.fileno(), st.st_size)
+        buf = _FileWindows(f.fileno(), key[2])
         try:
-            has_nul, utf8 = scan_parts(buf.windows())  # without the GIL: see WholeFileCheck
-            check_text_limits(buf, label, nul_free=not has_nul)
+            found = scan_parts(buf.windows(), lookalikes=True)  # without the GIL: see WholeFileCheck
+            check_text_limits(buf, label, nul_free=not found.has_nul)
         finally:
             buf.close()
     if len(_SCANNED) > 256:
         _SCANNED.clear()
-    _SCANNED[key] = utf8
-    return utf8
+    _SCANNED[key] = (found.utf8, bool(found.lookalike))
+    return found.utf8
 
 
 class WholeFileCheck:

@@ -116,6 +116,7 @@ def make_backend(
     *,
     spark_master: str | None = None,
     salt: str | None = None,
+    typed_csv: bool = False,
 ) -> Backend:
     """A backend of the given kind over ``source``.
 
@@ -134,6 +135,9 @@ def make_backend(
         Master URL of a new Spark session (default ``local[*]``, or the active session).
     salt : str, optional
         Overrides ``schema.salt`` for contribution bounding.
+    typed_csv : bool
+        DuckDB: read a CSV's numeric columns as numbers for the first ``prefetch`` (see
+        :class:`~planner.backends.duckdb_backend.DuckDBBackend`); other engines ignore it.
 
     Raises
     ------
@@ -150,7 +154,7 @@ def make_backend(
 
         if isinstance(source, (bytes, bytearray, memoryview)) or hasattr(source, "read"):
             return _spilled(source, schema, salt)
-        return DuckDBBackend(source, schema, salt)
+        return DuckDBBackend(source, schema, salt, typed_csv=typed_csv)
     if name == "spark":
         from planner.backends.spark_backend import SparkBackend
 
@@ -198,6 +202,11 @@ class BackgroundScan:
     found not to be UTF-8 past its head is opened again as the checks decide and read
     again (:attr:`source` is then the new source).
 
+    DuckDB reads a CSV's numeric columns as numbers here (``typed_csv``, see
+    :class:`~planner.backends.duckdb_backend.DuckDBBackend`), unless the checks have found
+    a number look-alike ('1_000'); found only while the scan read, the scan is discarded
+    and the file read again as text.
+
     Parameters
     ----------
     kind, source, schema, spark_master
@@ -243,17 +252,24 @@ class BackgroundScan:
                 self._error = None
                 self.source = file_source(self.source.files, self.source.label)
                 self._engine = self._scan(self.source, schema, queries, spark_master)
+            elif getattr(self._engine, "typed", ()) and not _numbers_plain(self.source):
+                # numbers read as DOUBLE, and the checks found a cell DuckDB reads as a
+                # number and the rules as text ('1_000'): read the file again as text
+                self._discard()
+                self._error = None
+                self._engine = self._scan(self.source, schema, queries, spark_master, typed=False)
         except BaseException as exc:  # re-raised by result(), in the caller's thread
             self._error = exc
         finally:
             self._reading.set()
 
-    def _scan(self, source: Any, schema: Schema, queries: tuple[Query, ...], spark_master: str | None
-              ) -> Backend:
-        """A backend of ``source`` with every aggregate of ``queries`` computed."""
+    def _scan(self, source: Any, schema: Schema, queries: tuple[Query, ...], spark_master: str | None,
+              *, typed: bool = True) -> Backend:
+        """A backend of ``source`` with every aggregate of ``queries`` computed (``typed``:
+        DuckDB may read a CSV's numeric columns as numbers)."""
         if self.kind.strip().lower() == "pandas":  # pandas reads the file in make_backend
             self._reading.set()
-        engine = make_backend(self.kind, source, schema, spark_master=spark_master)
+        engine = make_backend(self.kind, source, schema, spark_master=spark_master, typed_csv=typed)
         self._engine = engine
         prefetch = getattr(engine, "prefetch", None)
         if callable(prefetch):
@@ -304,6 +320,12 @@ class BackgroundScan:
         self._thread.join()
         if self._engine is not None:
             close_backend(self._engine)
+
+
+def _numbers_plain(source: Any) -> bool:
+    from planner.sources import FileSource, numbers_plain
+
+    return isinstance(source, FileSource) and bool(numbers_plain(source))
 
 
 def check_backend(backend: Backend, *, allow_invalid: bool = False) -> dict[str, Any]:

@@ -19,6 +19,7 @@ import shutil
 import tempfile
 import uuid
 import weakref
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from planner.backends.sql import Params, SqlBackend
@@ -29,6 +30,8 @@ from planner.sources import FileSource, Source, TableSource, estimate_csv_rows, 
 if TYPE_CHECKING:  # pandas and pyarrow are imported only for in-memory sources
     import pandas as pd
     import pyarrow as pa
+
+    from planner.queries import Query
 
 
 def _duckdb() -> Any:
@@ -67,6 +70,13 @@ class DuckDBBackend(SqlBackend):
         DuckDB settings (default: all cores; ``PLANNER_DUCKDB_MEMORY_LIMIT`` if set, else
         DuckDB's default of 80% of RAM). Past the limit DuckDB spills to a private
         temporary directory.
+    typed_csv : bool
+        Read a CSV's numeric columns as DOUBLE where that gives what the cell-reading
+        rules give (:meth:`typed_columns`), for one :meth:`prefetch` of the column report
+        and the content digest: that statement reads every declared cell, so once it has
+        succeeded no later one can meet a cell DuckDB cannot convert. If it fails, the
+        file is read as text again and the statement repeated (:attr:`read_as`). The
+        release route's scan (:class:`planner.backends.BackgroundScan`) asks for it.
 
     Examples
     --------
@@ -88,11 +98,19 @@ class DuckDBBackend(SqlBackend):
         *,
         threads: int | None = None,
         memory_limit: str | None = None,
+        typed_csv: bool = False,
     ) -> None:
         duckdb = _duckdb()
         if isinstance(source, str):
             source = open_source(source)
         self.source = source
+        #: the numeric columns read as DOUBLE from CSV text (empty: every cell is read as text)
+        self.typed: tuple[str, ...] = (
+            self.typed_columns(source, schema) if typed_csv and isinstance(source, FileSource) else ()
+        )
+        #: how the CSV cells were read: "typed" (:attr:`typed` as DOUBLE), "text", or
+        #: "text after typed" (the typed statement failed and was repeated on text)
+        self.read_as = "typed" if self.typed else "text"
         view = f"planner_src_{uuid.uuid4().hex[:12]}"
         if isinstance(source, TableSource):
             self._con = duckdb.connect(str(source.database), read_only=True)
@@ -120,6 +138,7 @@ class DuckDBBackend(SqlBackend):
                 "file's format, delimiter and quotes."
             ) from exc
         self.source_columns = tuple(names)
+        self._setup_args = (schema, csv_text, salt, isinstance(source, FileSource), expected)
         try:
             self._setup(schema, self._src, dict(zip(names, types, strict=True)),
                         csv_text=csv_text, salt=salt, require_rows=isinstance(source, FileSource),
@@ -127,6 +146,72 @@ class DuckDBBackend(SqlBackend):
         except BaseException:
             self.close()
             raise
+
+    @staticmethod
+    def typed_columns(source: Source, schema: Schema) -> tuple[str, ...]:
+        """The CSV columns DuckDB may read as DOUBLE: the declared numeric columns (not
+        the privacy unit's), when the file's whole-file checks found no number look-alike
+        (:func:`planner.sources.numbers_plain`) or are still running (their verdict then
+        decides, :class:`planner.backends.BackgroundScan`).
+
+        DuckDB's CSV reader, asked for DOUBLE, accepts exactly the cells that
+        ``TRY_CAST(… AS DOUBLE)`` of their text reads, with the same value, and refuses
+        the others (``tests/engine/test_typed_csv.py``: 300,000 random cells bit for bit);
+        the text route casts with ``TRY_CAST`` wherever :meth:`Dialect.number_guard`
+        allows, which is every cell of a file without a look-alike. Cells the rules read
+        otherwise (blanks, NA tokens, text) make the typed read fail, and the statement is
+        repeated on text. Reading numbers instead of text saves the cast of every cell
+        (measured at 1e7 rows: CPU 5.3 → 4.3 s for the release statement).
+        """
+        from planner.schema import ColumnKind
+        from planner.sources import numbers_plain
+
+        if not isinstance(source, FileSource) or source.kind == "parquet":
+            return ()
+        if not (source.pending is not None or numbers_plain(source)):
+            return ()
+        unit = schema.unit.column
+        return tuple(c.name for c in schema.columns
+                     if c.kind is ColumnKind.NUMERIC and c.name != unit and c.name in source.header)
+
+    def prefetch(self, queries: Iterable[Query], *, report: bool = False, digest: bool = False) -> None:
+        """:meth:`SqlBackend.prefetch`; with :attr:`typed` columns, the statement that
+        proves every cell converts (``report`` and ``digest``: it reads them all), and on
+        failure the same on the file read as text."""
+        if not self.typed:
+            super().prefetch(queries, report=report, digest=digest)
+            return
+        qs = list(queries)
+        if not (report and digest):  # a statement that skips a column proves nothing of it
+            self._read_as_text()
+            super().prefetch(qs, report=report, digest=digest)
+            return
+        try:
+            super().prefetch(qs, report=report, digest=digest)
+        except DataError as exc:
+            duckdb = _duckdb()
+            cause = exc.__cause__
+            if not isinstance(cause, duckdb.Error) or isinstance(cause, duckdb.InterruptException):
+                raise
+            # a cell DuckDB does not read as DOUBLE (its message, which quotes the cell,
+            # is dropped): the rules decide, on the text
+            self._read_as_text()
+            self.read_as = "text after typed"
+            super().prefetch(qs, report=report, digest=digest)
+
+    def _read_as_text(self) -> None:
+        """Read every CSV cell as text from now on: the view again, the compiler set up
+        again (the statements so far are still counted in :attr:`passes`)."""
+        assert isinstance(self.source, FileSource)
+        self.typed = ()
+        self.read_as = "text"
+        passes, on_read = self.passes, self.on_read
+        self._con.execute(f"DROP VIEW IF EXISTS {self._src}")
+        names, types, _, _ = self._open(self.source, self._src)
+        schema, csv_text, salt, require_rows, expected = self._setup_args
+        self._setup(schema, self._src, dict(zip(names, types, strict=True)), csv_text=csv_text,
+                    salt=salt, require_rows=require_rows, expected_rows=expected)
+        self.passes, self.on_read = passes, on_read
 
     def _configure(self, duckdb: Any, source: Source | pd.DataFrame | pa.Table,
                    threads: int | None, memory_limit: str | None) -> None:
@@ -174,10 +259,11 @@ class DuckDBBackend(SqlBackend):
                 # row count from the files' metadata: no data read
                 expected: int | None = int(rel.aggregate("count(*)").fetchall()[0][0])
             else:
+                typed = set(self.typed)
                 rel = self._con.read_csv(
                     files, header=True, sep=source.delimiter, quotechar='"', escapechar='"',
                     null_padding=False, strict_mode=True, auto_detect=False,
-                    columns={h: "VARCHAR" for h in source.header},
+                    columns={h: "DOUBLE" if h in typed else "VARCHAR" for h in source.header},
                 )
                 expected = estimate_csv_rows(source)
             rel.create_view(view)
