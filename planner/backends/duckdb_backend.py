@@ -111,6 +111,7 @@ class DuckDBBackend(SqlBackend):
         #: how the CSV cells were read: "typed" (:attr:`typed` as DOUBLE), "text", or
         #: "text after typed" (the typed statement failed and was repeated on text)
         self.read_as = "typed" if self.typed else "text"
+        self._typed_proven = False
         view = f"planner_src_{uuid.uuid4().hex[:12]}"
         if isinstance(source, TableSource):
             self._con = duckdb.connect(str(source.database), read_only=True)
@@ -178,7 +179,7 @@ class DuckDBBackend(SqlBackend):
         """:meth:`SqlBackend.prefetch`; with :attr:`typed` columns, the statement that
         proves every cell converts (``report`` and ``digest``: it reads them all), and on
         failure the same on the file read as text."""
-        if not self.typed:
+        if not self.typed or self._typed_proven:
             super().prefetch(queries, report=report, digest=digest)
             return
         qs = list(queries)
@@ -188,6 +189,7 @@ class DuckDBBackend(SqlBackend):
             return
         try:
             super().prefetch(qs, report=report, digest=digest)
+            self._typed_proven = True  # every declared cell has been read: later statements are safe
         except DataError as exc:
             duckdb = _duckdb()
             cause = exc.__cause__

@@ -206,6 +206,10 @@ def test_the_typed_scan_gives_the_text_route_and_pandas_answers(tmp_path: Path, 
     try:
         assert (typed.read_as, typed.typed, text.read_as) == ("typed", ("x", "y"), "text")
         assert typed.passes == text.passes  # people with two rows: bounding reads again
+        passes = typed.passes
+        typed.aggregate_all(QUERIES)  # later statements keep the proven typed read
+        typed.prefetch(QUERIES)
+        assert (typed.read_as, typed.passes) == ("typed", passes)
         assert _answers(typed) == _answers(text)
         pand = PandasBackend(load_table(path), SCHEMA)
         assert _answers(typed) == _answers(pand)
