@@ -305,8 +305,9 @@ def scan_parts(parts: Iterable[TextBuffer], *, nul: bool = True, lookalikes: boo
     Each chunk costs numpy's maximum and, with ``nul``, its minimum over the bytes in
     place: no copy, and without the GIL (the whole-file checks run in a thread while the
     command line imports and plans, :class:`planner.sources.WholeFileCheck`); with
-    ``lookalikes``, three comparisons more. A chunk whose maximum is 0x80 or more is
-    decoded (holding the GIL).
+    ``lookalikes``, a search for '+', '(' and '_' (``memchr``, holding the GIL for a
+    few milliseconds per chunk) and the pairs' test in the chunks holding one. A chunk
+    whose maximum is 0x80 or more is decoded (holding the GIL).
     """
     import numpy as np
 
@@ -331,16 +332,17 @@ def scan_parts(parts: Iterable[TextBuffer], *, nul: bool = True, lookalikes: boo
                 if nul and not has_nul and int(chunk.min()) == 0:
                     has_nul = True
                 if found is False:
-                    seg = chunk
+                    start, end = i, i + len(chunk)
                     if not body:
-                        nl = np.flatnonzero(chunk == 0x0A)
-                        body = nl.size > 0
-                        seg = chunk[int(nl[0]) + 1:] if body else chunk[:0]
-                    elif prev.size:
-                        seg = np.concatenate((prev, chunk[:1]))
-                        found = number_lookalike(seg)
-                        seg = chunk
-                    if found is False:
+                        nl = buf.find(b"\n", i, end)
+                        body = nl >= 0
+                        start = nl + 1 if body else end
+                    elif prev.size:  # a pair across the chunks' boundary
+                        found = number_lookalike(np.concatenate((prev, chunk[:1])))
+                    # memchr first (no copy, no temporary): most files hold none of the
+                    # three bytes, and a chunk without one holds no pair
+                    if found is False and any(buf.find(b, start, end) >= 0 for b in (b"+", b"(", b"_")):
+                        seg = view[start:end]
                         found = number_lookalike(seg)
                     prev = chunk[-1:].copy()
                 if not utf8 or (not decoder.getstate()[0] and int(chunk.max()) < 0x80):
