@@ -283,7 +283,7 @@ def numbers_plain(source: FileSource) -> bool | None:
 
 #: Bytes of a CSV mapped at once by :func:`_scan_file` (a multiple of every platform's
 #: mmap granularity): the memory the whole-file checks hold, whatever the file's size.
-_WINDOW: Final[int] = 1 << 26
+_WINDOW: Final[int] = 1 << 24
 
 
 class _FileWindows:

@@ -34,6 +34,13 @@ if TYPE_CHECKING:  # pandas and pyarrow are imported only for in-memory sources
     from planner.queries import Query
 
 
+#: DuckDB's CSV read buffer: 8 MiB, four times its longest line (``max_line_size``, 2 MB;
+#: ours, :data:`planner.loader.MAX_LINE_BYTES`, is 1 MiB). DuckDB's default (16 MB per
+#: buffer, several held per thread) made the release statement's peak RSS 197-228 MB at
+#: 1e7 CSV rows; 8 MiB: 145-153 MB, as fast (tests/benchmarks/bench_backends.py).
+CSV_BUFFER_BYTES: int = 8 << 20
+
+
 def _duckdb() -> Any:
     try:
         import duckdb
@@ -266,6 +273,7 @@ class DuckDBBackend(SqlBackend):
                     files, header=True, sep=source.delimiter, quotechar='"', escapechar='"',
                     null_padding=False, strict_mode=True, auto_detect=False,
                     columns={h: "DOUBLE" if h in typed else "VARCHAR" for h in source.header},
+                    buffer_size=CSV_BUFFER_BYTES,
                 )
                 expected = estimate_csv_rows(source)
             rel.create_view(view)

@@ -275,3 +275,25 @@ def test_prefetch_without_report_and_digest_reads_text(tmp_path: Path) -> None:
         assert (engine.read_as, engine.typed) == ("text", ())
     finally:
         close_backend(engine)
+
+
+def test_a_line_at_the_length_limit_is_read_through_the_smaller_buffer(tmp_path: Path) -> None:
+    """DuckDB reads CSV through 8 MiB buffers (``CSV_BUFFER_BYTES``, less memory than its
+    default): a line just under :data:`planner.loader.MAX_LINE_BYTES` (a long categorical
+    cell) is still read, typed and as text, with the pandas backend's answers."""
+    from planner.backends.duckdb_backend import CSV_BUFFER_BYTES
+    from planner.loader import MAX_LINE_BYTES
+
+    assert CSV_BUFFER_BYTES >= 4 * (2 << 20)  # DuckDB's max_line_size is 2 MB
+    rows = _clean_rows(400, 6)
+    rows[200][3] = "z" * (MAX_LINE_BYTES - 100)
+    path = tmp_path / "long.csv"
+    _write(path, rows)
+    pand = PandasBackend(load_table(path), SCHEMA)
+    for typed in (True, False):
+        engine = _scan(path, typed=typed, defer=True)
+        try:
+            assert engine.read_as == ("typed" if typed else "text")
+            assert _answers(engine) == _answers(pand)
+        finally:
+            close_backend(engine)
