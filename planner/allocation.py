@@ -1605,7 +1605,7 @@ class TargetPlan:
 def _error_bound(item: Item, theta: FloatArray, beta: float) -> FloatArray:
     """(1−β) error bound of the item at θ: exact for Laplace and Gaussian noise, the normal
     approximation for randomized response, and Chebyshev (√(MSE/β)) otherwise."""
-    from scipy import special
+    from planner import special
     mse = item_mse(item, theta)
     if item.family is Family.LAPLACE:
         return np.asarray(np.sqrt(mse / 2.0) * math.log(1.0 / beta))  # b ln(1/β), MSE = 2b²

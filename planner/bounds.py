@@ -181,7 +181,7 @@ def unbiased_discrete_upper_bound(distance: npt.ArrayLike, epsilon: npt.ArrayLik
     >>> round(float(unbiased_discrete_upper_bound([0, 1], 1.0).values[()]), 6)  # 1/(1+e^{-2})
     0.880797
     """
-    from scipy import special
+    from planner import special
     d = np.asarray(distance, dtype=np.float64).reshape(-1)
     eps = v.epsilons(epsilon)
     vals = np.exp(-special.logsumexp(-2.0 * eps[..., None] * d, axis=-1))

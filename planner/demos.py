@@ -657,14 +657,14 @@ def _beta_sampler(n: int, rng: np.random.Generator) -> FloatArray:
 
 
 def _beta_cdf(x: FloatArray) -> FloatArray:
-    from scipy import special
+    from planner import special
     a, b = SEED_001_BETA
     return np.asarray(special.betainc(a, b, np.clip(x, 0.0, 1.0)), dtype=np.float64)
 
 
 def beta_density(x: npt.ArrayLike) -> FloatArray:
     """The Beta(10, 10) density of seed 001's simulation."""
-    from scipy import special
+    from planner import special
     a, b = SEED_001_BETA
     xx = np.clip(np.asarray(x, dtype=np.float64), 0.0, 1.0)
     with np.errstate(divide="ignore"):

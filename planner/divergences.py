@@ -124,7 +124,7 @@ def analytic_gaussian_delta(epsilon: npt.ArrayLike, mu: npt.ArrayLike) -> FloatA
     >>> round(float(analytic_gaussian_delta(0.0, 1.0)), 6)  # 2Φ(1/2) − 1, by hand
     0.382925
     """
-    from scipy import special
+    from planner import special
     eps = np.asarray(epsilon, dtype=np.float64)
     m = np.asarray(mu, dtype=np.float64)
     with np.errstate(divide="ignore", over="ignore", invalid="ignore"):

@@ -403,11 +403,14 @@ class WholeFileCheck:
         returns True and the caller opens the source again.
     """
 
+    #: the name of the checks' thread
+    THREAD = "planner-whole-file-check"
+
     def __init__(self, files: tuple[tuple[Path, str, bool], ...]) -> None:
         self._files = files
         self._error: BaseException | None = None
         self._reopen = False
-        self._thread = threading.Thread(target=self._run, name="planner-whole-file-check", daemon=True)
+        self._thread = threading.Thread(target=self._run, name=self.THREAD, daemon=True)
         self._thread.start()
 
     def _run(self) -> None:

@@ -199,7 +199,7 @@ class _Gaussian(_Pair):
     mu: float
 
     def delta(self, eps: FloatArray, add: bool = False) -> FloatArray:
-        from scipy import special
+        from planner import special
         e = _as_array(eps)
         m = self.mu
         a = e / m - m / 2.0
@@ -247,7 +247,7 @@ class _TwoPoint(_Pair):
 
     @property
     def p(self) -> float:
-        from scipy import special
+        from planner import special
         return float(special.expit(self.eps0))
 
     def delta(self, eps: FloatArray, add: bool = False) -> FloatArray:
@@ -993,7 +993,7 @@ def _exact(groups: Sequence[tuple[_Pair, int]], add: bool) -> _Dist | None:
     """The exact composed distribution when every group has two finite atoms and the number
     of composed atoms is at most ``_MAX_EXACT_ATOMS``: k copies of atoms (l₁, l₂) with
     masses (p₁, p₂) give losses j·l₁ + (k − j)·l₂ with masses C(k, j)p₁ʲp₂^{k−j}."""
-    from scipy import special
+    from planner import special
     total = 1
     per: list[tuple[FloatArray, FloatArray]] = []
     for pair, k in groups:

@@ -381,7 +381,7 @@ def _segment_logsumexp(values: FloatArray, starts: npt.NDArray[np.intp]) -> Floa
 
 def _binomial_terms(nodes: npt.NDArray[np.int64]) -> tuple[FloatArray, FloatArray, npt.NDArray[np.intp]]:
     """For every node α and j = 0…α: (j, ln C(α, j)) flattened, and the segment starts."""
-    from scipy import special
+    from planner import special
     sizes = nodes + 1
     starts = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.intp)
     alpha = np.repeat(nodes.astype(np.float64), sizes)
@@ -437,7 +437,7 @@ def _gaussian_frac_cgf(q: float, sigma: float) -> tuple[FloatArray, FloatArray]:
     summed: that magnitude is *added* to A_α (an upper bound). Orders whose tail exceeds
     1e-5·A_α are dropped (the chord between their neighbours applies instead).
     """
-    from scipy import special
+    from planner import special
     a = _FRAC_ORDERS[:, None]
     i = np.arange(_FRAC_TERMS, dtype=np.float64)[None, :]
     j = a - i

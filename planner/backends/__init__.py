@@ -215,6 +215,9 @@ class BackgroundScan:
         The plan's queries (their aggregates are computed in the same pass).
     """
 
+    #: the name of the scan's thread
+    THREAD = "planner-scan"
+
     def __init__(self, kind: str, source: Any, schema: Schema, queries: Sequence[Query], *,
                  spark_master: str | None = None) -> None:
         self.kind = kind
@@ -223,7 +226,7 @@ class BackgroundScan:
         self._error: BaseException | None = None
         self._reading = threading.Event()
         self._thread = threading.Thread(
-            target=self._run, args=(schema, tuple(queries), spark_master), name="planner-scan",
+            target=self._run, args=(schema, tuple(queries), spark_master), name=self.THREAD,
             daemon=True,
         )
         self._thread.start()

@@ -45,7 +45,7 @@ def selection_log_probabilities(
 
     Computed in log space (stable for any ε·u).
     """
-    from scipy import special
+    from planner import special
     u = np.asarray(utilities, dtype=np.float64)
     if u.ndim != 1 or u.size == 0 or not np.all(np.isfinite(u)):
         raise QueryError("utilities must be a non-empty 1-D array of finite numbers.")
@@ -237,7 +237,7 @@ def majority_em_correct(epsilon: npt.ArrayLike, s: npt.ArrayLike, n: npt.ArrayLi
     >>> round(float(majority_em_correct(1.0, 6, 11)[()]), 6)  # 1/(1+e^{-1/2}) = 0.622459
     0.622459
     """
-    from scipy import special
+    from planner import special
     eps = v.epsilons(epsilon)
     return np.asarray(special.expit(_majority_margin(s, n) * eps / 2.0), dtype=np.float64)
 
@@ -252,7 +252,7 @@ def majority_better_correct(epsilon: npt.ArrayLike, s: npt.ArrayLike, n: npt.Arr
     >>> round(float(majority_better_correct(1.0, 6, 11)[()]), 6)  # r = 1: 1/(1+e^{-1})
     0.731059
     """
-    from scipy import special
+    from planner import special
     eps = v.epsilons(epsilon)
     r = (_majority_margin(s, n) + 1.0) / 2.0
     return np.asarray(special.expit(r * eps), dtype=np.float64)
@@ -269,7 +269,7 @@ def majority_unbiased_upper_bound(epsilon: npt.ArrayLike, s: npt.ArrayLike, n: n
     >>> round(float(majority_unbiased_upper_bound(1.0, 6, 11)[()]), 6)  # 1/(1+e^{-2})
     0.880797
     """
-    from scipy import special
+    from planner import special
     eps = v.epsilons(epsilon)
     return np.asarray(special.expit((_majority_margin(s, n) + 1.0) * eps), dtype=np.float64)
 

@@ -56,7 +56,7 @@ def textbook_gaussian_sigma(
 
 
 def _z(beta: float) -> float:
-    from scipy import special
+    from planner import special
     return float(special.ndtri(1.0 - v.beta_level(beta) / 2.0))
 
 
@@ -169,7 +169,7 @@ def _dg_tail_large(sigma: FloatArray, a: FloatArray) -> FloatArray:
     Z = σ√(2π) exactly in double precision there (Poisson summation: the correction is
     2Σ_j e^{−2π²σ²j²} < 1e-2000).
     """
-    from scipy import special
+    from planner import special
     s2 = sigma**2
     g = np.exp(-(a**2) / (2.0 * s2))
     integral = sigma * np.sqrt(np.pi / 2.0) * special.erfc(a / (sigma * np.sqrt(2.0)))
@@ -269,7 +269,7 @@ def rounded_gaussian_rmse(scale: npt.ArrayLike) -> FloatArray:
     >>> round(float(rounded_gaussian_rmse(100.0)[()]) ** 2 - 100.0**2, 6)  # 1/12
     0.083333
     """
-    from scipy import special
+    from planner import special
     s = v.positive(scale, "scale")
     flat = s.reshape(-1)
     out = flat**2 + 1.0 / 12.0

@@ -158,7 +158,7 @@ def smoothed_min_mixing_weight(epsilon: npt.ArrayLike, k: int, m: int, n: int) -
 
 def beta_density_l2_sq(a: float, b: float) -> float:
     """∫₀¹ p² for the Beta(a, b) density: B(2a − 1, 2b − 1)/B(a, b)² (a, b > 1/2)."""
-    from scipy import special
+    from planner import special
     return float(np.exp(special.betaln(2 * a - 1, 2 * b - 1) - 2 * special.betaln(a, b)))
 
 

@@ -154,7 +154,7 @@ def sample_quantile(
     ∝ (e_{i+1} − e_i)·exp(−ε Dᵢ/2) (log space), then t uniform inside it. ε-DP for data
     clipped to [L, U] [AD20, Prop. 3.1 with the Lebesgue base measure].
     """
-    from scipy import special
+    from planner import special
     eps = float(v.epsilons(epsilon))
     iv = quantile_intervals(data, q, lower, upper)
     width = np.diff(iv.edges)
@@ -253,7 +253,7 @@ def exact_probability(
     >>> round(float(exact_probability([0, 1], 1.0)[()]), 6)  # |T| = 2: 1/(1 + e^{-1})
     0.731059
     """
-    from scipy import special
+    from planner import special
     d = np.asarray(distance, dtype=np.float64).reshape(-1)
     eps = v.epsilons(epsilon)
     div = _halve(d.size, halve)
@@ -271,7 +271,7 @@ def probabilities(
     exactly two outputs exp(−ε D_f) is already ε-DP (seed 000's remark), which is the
     default ``halve=None``. The output f(x) has D = 0, so P[ISM = f(x)] = 1/Σₜ e^{−εD/2}.
     """
-    from scipy import special
+    from planner import special
     d = dist.distance.astype(np.float64)
     eps = v.epsilons(epsilon)
     div = _halve(d.size, halve)

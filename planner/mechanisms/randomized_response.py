@@ -53,7 +53,7 @@ def keep_probability(epsilon: npt.ArrayLike) -> FloatArray:
     >>> float(keep_probability(np.log(3.0))[()])  # 3/4 (both seed designs), by hand
     0.75
     """
-    from scipy import special
+    from planner import special
     return np.asarray(special.expit(v.epsilons(epsilon)), dtype=np.float64)
 
 
@@ -65,7 +65,7 @@ def epsilon_for(keep: npt.ArrayLike) -> FloatArray:
     >>> round(float(epsilon_for(0.75)[()]), 6)  # ln 3
     1.098612
     """
-    from scipy import special
+    from planner import special
     return np.asarray(special.logit(_keep(keep)), dtype=np.float64)
 
 
@@ -152,7 +152,7 @@ def worst_case_rmse(epsilon: npt.ArrayLike, n: npt.ArrayLike) -> FloatArray:
 
 def worst_case_error_bound(epsilon: npt.ArrayLike, n: npt.ArrayLike, beta: float = 0.05) -> FloatArray:
     """Normal-approximation (1−β) half-width z_{1−β/2}·worst_case_rmse (CLT; n ≳ 30/(2p−1)²)."""
-    from scipy import special
+    from planner import special
     z = float(special.ndtri(1.0 - v.beta_level(beta) / 2.0))
     return np.asarray(z * worst_case_rmse(epsilon, n), dtype=np.float64)
 
@@ -172,7 +172,7 @@ def confidence_interval(report_mean: float, n: int, keep: float, beta: float = 0
 
     The plug-in q̂ = ȳ estimates q; clipping never lowers coverage since π ∈ [0, 1].
     """
-    from scipy import special
+    from planner import special
     p = float(_keep(keep))
     nn = v.count(n, "n")
     y = float(report_mean)
