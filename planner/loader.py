@@ -271,9 +271,10 @@ def number_lookalike(seg: Any) -> bool:
     read all three as text (:meth:`planner.backends.sql.Dialect.number_guard` keeps them
     from the cast). So: '+' followed by '-'; '(' after 'n' or 'N'; '_' beside an ASCII
     digit. Every string DuckDB reads as a number that holds '_', '(' or '+-' has one of
-    these pairs (all 549,495 such strings of up to 5 characters over digits, '.', 'e',
-    signs, parentheses, 'n', 'a', 'i', 'f' and blanks, and
-    ``tests/engine/test_typed_csv.py``), so a file without them reads the same both ways.
+    these pairs (checked when this was written on every string of up to 5 characters over
+    '0', '1', '.', 'e', 'E', signs, '_', parentheses, 'n', 'a', 'i', 'f' and a blank that
+    holds '_', '(', ')' or '+-', 549,495 strings; ``tests/engine/test_typed_csv.py`` checks
+    those of up to 4 characters), so a file without them reads the same both ways.
     The test is on bytes, blind to cells: a pair in any column, or across two cells,
     counts too (the safe side).
     """
