@@ -219,6 +219,24 @@ def test_the_typed_scan_gives_the_text_route_and_pandas_answers(tmp_path: Path, 
 
 
 @pytest.mark.parametrize("bad", ["NA", "  ", "n/a", "abc", "1,5", "\u00a07"])
+def test_a_refused_cell_in_the_head_sends_the_scan_to_text_at_once(tmp_path: Path, bad: str) -> None:
+    """A cell the typed read would refuse, in the file's first rows: the scan reads text
+    from the start (no wasted typed pass), with the rules' answers."""
+    rows = _clean_rows(3000, 7)
+    rows[5][2] = bad
+    path = tmp_path / "early.csv"
+    _write(path, rows)
+    engine = _scan(path, typed=True, defer=True)
+    text = _scan(path, typed=False, defer=False)
+    try:
+        assert (engine.read_as, engine.typed, engine.passes) == ("text", (), text.passes)
+        assert _answers(engine) == _answers(PandasBackend(load_table(path), SCHEMA)) == _answers(text)
+    finally:
+        close_backend(engine)
+        close_backend(text)
+
+
+@pytest.mark.parametrize("bad", ["NA", "  ", "n/a", "abc", "1,5", "\u00a07"])
 def test_a_cell_the_typed_read_refuses_makes_the_scan_read_text(tmp_path: Path, bad: str) -> None:
     """(2): one cell DuckDB does not read as DOUBLE (an NA token, a blank, text, a number
     with a no-break space), near the end: the statement is repeated on text (two passes,
