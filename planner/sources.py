@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Final, Literal
 
 from planner import parquet_footer
+from planner.backends.cells import _NUMBER_RE
 from planner.backends.digest import ContentDigest
 from planner.errors import DataError
 from planner.loader import (
@@ -360,10 +361,9 @@ class _FileWindows:
         return os.pread(self._fd, max(hi - lo, 0), lo) if hi > lo else b""
 
 
-#: A cell DuckDB surely reads as DOUBLE (and the rules as that number), or an empty one.
-_PLAIN_NUMBER = re.compile(
-    r"(?:[ \t]*[+-]?(?:(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?|inf|infinity|nan)[ \t]*)?", re.IGNORECASE
-)
+#: A cell DuckDB surely reads as DOUBLE (the rules' number pattern, padded with blanks or
+#: tabs), or an empty one.
+_PLAIN_NUMBER = re.compile(rf"(?:[ \t]*{_NUMBER_RE}[ \t]*)?")
 
 
 def head_numbers_plain(source: FileSource, columns: Sequence[str], rows: int = 500) -> bool:

@@ -248,14 +248,14 @@ class BackgroundScan:
                 self._discard()
                 self._error = exc
                 return
-            if reopen:  # a file read as UTF-8 is not UTF-8 further on: read it as the check decides
-                from planner.sources import file_source
+            from planner.sources import file_source, numbers_plain
 
+            if reopen:  # a file read as UTF-8 is not UTF-8 further on: read it as the check decides
                 self._discard()
                 self._error = None
                 self.source = file_source(self.source.files, self.source.label)
                 self._engine = self._scan(self.source, schema, queries, spark_master)
-            elif getattr(self._engine, "typed", ()) and not _numbers_plain(self.source):
+            elif getattr(self._engine, "typed", ()) and not numbers_plain(self.source):
                 # numbers read as DOUBLE, and the checks found a cell DuckDB reads as a
                 # number and the rules as text ('1_000'): read the file again as text
                 self._discard()
@@ -323,12 +323,6 @@ class BackgroundScan:
         self._thread.join()
         if self._engine is not None:
             close_backend(self._engine)
-
-
-def _numbers_plain(source: Any) -> bool:
-    from planner.sources import FileSource, numbers_plain
-
-    return isinstance(source, FileSource) and bool(numbers_plain(source))
 
 
 def check_backend(backend: Backend, *, allow_invalid: bool = False) -> dict[str, Any]:

@@ -112,9 +112,7 @@ class DuckDBBackend(SqlBackend):
             source = open_source(source)
         self.source = source
         #: the numeric columns read as DOUBLE from CSV text (empty: every cell is read as text)
-        self.typed: tuple[str, ...] = (
-            self.typed_columns(source, schema) if typed_csv and isinstance(source, FileSource) else ()
-        )
+        self.typed: tuple[str, ...] = self.typed_columns(source, schema) if typed_csv else ()
         #: how the CSV cells were read: "typed" (:attr:`typed` as DOUBLE), "text", or
         #: "text after typed" (the typed statement failed and was repeated on text)
         self.read_as = "typed" if self.typed else "text"
@@ -156,7 +154,7 @@ class DuckDBBackend(SqlBackend):
             raise
 
     @staticmethod
-    def typed_columns(source: Source, schema: Schema) -> tuple[str, ...]:
+    def typed_columns(source: object, schema: Schema) -> tuple[str, ...]:
         """The CSV columns DuckDB may read as DOUBLE: the declared numeric columns (not
         the privacy unit's), when the file's whole-file checks found no number look-alike
         (:func:`planner.sources.numbers_plain`) or are still running (their verdict then
