@@ -1213,6 +1213,8 @@ def _rho_for_epsilon(epsilon: npt.ArrayLike, delta: float) -> FloatArray:
     """The ρ whose zCDP → (ε, δ) conversion equals each ε (vectorised bisection on the
     accountant's own conversion; the lower end, so converting back never exceeds ε)."""
     eps = np.atleast_1d(np.asarray(epsilon, dtype=np.float64))
+    if eps.size == 1 and math.isfinite(eps[0]) and eps[0] >= 0.0:
+        return np.full(eps.shape, _rho_for_one_epsilon(float(eps[0]), delta))
     lo = np.zeros_like(eps)
     hi = np.maximum(eps, 1.0)
     while np.any(zcdp_to_approx_epsilon(hi, delta) < eps):
@@ -1223,6 +1225,30 @@ def _rho_for_epsilon(epsilon: npt.ArrayLike, delta: float) -> FloatArray:
         lo = np.where(ok, mid, lo)
         hi = np.where(ok, hi, mid)
         if np.all(hi - lo <= 1e-15 * hi):
+            break
+    return lo
+
+
+def _rho_for_one_epsilon(eps: float, delta: float) -> float:
+    """:func:`_rho_for_epsilon` of one finite ε ≥ 0, in Python floats: the same bisection,
+    the same midpoints (``(lo + hi) / 2`` is correctly rounded either way) and the same
+    conversion bits (:func:`zcdp_to_approx_epsilon` of one value), hence the same ρ, bit for
+    bit, without NumPy's per-call cost on one-element arrays (the zCDP split converts
+    thousands of single values per plan)."""
+
+    def conv(rho: float) -> float:
+        return float(zcdp_to_approx_epsilon(rho, delta))
+
+    lo, hi = 0.0, max(eps, 1.0)
+    while conv(hi) < eps:
+        hi *= 2.0
+    for _ in range(200):
+        mid = (lo + hi) / 2
+        if conv(mid) <= eps:
+            lo = mid
+        else:
+            hi = mid
+        if hi - lo <= 1e-15 * hi:
             break
     return lo
 
