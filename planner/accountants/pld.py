@@ -692,11 +692,14 @@ def _search_upper(pair: _Pair, add: bool, tau: float) -> float:
 
 
 def _search_lower(pair: _Pair, add: bool, tau: float) -> float:
-    """A loss ε with δ̄(ε) ≤ τ (the mass below it is lumped at it: pessimistic)."""
+    """A loss ε with δ̄(ε) ≤ τ (the mass below it is lumped at it: pessimistic), at least
+    −:data:`_MAX_LOSS`: below it e^ε leaves the normal floats and the grid's slopes divide
+    by zero (a Laplace pair with ε₀ ≈ 3e15, probed by the allocator's bisection, once
+    turned the grid into NaN); lumping the mass below at −_MAX_LOSS only raises losses."""
     lo_l, _ = pair.loss_range(add)
     if lo_l > -math.inf:
-        return lo_l
-    return _first_below(lambda v: pair.delta_bar(v, add), 0.0, -1.0, tau)
+        return max(lo_l, -_MAX_LOSS)
+    return max(_first_below(lambda v: pair.delta_bar(v, add), 0.0, -1.0, tau), -_MAX_LOSS)
 
 
 def _grid_masses(x: FloatArray, up: npt.NDArray[np.bool_], d: FloatArray, dbar: FloatArray) -> FloatArray:
@@ -846,7 +849,8 @@ def _compose_fft(parts: Sequence[tuple[_Dist, int]], var: float) -> tuple[_Dist,
         raise _TooWide(width)
     n = int(sfft.next_fast_len(width, real=True))
     shift = int(np.sum(ks.astype(np.int64) * starts))  # grid index of the all-bottom outcome
-    log_keep = float(np.sum(ks * np.log1p(-np.minimum([p.inf for p, _ in parts], 1.0))))
+    with np.errstate(divide="ignore"):  # a part with all its mass at +∞: nothing kept
+        log_keep = float(np.sum(ks * np.log1p(-np.minimum([p.inf for p, _ in parts], 1.0))))
     spec = _fft_spectrum(parts, ks, n)
     res = sfft.irfft(spec, n)
     # position r holds grid index ≡ shift + r (mod n): rotate so position j is index lo + j
@@ -893,8 +897,13 @@ def _fft_window(
 
     full_lo = float(np.sum(ks * starts)) * h
     full_hi = float(np.sum(ks * (starts + sizes - 1))) * h
-    up = min(float(np.min((log_mgf_sum(1.0) - log_tau) / t)), full_hi)
-    dn = max(float(np.max((log_tau - log_mgf_sum(-1.0)) / t)), full_lo)
+    # a t whose bound is not finite (no finite mass left on one side, or e^{tL} beyond the
+    # floats) bounds nothing: it is skipped; with none left the window is the full support
+    with np.errstate(invalid="ignore"):
+        ups = (log_mgf_sum(1.0) - log_tau) / t
+        dns = (log_tau - log_mgf_sum(-1.0)) / t
+    up = min(float(np.min(ups, initial=full_hi, where=np.isfinite(ups))), full_hi)
+    dn = max(float(np.max(dns, initial=full_lo, where=np.isfinite(dns))), full_lo)
     upper_out = _WINDOW_MASS if up < full_hi else 0.0
     return math.floor(dn / h) - 1, math.ceil(up / h) + 1, upper_out
 
@@ -1130,7 +1139,11 @@ def _plan(groups: tuple[tuple[_Pair, int], ...], tol: float) -> _Plan:
         return _Plan(tuple(x for x in exact if x is not None), "exact", 0.0, 0)
     var = sum(k * max(_profile(p, add)[2] for add in add_dirs) for p, k in groups)
     count = float(sum(k for _, k in groups))
-    h = _aligned(groups, math.sqrt(4.0 * tol * max(var, 1e-300) / count))
+    # no event's own grid beyond _MAX_POINTS: a finite part of variance ~0 (an event whose
+    # finite mass all sits at one loss, e.g. a Laplace pair with ε₀ far past _MAX_LOSS)
+    # would otherwise ask for a step of 1e-152
+    span = max(_profile(p, add)[1] - _profile(p, add)[0] for p, _ in groups for add in add_dirs)
+    h = _aligned(groups, max(math.sqrt(4.0 * tol * max(var, 1e-300) / count), span / _MAX_POINTS))
     while True:
         try:
             out: list[_Dist] = []

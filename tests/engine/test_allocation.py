@@ -145,6 +145,15 @@ def _equal_split_objective(
     return allocate([_replace_pinned(i, lo) for i in items], eps, delta, rule).objective
 
 
+def test_pinned_path_survives_a_hopeless_probe_under_pld() -> None:
+    # The brute-force test below once failed here (hypothesis: Gaussian a, Laplace b,
+    # wb = 1, ε = 0.8125, PLD): with a pinned at θ = 0.0165 the bisection for b's θ probed
+    # a Laplace at ε₀ ≈ 3e15 and the PLD accountant raised a ValueError. b takes the rest.
+    a = _replace_pinned(Item("a", Family.GAUSSIAN, 2.0), 0.01649197395550419)
+    got = allocate([a, Item("b", Family.LAPLACE, 50.0, weight=1.0)], 0.8125, 1e-6, CompositionRule.PLD)
+    assert math.isfinite(got.objective) and got.items[0].theta == 0.01649197395550419
+
+
 @settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     fam_a=st.sampled_from([Family.LAPLACE, Family.GAUSSIAN, Family.DISCRETE_LAPLACE]),

@@ -458,6 +458,30 @@ def test_large_epsilon_exponential_beside_laplace_is_finite() -> None:
     assert math.isfinite(eps) and e0 <= eps <= 2 * e0 * (1 + 1e-9)
 
 
+@pytest.mark.parametrize("eps0, k", [(1e4, 1), (1e4, 3), (800.0, 2)])
+def test_laplace_far_past_the_grid_is_its_pure_cost(eps0: float, k: int) -> None:
+    """k Laplace pairs at ε₀ beyond the grid's ±700 (the allocator's bisection probes such
+    scales): the lower end once sat at −ε₀, where e^ε underflows (NaN), and then, with all
+    the finite mass at one loss, the grid step came out as 1e-152. Bounds, by hand: the
+    loss is ε₀ with probability exactly 1/2 per pair (every x ≤ 0 of Lap(0, 1/ε₀) against
+    Lap(1, 1/ε₀)), so kε₀ with probability 2⁻ᵏ and δ(ε) ≥ 2⁻ᵏ(1 − e^{ε−kε₀}): for δ < 2⁻ᵏ,
+    ε ≥ kε₀ + ln(1 − 2ᵏδ); basic composition gives ε ≤ kε₀ (the grid alone moves the mass
+    past 700 to +∞ and says inf; the accountant keeps the smaller valid bound)."""
+    delta = 1e-6
+    got = accountant(CompositionRule.PLD).compose([LaplaceEvent(1.0 / eps0)] * k).epsilon(delta)
+    assert k * eps0 + math.log1p(-(2.0**k) * delta) - 1e-9 * k * eps0 <= got <= k * eps0 * (1 + 1e-9)
+
+
+def test_a_hopeless_laplace_beside_a_gaussian_is_finite() -> None:
+    """The allocator's brute-force test (pinned Gaussian at θ = 0.0165, PLD, ε = 0.8125)
+    bisected the Laplace's θ down to ε₀ ≈ 3e15: the accountant raised a ValueError from
+    its grid. The ε is now at least the Laplace's own (ε₀ + ln(1 − 2δ), as above) and never
+    above RDP's bound for the pair."""
+    events = [LaplaceEvent(1.0 / 3e15), GaussianEvent(5.5)]
+    got = accountant(CompositionRule.PLD).compose(events).epsilon(1e-6)
+    assert 3e15 * (1 - 1e-12) <= got <= rdp_epsilon(events, 1e-6)[0] * (1 + 1e-9)
+
+
 def test_a_slowly_decaying_envelope_stays_finite() -> None:
     """461 discrete Gaussians (σ = 0.73, certified through their Rényi envelope) beside 154
     continuous ones at δ = 0.05: the envelope's tail search once ran past e^709 and the grid
