@@ -71,6 +71,16 @@ def check_delta(delta: float, name: str = "delta") -> float:
     return value
 
 
+class SplitMode(StrEnum):
+    """How a plan splits its budget across the queries (PLAN.json's ``mode``; the
+    functions are in :mod:`planner.workload`)."""
+
+    WEIGHTED = "weighted"  # the optimal split for the queries' weights (workload.plan)
+    TARGET = "target"  # the least ε meeting every query's target (workload.plan_for_targets)
+    EQUAL = "equal"  # every query part gets the same ε (workload.plan_equal)
+    MANUAL = "manual"  # every share typed by the owner (workload.plan_manual)
+
+
 class CompositionRule(StrEnum):
     """How the costs of several mechanisms add up (MATH.md §5); one accountant class each
     in :mod:`planner.accountants`."""

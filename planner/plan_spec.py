@@ -60,14 +60,9 @@ import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
-from planner.accounting import (
-    CompositionRule,
-    Spend,
-    pure_epsilon,
-    standalone_epsilon,
-)
+from planner.budget import CompositionRule, SplitMode
 from planner.errors import PlanError, PlannerError
 from planner.events import (
     ApproxEvent,
@@ -94,18 +89,14 @@ from planner.strict_json import (
     strict_number,
     value_class,
 )
-from planner.workload import (
-    Plan,
-    SplitMode,
-    TargetResult,
-    compare,
-    item_ids,
-    manual_total,
-    plan,
-    plan_equal,
-    plan_for_targets,
-    plan_manual,
-)
+
+if TYPE_CHECKING:
+    from planner.workload import Plan, TargetResult
+
+# The planning machinery (planner.workload: the allocator, the accountants, NumPy's
+# linear algebra; ~0.08 s of imports) is imported where a function needs it, not here:
+# ``planner release`` reads its spec with this module and starts the scan before it
+# imports the rest (tests/engine/test_lazy_imports.py).
 
 _EXTRA_KEYS = ("scale", "pinned")
 #: The fields of PLAN.json (anything else is a typo worth reporting).
@@ -169,6 +160,8 @@ def build_plan(spec: PlanSpec) -> PlanOutcome:
         An invalid workload, an unmet target, a manual split over its budget (naming its
         total), a share naming no query.
     """
+    from planner.workload import plan, plan_equal, plan_for_targets, plan_manual
+
     scales = spec.error_scales or None
     if spec.mode == SplitMode.TARGET:
         res = plan_for_targets(spec.queries, spec.schema, spec.delta, spec.rule, scales)
@@ -208,6 +201,8 @@ def spec_document(
     PlanError
         A share names no allocation item of the queries.
     """
+    from planner.workload import item_ids
+
     m = SplitMode(mode)
     qs = [q if isinstance(q, Query) else Query.from_dict(q) for q in queries]
     drop = "weight" if m is SplitMode.TARGET else "target"
@@ -309,6 +304,8 @@ def parse_plan_spec(data: Any, base_dir: Path | None = None) -> PlanSpec:
     if mode == "manual":
         _check_manual_shares(queries, schema, pinned)
     if mode == "equal":
+        from planner.workload import plan_equal
+
         pinned = {a.id: a.theta for a in plan_equal(queries, schema, epsilon, delta, rule,
                                                      scales or None).allocation.items}
     name = data.get("dataset_name")
@@ -406,6 +403,8 @@ def _parse_pinned(raw_pin: Any, qid: str, mode: str, pinned: dict[str, float]) -
 
 def _check_manual_shares(queries: tuple[Query, ...], schema: Schema, pinned: dict[str, float]) -> None:
     """A manual plan pins every allocation item."""
+    from planner.workload import item_ids
+
     missing = [item for item, *_ in item_ids(queries, schema) if item not in pinned]
     if missing:
         shown = ", ".join(repr(m[:60]) for m in missing[:5])
@@ -442,6 +441,8 @@ def compare_spec(spec: PlanSpec) -> dict[str, dict[str, Any] | str]:
     * manual — the ε the same shares cost under each rule (their errors do not change);
     * target — the least ε meeting every target under each rule.
     """
+    from planner.workload import compare, manual_total, plan_equal, plan_for_targets
+
     out: dict[str, dict[str, Any] | str] = {}
     scales = spec.error_scales or None
     if spec.mode == SplitMode.WEIGHTED:
@@ -579,6 +580,7 @@ def compose_command(path: str | Path) -> dict[str, Any]:
     estimate of its discretisation error (:func:`planner.accountants.pld.pld_epsilon`).
     """
     from planner.accountants.pld import check_relations
+    from planner.accounting import pure_epsilon
     from planner.errors import BudgetError
 
     delta, entries = _read_mechanisms(path)
@@ -641,6 +643,7 @@ def _composed_total(
     invocations have none.
     """
     from planner.accountants import total_epsilon
+    from planner.accounting import Spend, standalone_epsilon
     from planner.errors import BudgetError
 
     if n_approx and delta == 0.0:

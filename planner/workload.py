@@ -25,7 +25,6 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from enum import StrEnum
 from typing import Any
 
 import numpy as np
@@ -45,7 +44,7 @@ from planner.allocation import (
     plan_targets,
     plan_warnings,
 )
-from planner.budget import Budget
+from planner.budget import Budget, SplitMode  # SplitMode: re-exported
 from planner.errors import PlanError, PlannerError, QueryError
 from planner.queries import Query
 from planner.sampling import Sampling
@@ -74,15 +73,6 @@ __all__ = [
     "predict",
     "secret_sample_dict",
 ]
-
-
-class SplitMode(StrEnum):
-    """How a plan splits its budget across the queries (PLAN.json's ``mode``)."""
-
-    WEIGHTED = "weighted"  # the optimal split for the queries' weights (:func:`plan`)
-    TARGET = "target"  # the least ε meeting every query's target (:func:`plan_for_targets`)
-    EQUAL = "equal"  # every query part gets the same ε (:func:`plan_equal`)
-    MANUAL = "manual"  # every share typed by the owner (:func:`plan_manual`)
 
 
 def default_error_scales(queries: Sequence[Query], schema: Schema) -> dict[str, float] | None:
