@@ -216,7 +216,8 @@ def _ufunc_at(f: np.ufunc, x: float) -> float:
 
 def _zcdp_epsilon_one(r: float, d: float) -> float | None:
     """:func:`zcdp_to_approx_epsilon` of one ρ for δ ``d`` > 0, in Python floats: bit for bit
-    :func:`_zcdp_epsilon_array` of the one-element array, about 8× faster (the allocator's
+    :func:`_zcdp_epsilon_array` of the one-element array, about 3× faster (28 µs against
+    86 µs per call, measured at 2,200 calls; the allocator's
     bisection in :func:`planner.allocation._rho_for_epsilon` converts thousands of single
     values per plan).
 
