@@ -82,6 +82,11 @@ st.toggle("Measure each error relative to a public size (declared bounds × publ
           help="Optimal split only. On: a count off by 100 and a mean income off by 100 are not the same mistake; "
                "each error is divided by a public size of its answer before the split is optimised. A scale typed "
                "for a query (Queries page) is used for that query either way.")
+if mode == "weighted" and ss[S.RELATIVE] and schema.public_n is None:
+    st.info("**Errors are compared as they are**: the public sizes need a public row count, and this dataset "
+            "declares none. A sum over a wide range then weighs far more than a count and takes most of ε. "
+            "Declare the public (approximate) row count on the Data page, or type a scale for a query on the "
+            "Queries page.", icon=":material/straighten:")
 
 if mode == "manual":
     st.markdown("**The manual split**: type each answer's share. It started from the equal split; "

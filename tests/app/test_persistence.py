@@ -230,6 +230,30 @@ def test_upload_stays_active_on_every_page_until_another_is_picked():
     assert at.multiselect(key="data:use").value == ["age", "city"]
 
 
+def test_relative_errors_without_a_public_row_count_say_so_and_name_the_fix():
+    """The toggle "relative to a public size" is on by default; without a public row count
+    the engine has no public sizes (planner.workload.default_error_scales is None) and the
+    split compares absolute errors: the Planner says so and names the field to fill."""
+    def said(at: AppTest) -> list[str]:
+        return [i.value for i in at.info if "compared as they are" in i.value]
+
+    at = _goto(_app(), "plan_page")
+    assert said(at) == []  # the census sample declares n = 50,000
+    at = _upload(at, "people.csv", PEOPLE)
+    declare(at, {"age": {"bounds": "18, 90"}, "city": {"kind": "categorical", "cats": "A, B, C"}})
+    _goto(at, "plan_page")
+    shown = said(at)
+    assert len(shown) == 1 and "public (approximate) row count on the Data page" in shown[0]
+    at.toggle(key=_w(S.RELATIVE, "planner")).set_value(False).run()  # off: nothing to say
+    assert said(at) == []
+    _goto(at, "data_page")
+    at.number_input(key="data:public_n").set_value(200)
+    at.button(key="data:schema_save").click().run()
+    _goto(at, "plan_page")
+    at.toggle(key=_w(S.RELATIVE, "planner")).set_value(True).run()
+    assert said(at) == []  # declared: the errors are relative
+
+
 def test_switching_dataset_asks_before_discarding_an_edited_workload():
     at = _goto(_app(), "queries_page")
     rows = [dict(r) for r in at.session_state[S.WORKLOAD]][:3]  # an edit: four queries dropped
