@@ -1137,12 +1137,13 @@ def _plan(groups: tuple[tuple[_Pair, int], ...], tol: float) -> _Plan:
     exact = [_exact(groups, add) for add in add_dirs]
     if all(x is not None for x in exact):
         return _Plan(tuple(x for x in exact if x is not None), "exact", 0.0, 0)
-    var = sum(k * max(_profile(p, add)[2] for add in add_dirs) for p, k in groups)
+    profiles = [[_profile(p, add) for add in add_dirs] for p, _ in groups]
+    var = sum(k * max(v for _, _, v in prof) for (_, k), prof in zip(groups, profiles, strict=True))
     count = float(sum(k for _, k in groups))
     # no event's own grid beyond _MAX_POINTS: a finite part of variance ~0 (an event whose
     # finite mass all sits at one loss, e.g. a Laplace pair with ε₀ far past _MAX_LOSS)
     # would otherwise ask for a step of 1e-152
-    span = max(_profile(p, add)[1] - _profile(p, add)[0] for p, _ in groups for add in add_dirs)
+    span = max(hi - lo for prof in profiles for lo, hi, _ in prof)
     h = _aligned(groups, max(math.sqrt(4.0 * tol * max(var, 1e-300) / count), span / _MAX_POINTS))
     while True:
         try:
