@@ -56,6 +56,8 @@ def drv_epsilon(epsilon: float, k: int, delta_prime: float) -> float:
         raise BudgetError(f"k must be an integer ≥ 1; got {k!r}. Count the mechanisms composed.")
     dp_ = _check_delta_prime(delta_prime)
     n = int(k)
+    if eps > 709.0:  # e^ε − 1 overflows a float: the bound is no better than basic's kε there
+        return math.inf
     return eps * math.sqrt(2.0 * n * -math.log(dp_)) + n * eps * math.expm1(eps)
 
 

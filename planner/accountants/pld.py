@@ -971,20 +971,54 @@ def _epsilon_of(dist: _Dist, delta: float) -> float:
     else:
         order = np.argsort(-L, kind="stable")
         L, w = L[order], w[order]
-    s1 = np.cumsum(w)
-    s2 = np.cumsum(w * np.exp(-L))
-    # δ at each atom's loss counts the atoms strictly above it; it grows down the list
-    d_at = dist.inf + (s1 - w) - np.exp(L) * (s2 - w * np.exp(-L))
+    if float(L[0]) > _MAX_LOSS:
+        # e^L overflows past 709.8: δ at those atoms reads as NaN or −∞, never over δ, and an
+        # ε among them came out far too small (near 709.8). In logs it is right everywhere;
+        # below them the sums that follow are too (those atoms add < e^-700 each to S₂) and
+        # give the same numbers as ever, so plans made before keep their hash.
+        e_logs = _epsilon_in_logs(L, w, dist.inf, delta)
+        if e_logs > _MAX_LOSS - 1.0:
+            return e_logs
+    with np.errstate(over="ignore", invalid="ignore", under="ignore"):
+        s1 = np.cumsum(w)
+        s2 = np.cumsum(w * np.exp(-L))
+        # δ at each atom's loss counts the atoms strictly above it; it grows down the list
+        d_at = dist.inf + (s1 - w) - np.exp(L) * (s2 - w * np.exp(-L))
     over = np.flatnonzero(d_at > delta)
     if over.size == 0:  # the answer lies below the smallest positive atom
-        num = dist.inf + float(s1[-1]) - delta
-        return max(math.log(num / float(s2[-1])), 0.0) if num > float(s2[-1]) else 0.0
+        num, den = dist.inf + float(s1[-1]) - delta, float(s2[-1])
+        if den <= 0:  # every S₂ term underflowed: δ(L_last) ≤ δ puts ε at most there
+            return float(L[-1]) if num > 0 else 0.0
+        return max(math.log(num / den), 0.0) if num > den else 0.0
     j = int(over[0])  # δ(L_j) > δ ≥ δ(L_{j−1}): the answer lies in (L_j, L_{j−1}]
     if j == 0:
         return float(L[0])
     num = dist.inf + float(s1[j - 1]) - delta
     den = float(s2[j - 1])
     e = math.log(num / den) if num > 0 and den > 0 else float(L[j - 1])
+    return float(min(max(e, float(L[j])), float(L[j - 1])))
+
+
+def _epsilon_in_logs(L: FloatArray, w: FloatArray, inf: float, delta: float) -> float:
+    """:func:`_epsilon_of`'s solve for losses past e^709 (``L`` descending, ``w`` > 0), with
+    S₂ = Σ ωᵢe^{−Lᵢ} kept as its logarithm (``logaddexp.accumulate``): the term e^{Lⱼ}·S₂ of
+    δ(Lⱼ) is exp(Lⱼ + ln S₂) ≤ Σ_{i<j} ωᵢ ≤ 1 (Lⱼ ≤ Lᵢ above it), so nothing overflows, and
+    the crossing ln(num/S₂) = ln num − ln S₂ divides by nothing.
+    """
+    s1 = np.cumsum(w)
+    log_s2 = np.logaddexp.accumulate(np.log(w) - L)  # ln of S₂ over the atoms up to each one
+    above = np.concatenate(([-np.inf], log_s2[:-1]))  # … strictly above each one
+    d_at = inf + (s1 - w) - np.exp(L + above)
+    over = np.flatnonzero(d_at > delta)
+    if over.size == 0:  # below the smallest positive atom, whose δ is already ≤ δ
+        num = inf + float(s1[-1]) - delta
+        e = math.log(num) - float(log_s2[-1]) if num > 0 else 0.0
+        return float(min(max(e, 0.0), float(L[-1])))
+    j = int(over[0])
+    if j == 0:
+        return float(L[0])
+    num = inf + float(s1[j - 1]) - delta
+    e = math.log(num) - float(log_s2[j - 1]) if num > 0 else float(L[j - 1])
     return float(min(max(e, float(L[j])), float(L[j - 1])))
 
 
@@ -1112,15 +1146,16 @@ def _aligned(groups: Sequence[tuple[_Pair, int]], h: float) -> float:
     grid point: its extreme atoms (Laplace's ±ε₀, randomized response's ±ε₀) then sit on
     the grid, where connect-the-dots keeps them exactly; off-grid, an atom is spread over
     the two neighbouring points, which matters when δ is small enough for ε to sit among
-    the composition's largest losses (a few events)."""
+    the composition's largest losses (a few events). Not when that loss is below h: the
+    step would shrink by h/top, without bound."""
     best = 0.0
     top = 0.0
     for pair, k in groups:
         hi = max(pair.loss_range(False)[1], pair.loss_range(True)[1])
         if math.isfinite(hi) and hi > 0 and k * hi > best:
             best, top = k * hi, hi
-    if top <= 0:
-        return h
+    if top < h:  # its atoms share a cell already; a step of top would multiply every grid's
+        return h  # points by h/top (a Laplace of ε₀ = 1e-7 beside a Gaussian asked for 15 GB)
     return top / math.ceil(top / h - 1e-9)
 
 
@@ -1310,8 +1345,9 @@ class PldAccountant(Accountant):
 
         d = self.event_delta(delta)
         res = pld_epsilon(self.events, d)
-        if d == 0.0 or res.method == "exact":  # the exact ε: no valid bound (RDP's) is below it
-            return res.epsilon
+        if d == 0.0 or (res.method == "exact" and math.isfinite(res.epsilon)):
+            return res.epsilon  # the exact ε: no valid bound (RDP's) is below it
+        # an exact ε of ∞ (δ below the mass at +∞) leaves RDP's bound, which may be finite
         return min(res.epsilon, rdp_epsilon(self.events, d)[0])
 
 

@@ -650,3 +650,16 @@ def test_accountant_classes_compose_like_total_epsilon() -> None:
     # compose is immutable and count repeats
     base = accountant("basic")
     assert base.compose([LaplaceEvent(4.0)], count=4).epsilon(0.0) == 1.0 and base.events == ()
+
+
+@pytest.mark.parametrize(("epsilons", "expected"), [([710.0], 710.0), ([800.0, 800.0], 1600.0)])
+def test_advanced_composition_past_e_to_the_709_falls_back_to_basic(epsilons: list[float], expected: float) -> None:
+    """Found by fuzzing (session 9): equal ε above 709.78 made DRV's e^ε − 1 overflow
+    (OverflowError). There the advanced bound is no better than basic composition's Σε
+    (the expected values, by hand)."""
+    from planner.accountants import accountant
+    from planner.accounting import advanced_epsilon
+    from planner.events import PureEvent
+
+    assert advanced_epsilon(epsilons, 1e-6) == expected
+    assert accountant("advanced").compose([PureEvent(e) for e in epsilons]).epsilon(1e-6) == expected
