@@ -11,7 +11,7 @@ from pages._ui import auth, cached, datasets, frame
 from pages._ui import state as S
 from pages._ui.preamble import require_planner
 from planner.errors import PlannerError
-from planner.schema import ColumnKind
+from planner.schema import ColumnKind, format_text_list
 
 S.init_state()
 require_planner()
@@ -75,6 +75,9 @@ if picker == "sample":
 elif picker == "upload":
     up = st.file_uploader("CSV, TSV or Parquet", type=["csv", "tsv", "txt", "parquet"],
                           key=f"data:uploader:{ss[S.UPLOADER_VERSION]}")
+    st.caption("An upload lasts as long as this browser tab: after a reload, upload the same file again. Its "
+               "lifetime budget and releases stay in the ledger and are found again once the same file has the same "
+               "schema (load the schema JSON you downloaded; the plan file restores the plan).")
     if up is not None and up.file_id != ss[S.UPLOAD_FILE_ID]:
         raw = up.getvalue()
         try:
@@ -251,7 +254,9 @@ if data.source in ("upload", "server"):
             ss["data:bulk_kind"] = "numeric"
         k1.selectbox("Kind", [k.value for k in ColumnKind], key="data:bulk_kind")
         k2.text_input("Public bounds L, U", key="data:bulk_bounds", placeholder="numeric: 0, 100")
-        k3.text_input("Public categories", key="data:bulk_cats", placeholder="categorical: a, b, c")
+        k3.text_input("Public categories", key="data:bulk_cats", placeholder="categorical: a, b, c",
+                      help='Separated by commas; write a category that holds a comma in double quotes, '
+                           '"Smith, John" (a quote inside it doubled: "say ""hi"", then").')
         st.button("Apply to the selected columns", key="data:bulk_apply", on_click=_bulk_apply)
 
     used = [c for c in d["use"] if c in all_cols]
@@ -262,7 +267,7 @@ if data.source in ("upload", "server"):
         h1.caption("column")
         h2.caption("kind (suggested from the data; `key`: values you cannot list, released by threshold)")
         h3.caption("public bounds L, U (numeric)")
-        h4.caption("public categories (categorical)")
+        h4.caption('public categories (categorical; quote one that holds a comma: "Smith, John")')
         for name in used:
             entry = d["columns"].get(name, {"kind": kinds.get(name, "numeric"), "bounds": "", "categories": ""})
             c1, c2, c3, c4 = st.columns([2, 2, 2, 4])
@@ -347,7 +352,7 @@ if unit.column is not None:
 decl = pd.DataFrame([
     {"column": c.name, "kind": c.kind.value,
      "bounds": f"[{c.lower:g}, {c.upper:g}]" if c.kind is ColumnKind.NUMERIC else "",
-     "categories": ", ".join(c.categories or ()) if c.kind is ColumnKind.CATEGORICAL else "",
+     "categories": format_text_list(c.categories or ()) if c.kind is ColumnKind.CATEGORICAL else "",
      "missing": c.missing.action.value}
     for c in schema.columns
 ])
@@ -361,7 +366,7 @@ else:
     st.dataframe(decl, hide_index=True, width="stretch")
 st.caption("missing: what happens to a missing value (drop the row, or replace it by a declared value).")
 st.download_button("Download schema JSON", schema.to_json(), file_name="schema.json",
-                   mime="application/json", key="data:schema_download")
+                   mime="application/json", key="data:schema_download", on_click="ignore")
 
 # ----------------------------------------------------------------------------- owner-only report
 st.subheader("Column report")

@@ -23,7 +23,7 @@ import streamlit as st
 
 from planner.errors import PlannerError, QueryError
 from planner.queries import Predicate, PredicateOp, Query, QueryKind
-from planner.schema import ColumnKind, Schema
+from planner.schema import ColumnKind, Schema, format_text_list, parse_text_list
 from planner.statistics import STATISTICS
 from planner.statistics.base import OptionSpec, OptionType, Statistic
 
@@ -108,7 +108,8 @@ def raw_from_value(o: OptionSpec, value: Any) -> Any:
         return list(value)
     if o.type is OptionType.PREDICATE:
         p = value if isinstance(value, Predicate) else Predicate.from_dict(value)
-        shown = ", ".join(_const_text(v) for v in p.values)
+        shown = (format_text_list([_const_text(v) for v in p.values]) if p.op is PredicateOp.IN
+                 else _const_text(p.values[0]))
         return {"on": True, "column": p.column, "op": p.op.value, "value": shown}
     return value
 
@@ -172,7 +173,11 @@ def option_value(o: OptionSpec, raw: Any, schema: Schema, where: str) -> Any:
         if not text.strip():
             raise QueryError(f"{where}: option {o.name!r} ({o.label}): type the value the filter compares with.")
         if op == PredicateOp.IN.value:
-            value: Any = [_constant(t, ckind, where) for t in text.split(",") if t.strip()]
+            try:
+                items = parse_text_list(text)
+            except ValueError as exc:
+                raise QueryError(f"{where}: option {o.name!r} ({o.label}): the list of values: {exc}") from None
+            value: Any = [_constant(t, ckind, where) for t in items]
         else:
             value = _constant(text, ckind, where)
         return {"column": col, "op": op, "value": value}
@@ -204,10 +209,11 @@ def _option_widget(o: OptionSpec, kind: str, schema: Schema) -> None:
     elif o.type is OptionType.INT:
         st.number_input(label, value=None, step=1, format="%d", help=_help(o),
                         placeholder=f"default {o.default}" if o.default is not None else
-                        ("required" if o.required else "leave blank for the default"), **_bind(path, o.default))
+                        ("required" if o.required else "blank: not set"), **_bind(path, o.default))
     elif o.type is OptionType.FLOAT:
         st.number_input(label, value=None, format="%g", help=_help(o),
-                        placeholder="required" if o.required else "leave blank for the default",
+                        placeholder="required" if o.required else
+                        (f"default {o.default:g}" if o.default is not None else "blank: not set"),
                         **_bind(path, o.default))
     elif o.type is OptionType.FLOATS:
         st.text_input(label, help=_help(o) + " Type numbers separated by commas.",

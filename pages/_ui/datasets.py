@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import copy
 import json
+import math
 from typing import Any
 
 import streamlit as st
 
 from planner.errors import PlannerError
-from planner.schema import Schema, SchemaProblems
+from planner.schema import Schema, SchemaProblems, format_text_list, parse_text_list
 
 from . import state as S
 
@@ -103,7 +104,7 @@ def draft_from_schema(schema: Schema | None, kinds: dict[str, str]) -> dict[str,
         if c.lower is not None and c.upper is not None:
             entry["bounds"] = f"{c.lower:g}, {c.upper:g}"
         if c.categories:
-            entry["categories"] = ", ".join(c.categories)
+            entry["categories"] = format_text_list(c.categories)
     return {"use": [c.name for c in schema.columns], "columns": cols, "relation": schema.relation.value,
             "unit": schema.unit.column or UNIT_ROW, "max_rows": schema.unit.max_rows,
             "public_n": schema.public_n or 0,
@@ -138,12 +139,22 @@ def spec_from_draft(d: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
                     if len(parts) != 2:
                         raise ValueError
                     entry["lower"], entry["upper"] = float(parts[0]), float(parts[1])
+                    huge = [t for t, v in zip(parts, (entry["lower"], entry["upper"]), strict=True)
+                            if math.isinf(v) and "inf" not in t.lower()]
+                    if huge:
+                        problems.append(f"column {name!r}: the bound {huge[0][:30]!r} is beyond the largest "
+                                        "number a float holds (about 1.8e308); declare a finite public bound.")
+                        continue
                 except ValueError:
                     problems.append(f"column {name!r}: bounds must be two numbers 'L, U' (e.g. 0, 120); "
                                     f"got {text!r}.")
                     continue
         if c["kind"] == "categorical":
-            entry["categories"] = [x.strip() for x in (c.get("categories") or "").split(",") if x.strip()]
+            try:
+                entry["categories"] = parse_text_list(c.get("categories") or "")
+            except ValueError as exc:
+                problems.append(f"column {name!r}: categories: {exc}")
+                continue
         columns.append(entry)
     unit = d.get("unit") or UNIT_ROW
     spec = {
