@@ -80,8 +80,10 @@ def default_error_scales(queries: Sequence[Query], schema: Schema) -> dict[str, 
 
     Data-independent (MATH.md §7): from the declared bounds and the public row count n
     only, as each statistic declares it (count → n; sum → n·(|L|+|U|)/2; mean →
-    (|L|+|U|)/2; histogram, mode and synthetic sample → n per bin). Quantiles (already a
-    fraction of n) and proportions (in [0, 1]) keep scale 1. ``None`` when n is not declared.
+    (|L|+|U|)/2; histogram, mode and synthetic sample → n per bin; a grouped count, sum or
+    mean → the base statistic's in a group of n/G rows, G groups). Quantiles (already a
+    fraction of n, or of a group's rows) and proportions (in [0, 1]) keep scale 1. ``None``
+    when n is not declared.
     """
     if schema.public_n is None:
         return None

@@ -94,7 +94,7 @@ from planner.statistics.quantile import (
     quantile_scores,
     rank_counts,
 )
-from planner.statistics.sum import sum_sensitivity
+from planner.statistics.sum import mid_magnitude, sum_sensitivity
 
 if TYPE_CHECKING:
     from planner.backends.base import Aggregate, Backend
@@ -202,6 +202,16 @@ class _Grouped(Statistic):
                 "empty groups included; a person's rows may fall in several groups, and the noise covers that.",)
 
     def error_scale(self, q: Query, schema: Schema) -> float | None:
+        """The base statistic's public magnitude in one group (relative errors): a group
+        holds n/G rows (:func:`rows_per_group`; G groups), so a count's is n/G (as a
+        histogram's bin), a sum's (n/G)·(|L|+|U|)/2 and a mean's (|L|+|U|)/2; quantiles are
+        already fractions of a group's rows (None: scale 1). None without a public n."""
+        if schema.public_n is None:
+            return None
+        return self.group_scale(q, schema, rows_per_group(q, schema))
+
+    def group_scale(self, q: Query, schema: Schema, rows: float) -> float | None:
+        """:meth:`error_scale` for a group of ``rows`` rows (None: the error is already relative)."""
         return None
 
     @abstractmethod
@@ -233,6 +243,9 @@ class GroupedCount(_Grouped):
 
     def unit(self, q: Query, schema: Schema) -> str:
         return "rows per group"
+
+    def group_scale(self, q: Query, schema: Schema, rows: float) -> float | None:
+        return rows
 
     def items(self, q: Query, schema: Schema, weight: float, scale: float) -> list[Part]:
         return [Part(q, add.item(q.id, q.mechanism, bins_sensitivity(schema), weight, scale), "groups")]
@@ -290,6 +303,9 @@ class GroupedSum(_Grouped):
     def unit(self, q: Query, schema: Schema) -> str:
         return f"{q.column} units per group"
 
+    def group_scale(self, q: Query, schema: Schema, rows: float) -> float | None:
+        return rows * mid_magnitude(q, schema)
+
     def items(self, q: Query, schema: Schema, weight: float, scale: float) -> list[Part]:
         return [Part(q, add.item(q.id, q.mechanism, grouped_sum_sensitivity(q, schema), weight, scale), "sums")]
 
@@ -344,6 +360,9 @@ class GroupedMean(_Grouped):
 
     def unit(self, q: Query, schema: Schema) -> str:
         return f"{q.column} units"
+
+    def group_scale(self, q: Query, schema: Schema, rows: float) -> float | None:
+        return mid_magnitude(q, schema)
 
     def model(self, q: Query, schema: Schema) -> RatioModel:
         return RatioModel(q.mechanism, grouped_centred_sum_sensitivity(q, schema), bins_sensitivity(schema),

@@ -193,3 +193,35 @@ def test_grouped_quantile_substitution_pays_for_both_groups() -> None:
     sub, ar = schema("substitute", 2), schema("add_remove", 2)
     assert (grouped_score_sensitivity(0.1, ar), grouped_score_sensitivity(0.1, sub)) == (18, 36)
     assert (grouped_score_sensitivity(0.5, ar), grouped_score_sensitivity(0.5, sub)) == (2, 4)
+
+
+def test_grouped_statistics_have_a_public_scale_so_relative_errors_share_the_budget() -> None:
+    """Found in the browser (session 9): with relative errors (the Planner's default) a
+    grouped mean had no public scale, so its error stayed in income units while the others
+    were fractions, and the optimal split gave it almost all of ε (a count ±53,000 rows on
+    700). Scales by hand from the docstring: n = 1200 over G = 4 groups (N, S, E, other) is
+    300 rows a group; (|L| + |U|)/2 = (10 + 100)/2 = 55."""
+    from planner.workload import default_error_scales
+
+    s = schema()
+    qs = queries_from_list([
+        {"id": "rows", "kind": "count", "mechanism": "laplace"},
+        {"id": "x_mean", "kind": "mean", "column": "x", "mechanism": "laplace"},
+        {"id": "x_by_region", "kind": "grouped_mean", "column": "x", "mechanism": "laplace", "by": ["region"]},
+        {"id": "sum_by_region", "kind": "grouped_sum", "column": "x", "mechanism": "laplace", "by": ["region"]},
+        {"id": "n_by_region", "kind": "grouped_count", "mechanism": "laplace", "by": ["region", "flag"]},
+        {"id": "med_by_region", "kind": "grouped_quantile", "column": "x", "mechanism": "exponential",
+         "by": ["region"], "alphas": [0.5]},
+    ], s)
+    scales = default_error_scales(qs, s)
+    assert scales is not None
+    assert scales["x_by_region"] == 55.0
+    assert scales["sum_by_region"] == 300.0 * 55.0
+    assert scales["n_by_region"] == 1200 / 8  # 4 regions × 2 flags
+    assert "med_by_region" not in scales  # a fraction of a group's rows already
+    p = plan(qs, s, 1.0, 1e-6, "rdp", scales)
+    eps = {a.id.split(":")[0]: a.epsilon for a in p.allocation.items}
+    # no query is starved: each gets at least a twentieth of what an even split would give
+    assert min(eps.values()) > 1.0 / len(qs) / 20, eps
+    # without a public n there is no scale at all (the Planner then says so)
+    assert default_error_scales(qs, Schema.from_dict({**json.loads(s.to_json()), "public_n": None})) is None
