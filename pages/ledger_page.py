@@ -67,9 +67,11 @@ if history:
     st.altair_chart(charts.history_chart(pd.DataFrame(pts)), width="stretch")
 
 st.subheader("Releases")
+grew = {h.release_id: h.epsilon_release for h in history}  # the spent total's growth, under the rule
 for rec in reversed(led.releases(fp)):
+    spent = f" · ε {fmt.eps(grew[rec.release_id])} ({status.rule.value})" if rec.release_id in grew else ""
     with st.expander(f"Release #{rec.release_id} · {rec.created_at:%Y-%m-%d %H:%M:%S} · "
-                     f"{len({s.query_id.split(':')[0] for s in rec.spends})} queries · {rec.status.value}",
+                     f"{len({s.query_id.split(':')[0] for s in rec.spends})} queries{spent} · {rec.status.value}",
                      expanded=rec.release_id == ss.get(S.LAST_RELEASE_ID)):
         if rec.answers:
             st.markdown("**Released answers** (noisy by design; what anyone this dataset is shared with may see)")
@@ -85,4 +87,4 @@ for rec in reversed(led.releases(fp)):
                          help="the same cost in zero-concentrated DP, which composes tightly across releases")})
 
 st.download_button("Export ledger JSON", json.dumps(led.export(fp), indent=2, default=str),
-                   file_name=f"ledger-{status.name}.json", mime="application/json", key="ledger:export")
+                   file_name=f"ledger-{status.name}.json", mime="application/json", key="ledger:export", on_click="ignore")

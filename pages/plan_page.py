@@ -88,6 +88,7 @@ if mode == "weighted" and ss[S.RELATIVE] and schema.public_n is None:
             "Declare the public (approximate) row count on the Data page, or type a scale for a query on the "
             "Queries page.", icon=":material/straighten:")
 
+manual_refused = False  # the manual split's own box already says it costs more than ε
 if mode == "manual":
     st.markdown("**The manual split**: type each answer's share. It started from the equal split; "
                 "the planner adds the shares up under the rule and refuses a split that costs more than ε.")
@@ -120,6 +121,7 @@ if mode == "manual":
         st.error(str(exc))
     else:
         fits = total <= s_now.epsilon
+        manual_refused = not fits
         (st.success if fits else st.error)(
             f"These shares cost **ε = {total:.6g}** under the **{s_now.rule}** rule, "
             + (f"within the ε = {s_now.epsilon:g} set above." if fits else
@@ -129,7 +131,8 @@ if mode == "manual":
 try:
     view = planning.current_plan(data, sj)
 except PlannerError as exc:
-    st.error(str(exc))
+    if not manual_refused:
+        st.error(str(exc))
     st.subheader("Restore a plan file")
     planfiles.upload_form(data, PAGE)
     frame.stop()

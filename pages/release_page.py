@@ -118,7 +118,10 @@ if result is None and stored is None:
         st.button("Release…", type="primary", key="release:open", disabled=True,
                   help="The ledger does not let you release on this dataset.")
         frame.stop()
+    composed = lifetime.composed_note(pv, plan.used_epsilon, a.delta)
     lifetime.preview_metrics(pv)
+    if composed:
+        st.caption(composed)
     if not pv.fits:
         st.error(lifetime.over_budget(pv), icon=":material/block:")
         st.page_link("pages/plan_page.py", label="Lower ε or change the plan on the Planner", icon=":material/calculate:")
@@ -134,7 +137,7 @@ if result is None and stored is None:
             st.markdown(f"This spends **ε = {fmt.eps(pv.epsilon_release)}** of the lifetime budget of "
                         f"**{data.name}** ({pv.rule.value} rule, δ = {a.delta:g}). "
                         f"Remaining afterwards: **ε = {fmt.eps(max(pv.epsilon_remaining_after, 0.0))}** "
-                        f"of {pv.epsilon_total:g}.")
+                        f"of {pv.epsilon_total:g}." + (f" {composed}" if composed else ""))
             st.warning("This cannot be undone: the spend is recorded before any noise is drawn.")
             d1, d2 = st.columns(2)
             if d1.button("Confirm release", type="primary", key="release:confirm"):
@@ -213,9 +216,10 @@ for w in result.warnings:
 st.caption(f"Exact aggregates computed by the **{cached.backend_name()}** backend; the noise was added by OpenDP.")
 d1, d2 = st.columns(2)
 d1.download_button("Download answers (CSV)", csv_text, file_name=f"release-{result.release_id}.csv",
-                   mime="text/csv", key="release:csv")
+                   mime="text/csv", key="release:csv", on_click="ignore")
 d2.download_button("Download report (JSON)", json.dumps(result.report_json(), indent=2, default=str),
-                   file_name=f"release-{result.release_id}.json", mime="application/json", key="release:json")
+                   file_name=f"release-{result.release_id}.json", mime="application/json", key="release:json",
+                   on_click="ignore")
 st.markdown("**The released plan as files**: the plan file, a script and a notebook that reproduce it, and a "
             "report of this release for stakeholders.")
 planfiles.downloads(data, view, PAGE, release=result)

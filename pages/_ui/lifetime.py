@@ -7,6 +7,7 @@ lowered, and raising it (:func:`raise_form`) is recorded in the ledger with its 
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING, Any
 
 import streamlit as st
@@ -150,6 +151,16 @@ def preview_metrics(pv: ReleasePreview) -> None:
         c4.metric("Remaining afterwards", fmt.eps(max(pv.epsilon_remaining_after, 0.0)))
     else:
         c4.metric("Remaining now", fmt.eps(max(pv.epsilon_remaining, 0.0)), help="This release does not fit in it.")
+
+
+def composed_note(pv: ReleasePreview, own_epsilon: float, own_delta: float) -> str:
+    """Why "this release" differs from the plan's own ε, when it does: the ledger composes
+    the release with what was spent before, under the lifetime rule and δ ("" otherwise)."""
+    if math.isclose(pv.epsilon_release, own_epsilon, rel_tol=1e-6, abs_tol=1e-12):
+        return ""
+    return (f"On its own this plan costs ε = {fmt.eps(own_epsilon)} (δ = {own_delta:g}); the ledger composes it under "
+            f"the {pv.rule.value} rule, at the lifetime δ = {pv.delta_total:g}, with what was spent before, so the "
+            f"spent total grows by ε = {fmt.eps(pv.epsilon_release)}.")
 
 
 def _raise(fingerprint: str) -> None:

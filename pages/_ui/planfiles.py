@@ -121,6 +121,7 @@ def upload_form(data: cached.Active, page: str) -> None:
         st.rerun()  # the sidebar (drawn before this page) shows the restored plan
     note = ss[S.PLAN_FILE_NOTE]
     if note and note.get("page") == page:
+        ss[S.PLAN_FILE_NOTE] = None  # shown once: the next change to the plan makes it stale
         if note.get("error"):
             st.error(note["error"])
         else:

@@ -168,7 +168,11 @@ def test_main_flow_release_once_then_ledger():
     assert any("already released" in s.value for s in at2.success)
     assert _status(at2).releases == 1
     _goto(at, "ledger_page")
-    assert any(f"Release #{rid}" in e.label for e in at.expander)
+    # the release says what it spent, under the dataset's rule (session-9 browser check)
+    from pages._ui import fmt
+
+    assert any(f"Release #{rid}" in e.label and f"· ε {fmt.eps(before.epsilon_spent)} ({before.rule.value}) ·" in e.label
+               for e in at.expander), [e.label for e in at.expander]
 
 
 @pytest.mark.parametrize(
@@ -216,6 +220,44 @@ def test_upload_schema_form_reports_bad_bounds():
     declare(at, {"age": {"bounds": "90, 18"}})
     assert not at.exception
     assert at.error and "age" in at.error[0].value and "swap them" in at.error[0].value
+
+
+def _saved_schema(at: AppTest) -> dict:
+    (schema_json,) = at.session_state[S.SCHEMAS].values()
+    return json.loads(schema_json) if isinstance(schema_json, str) else schema_json
+
+
+def test_a_category_holding_a_comma_is_declared_in_quotes_and_survives_a_schema_file():
+    """Found in the browser (session 9): "Smith, John" was saved as two categories, from the
+    form and from a loaded schema JSON alike, and its rows silently counted as invalid."""
+    at = _goto(_app(), "data_page")
+    at.radio(key=PICKER).set_value("upload").run()
+    csv = b'prod,qty\n"Smith, John",1\n"He said ""hi""",2\nplain,3\n"Smith, John",4\n'
+    at.file_uploader(key=UPLOADER).upload("quotes.csv", csv, "text/csv").run()
+    declare(at, {"prod": {"kind": "categorical", "cats": '"Smith, John", "He said ""hi""", plain'},
+                 "qty": {"bounds": "1, 4"}})
+    assert not at.error, [e.value for e in at.error]
+    (prod,) = [c for c in _saved_schema(at)["columns"] if c["name"] == "prod"]
+    assert prod["categories"] == ["Smith, John", 'He said "hi"', "plain"]
+    # the schema file, loaded back, shows the same categories in the form and saves them again
+    schema_file = json.dumps({"version": 1, "columns": [
+        {"name": "prod", "kind": "categorical", "categories": ["plain", "Smith, John"], "missing": {"action": "drop"}},
+        {"name": "qty", "kind": "numeric", "lower": 1, "upper": 4, "missing": {"action": "drop"}}]}).encode()
+    at.file_uploader(key="data:schema_upload:0").upload("s.json", schema_file, "application/json").run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    assert at.text_input(key="data:col:prod:cats").value == 'plain, "Smith, John"'
+    at.button(key="data:schema_save").click().run()
+    (prod,) = [c for c in _saved_schema(at)["columns"] if c["name"] == "prod"]
+    assert prod["categories"] == ["plain", "Smith, John"]
+
+
+def test_an_unclosed_quote_in_the_categories_is_named_with_the_fix():
+    at = _goto(_app(), "data_page")
+    at.radio(key=PICKER).set_value("upload").run()
+    at.file_uploader(key=UPLOADER).upload("q.csv", b"prod\nA\nB\n", "text/csv").run()
+    declare(at, {"prod": {"kind": "categorical", "cats": '"A, B'}})
+    assert not at.exception
+    assert at.error and "'prod'" in at.error[0].value and "not closed" in at.error[0].value
 
 
 def test_accuracy_check_by_simulation_overlays_points_and_is_labelled():

@@ -408,6 +408,34 @@ def test_releases_spend_exactly_the_plan_under_the_rule_until_the_budget_is_used
     assert led.status(fp).releases == 2
 
 
+def test_a_second_gaussian_release_under_zcdp_says_why_it_spends_less_than_its_own_epsilon():
+    """Found in the browser (session 9): the Release header said ε = 0.5 while "This release"
+    and the confirmation said 0.27, with no word on why. Gaussian noise composes by ρ, so a
+    second release grows the spent total by less than its own ε; the page now says so."""
+    at = _goto(_app(), "plan_page")
+    gauss = {"count": "discrete_gaussian", "histogram": "discrete_gaussian", "sum": "gaussian", "mean": "gaussian"}
+    at.session_state[S.WORKLOAD] = [dict(r, mechanism=gauss.get(r["kind"], r["mechanism"]))
+                                    for r in S.CENSUS_WORKLOAD]
+    at.number_input(key=_w(S.EPSILON, "planner")).set_value(0.5).run()
+    at.selectbox(key=_w(S.RULE, "planner")).set_value("zcdp").run()
+    set_lifetime(at, "planner", 2.0, 1e-6, "zcdp")
+    _goto(at, "release_page")
+    assert not [c.value for c in at.caption if "On its own this plan costs" in c.value]  # nothing composes yet
+    _release(at)
+    _goto(at, "plan_page")
+    at.number_input(key=_w(S.EPSILON, "planner")).set_value(0.4).run()
+    _goto(at, "release_page")
+    notes = [c.value for c in at.caption if "On its own this plan costs" in c.value]
+    grows = next(m.value for m in at.metric if m.label == "This release")
+    assert len(notes) == 1, notes
+    assert "costs ε = 0.4 " in notes[0] and "under the zcdp rule" in notes[0] and f"grows by ε = {grows}." in notes[0]
+    # what the ledger then records: the spent total grows by the shown amount, less than 0.4
+    before = _led().status(_fp(at)).epsilon_spent
+    _release(at)
+    growth = _led().status(_fp(at)).epsilon_spent - before
+    assert float(grows) == pytest.approx(growth, abs=5e-5) and growth < 0.4
+
+
 # ----------------------------------------------------------------------------- wide files
 def test_wide_upload_is_usable_columns_ignored_by_default_and_bulk_declared(capsys):
     rng = np.random.default_rng(3)

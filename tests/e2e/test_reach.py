@@ -186,9 +186,15 @@ def test_every_kind_through_the_form_every_mode_plan_file_fresh_session_release_
     no_exception(page)
     no_error(page)
     shot(page, "54-release-of-the-restored-plan")
+    # one after the other, as a person does: a download that reran the page dropped the
+    # deferred files of the buttons after it, and the report's click did nothing (session 9)
+    answers = _download(page, "Download answers (CSV)", tmp_path)
+    report_json = _download(page, "Download report (JSON)", tmp_path)
     script = _download(page, "Python script", tmp_path)
     notebook = _download(page, "Jupyter notebook", tmp_path)
     report = _download(page, "Report of the release (HTML)", tmp_path)
+    assert answers.read_text().splitlines()[0].startswith("query")
+    assert json.loads(report_json.read_text())["release_id"] == int(re.search(r"\d+", answers.name).group())
     ctx2.close()
 
     # --- the ledger recorded exactly the file's plan
