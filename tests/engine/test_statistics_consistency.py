@@ -17,7 +17,10 @@ neighbouring relation × rows per person c:
    predicted at c = 10 and the mode ISM bound covering 81%: both fail here on the old code.
 
 Statistical tolerances are 5 standard errors (STYLE.md); OpenDP's samplers cannot be
-seeded, so a check fails by chance with probability ≲ 6e-7 per comparison.
+seeded, so a check fails by chance with probability ≲ 6e-7 per comparison. That normal
+approximation needs many wrong answers: where they are rare (a quantile or mode at a
+large ε), the sample is redrawn large enough to hold about a hundred, and the standard
+error has a floor derived from the prediction (see :func:`smallest_error`).
 """
 
 from __future__ import annotations
@@ -266,6 +269,31 @@ def errors(kind: QueryKind, agg: Aggregate, answer: dict[str, Any], part: str) -
     return np.array([(le[idx] - le[best]) / agg.n])
 
 
+def smallest_error(kind: QueryKind, agg: Aggregate) -> float:
+    """The smallest error a wrong answer can have, in the prediction's unit, where answers
+    come from a finite set (quantiles: a rank gap over n; mode: a count gap); 0 elsewhere."""
+    if isinstance(agg, GroupedAggregate):
+        gaps = [smallest_error(kind, g) for g in agg.groups]
+        positive = [g for g in gaps if g > 0]
+        return min(positive) if positive else 0.0
+    if isinstance(agg, QuantileAggregate):
+        steps = np.diff(agg.counts_le)
+        steps = steps[steps > 0]
+        return float(steps.min()) / agg.n if steps.size and agg.n else 0.0
+    if kind is K.MODE and isinstance(agg, BinCounts):
+        c = agg.as_array()
+        gaps = c.max() - c
+        gaps = gaps[gaps > 0]
+        return float(gaps.min()) if gaps.size else 0.0
+    return 0.0
+
+
+def draw(kind: QueryKind, agg: Aggregate, item: Any, runs: int) -> np.ndarray:
+    """The errors of ``runs`` answers drawn on the release path."""
+    return np.concatenate([errors(kind, agg, item.answer(agg), item.part.label) for _ in range(runs)])
+
+
+RARE = 100  # wrong answers a draw should hold before its standard error is trusted
 RUNS = {K.QUANTILE: 1500, K.MEDIAN: 1500, K.MODE: 1500, K.SYNTHETIC_SAMPLE: 600, K.GROUPED_QUANTILE: 800,
         K.GROUPED_MEAN: 1500, K.GROUPED_SUM: 1500, K.GROUPED_COUNT: 1500}
 
@@ -286,10 +314,26 @@ def test_release_path_error_matches_the_prediction(case: Case, rule: Composition
         if kind is K.MEAN and pred.bound_kind == "at most":
             # worst-case mean for the delta-method bound: the data at the bound magnitude
             agg = MeanAggregate(SumAggregate(99.0 * N, N), CountAggregate(N), N)
-        errs = np.concatenate([errors(kind, agg, item.answer(agg), item.part.label) for _ in range(runs)])
+        errs = draw(kind, agg, item, runs)
+        wrong = int(np.count_nonzero(errs))
+        if pred.bound_kind != "at most" and wrong < RARE:
+            # Rare wrong answers (a quantile or mode at a large ε): with a handful of them
+            # the sample's standard error is itself noise, and with none it is 0, so the
+            # 5-standard-error check fails by chance (CI, session 9: the zCDP median at ε
+            # 1.3 errs 1 time in 360, 4 expected in 1500 runs, none drawn). This first draw
+            # only sizes a fresh one expected to hold about RARE wrong answers (at most 30×
+            # the runs); the check runs on the fresh draw alone, so its size does not depend
+            # on the answers it judges.
+            errs = draw(kind, agg, item, min(math.ceil(runs * RARE / max(wrong, 1)), 30 * runs))
         sq = errs**2
         emp = math.sqrt(sq.mean())
         se = sq.std(ddof=1) / math.sqrt(sq.size) / (2 * emp) if emp > 0 else 0.0
+        # A floor for it from the prediction: a wrong answer errs by at least d, so
+        # E[err⁴] ≥ d²·E[err²] and Var(err²) ≥ m·d² − m² at m = predicted MSE; by the
+        # delta method on √(mean err²) that is ≥ √((m·d² − m²)/size) / (2·√m).
+        d, m = smallest_error(kind, agg), pred.rmse**2
+        if m > 0:
+            se = max(se, math.sqrt(max(m * d * d - m * m, 0.0) / sq.size) / (2 * pred.rmse))
         where = f"{item.part.label}: predicted RMSE {pred.rmse:.4g} ({pred.bound_kind}), measured {emp:.4g} ± {se:.2g}"
         if pred.bound_kind == "at most":
             assert emp <= pred.rmse + 5 * se, where
