@@ -46,7 +46,8 @@ not offered separately.
 Prediction (rank error as a fraction of n, data-independent): under the uniform-spacing
 model of :func:`planner.mechanisms.exponential.quantile_rank_rmse` at the effective
 ε/Δ_rank (exact for evenly spread data with Gumbel noise; permute-and-flip does at least
-as well); the 95% bound is the union bound (2Δ_rank/ε)·ln(k/β) on the excess rank error.
+as well); the 95% bound is the union bound (2Δ_rank/ε)·ln(k/β) on the excess rank error,
+capped at n (no rank error is larger).
 
 References
 ----------
@@ -258,7 +259,10 @@ def level_prediction(part: Part, share: ItemAllocation, rule: CompositionRule, *
     score_scale = 2.0 * d_int / share.theta
     noise_kind = selection_noise(part.item.family, rule)
     rmse = float(em.quantile_rank_rmse(eff, k, max(round(n), 1), _level(part))[()]) / n
-    bound = float(em.quantile_rank_error_bound(eff, k, BETA)[()]) / n
+    # The union bound grows without limit as ε → 0, but no answer errs by more than the
+    # whole table: ranks lie in [0, n], so a rank error is at most n (all rows tied at one
+    # candidate can reach it), and min(·, 1) is still a 95% bound, for any data.
+    bound = min(float(em.quantile_rank_error_bound(eff, k, BETA)[()]) / n, 1.0)
     return prediction(part, share, noise={"epsilon": share.theta, "candidates": float(k),
                                           f"{noise_kind}_scale": score_scale},
                       scales={"scores": score_scale}, rmse=rmse, bound=bound, unit=unit,

@@ -69,3 +69,25 @@ def test_plan_reports_the_optimised_currency(census: Schema) -> None:
     assert out["n"]["optimised"]["value"] == pytest.approx(out["n"]["epsilon"])
     assert out["g"]["optimised"]["currency"] == "rho"
     assert out["g"]["optimised"]["value"] == pytest.approx(out["g"]["rho"])
+
+
+def test_a_quantile_bound_never_exceeds_the_whole_table(census: Schema) -> None:
+    """Session 10: at a small ε the union bound (2Δ/ε)·ln(k/β) on a rank error passed n
+    (the census median at ε = 1e-4: ±198% of the rows); ranks lie in [0, n], so it is capped at 1."""
+    from planner.mechanisms import exponential as em
+    from planner.statistics.quantile import candidate_grid
+    from planner.workload import accuracy_curves
+
+    (q,) = queries_from_list([{"id": "m", "kind": "median", "column": "age", "mechanism": "exponential"}], census)
+    k, n = len(candidate_grid(q, census)), census.public_n
+    assert n is not None
+    points, _ = accuracy_curves(q, census, 1e-6, [1e-4, 1.0])
+    (tiny,) = [p for p in points if p.epsilon == 1e-4]
+    (one,) = [p for p in points if p.epsilon == 1.0]
+    # the median's rank sensitivity is 1/2 at add/remove-one (Δ_rank: score_sensitivity), so
+    # the union bound at ε is em.quantile_rank_error_bound(2ε, k)/n: far past 1 at ε = 1e-4
+    assert float(em.quantile_rank_error_bound(2e-4, k, 0.05)[()]) / n > 1
+    assert tiny.error_bound_95 == 1.0
+    # where it is below 1 it is unchanged
+    assert one.error_bound_95 == pytest.approx(float(em.quantile_rank_error_bound(2.0, k, 0.05)[()]) / n)
+    assert one.error_bound_95 < 1
