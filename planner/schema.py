@@ -899,6 +899,20 @@ class Schema:
 _ID_NAME = re.compile(r"(^id$|_id$|^id_|identifier|uuid)", re.IGNORECASE)
 
 
+#: Text that files use for "no value" ("?" in the UCI files, "NA", "-"): not counted
+#: against a column being numeric when kinds are suggested.
+_NO_VALUE_TOKENS = frozenset({"", "?", "-", ".", "na", "n/a", "nan", "null", "none"})
+
+
+def _mostly_numbers(values: pd.Series) -> bool:
+    """More than 95% of the values that are not a "no value" marker parse as numbers."""
+    import pandas as pd
+
+    text = values.astype(str).str.strip()
+    present = values[~text.str.lower().isin(_NO_VALUE_TOKENS)]
+    return len(present) > 0 and bool(pd.to_numeric(present, errors="coerce").notna().mean() > 0.95)
+
+
 def suggest_kinds(df: pd.DataFrame, max_categories: int = 50) -> dict[str, ColumnKind]:
     """Suggest a kind per column, for the owner's convenience only.
 
@@ -947,7 +961,7 @@ def suggest_kinds(df: pd.DataFrame, max_categories: int = 50) -> dict[str, Colum
         tokens = set(nonnull.astype(str).str.strip().str.lower().unique().tolist())
         if tokens and tokens <= (TRUE_TOKENS | FALSE_TOKENS) and len(tokens) <= 2:
             out[key] = ColumnKind.BOOLEAN
-        elif len(nonnull) > 0 and pd.to_numeric(nonnull, errors="coerce").notna().mean() > 0.95:
+        elif _mostly_numbers(nonnull):
             out[key] = ColumnKind.NUMERIC
         elif nunique <= max_categories:
             out[key] = ColumnKind.CATEGORICAL

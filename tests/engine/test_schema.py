@@ -311,6 +311,16 @@ def test_suggest_kinds_many_repeated_text_values_are_keys() -> None:
     assert suggest_kinds(df) == {"city": ColumnKind.KEY}
 
 
+def test_suggest_kinds_numbers_with_no_value_markers_are_numeric() -> None:
+    """Session 9's browser check: an age column of a UCI-style file, '?' on 10% of rows,
+    was suggested `key` (90% numbers is under the 95% threshold; 60 distinct values)."""
+    ages = [str(20 + i % 60) for i in range(270)] + ["?"] * 20 + ["NA"] * 5 + [" - "] * 5
+    df = pd.DataFrame({"age": ages, "city": [f"c{i // 2}" for i in range(300)]})
+    assert suggest_kinds(df) == {"age": ColumnKind.NUMERIC, "city": ColumnKind.KEY}
+    # markers alone are not numbers: nothing but '?' and 'NA' stays text (categorical, 2 values)
+    assert suggest_kinds(pd.DataFrame({"x": ["?", "NA"] * 10})) == {"x": ColumnKind.CATEGORICAL}
+
+
 def test_no_schema_function_reads_bounds_from_rows() -> None:
     """Bounds/categories cannot be produced from data: there is no such function."""
     import planner.schema as m
