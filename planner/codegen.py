@@ -196,7 +196,7 @@ def main(argv: list[str] | None = None) -> int:
     import sys
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data", default=DATA, help=f"the data file (default: {DATA})")
+    parser.add_argument("--data", default=DATA, help="the data file (default: %(default)s)")
     parser.add_argument("--release", action="store_true",
                         help="release the plan: spends the dataset's privacy budget (recorded in the ledger)")
     parser.add_argument("--ledger", default=None, help="SQLAlchemy URL of the ledger (default: $PLANNER_LEDGER_URL)")

@@ -145,7 +145,11 @@ class Sampling:
         d = check_delta(delta)
         if not math.isfinite(eps):
             return math.inf, self.rate * d
-        return math.log1p(self.rate * math.expm1(eps)), self.rate * d
+        if eps < 700:
+            return math.log1p(self.rate * math.expm1(eps)), self.rate * d
+        # e^ε overflows past 709.78: ln(q·e^ε + (1 − q)) as a log-sum-exp of ln q + ε and ln(1 − q)
+        a, b = math.log(self.rate) + eps, (math.log1p(-self.rate) if self.rate < 1 else -math.inf)
+        return max(a, b) + math.log1p(math.exp(-abs(a - b))), self.rate * d
 
     def base_delta(self, delta: float) -> float:
         """The δ the composition on the sample is accounted at for a population δ:

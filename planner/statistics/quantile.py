@@ -136,11 +136,12 @@ def candidate_grid(q: Query, schema: Schema) -> FloatArray:
     lo, hi = column_of(q, schema).bounds
     step = q.option("step")
     if step is not None:
-        k = math.floor((hi - lo) / step + 1e-9)
-        if k + 2 > MAX_GRID:
+        span = (hi - lo) / step + 1e-9  # inf when the step is tiny beside the bounds
+        if not span + 2 <= MAX_GRID:
             raise QueryError(
                 f"{q.where}: step {step:g} gives more than {MAX_GRID} candidates over [{lo:g}, {hi:g}]; use a larger step."
             )
+        k = math.floor(span)
         grid = lo + step * np.arange(k + 1, dtype=np.float64)
         if grid[-1] < hi:
             grid = np.append(grid[grid < hi], hi)

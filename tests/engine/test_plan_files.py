@@ -259,6 +259,18 @@ def test_generated_script_reproduces_the_plan(mode: str, tmp_path: Path) -> None
     assert (tmp_path / "accuracy.svg").read_text().startswith("<svg")
 
 
+@pytest.mark.parametrize("name", ["sales 100%.csv", "q%(x)s.csv"])
+def test_generated_script_help_survives_a_percent_in_the_file_name(name: str, tmp_path: Path) -> None:
+    """Fuzzing (session 10): the data file's name went into an argparse help string, where
+    '%' starts a format specifier, so `--help` crashed for an upload named 'sales 100%.csv'."""
+    spec = parse_plan_spec(_doc("weighted"))
+    script = tmp_path / "plan.py"
+    script.write_text(codegen.python_script(spec, name, "census (sample)", backend="pandas"))
+    res = _run(script, "--help", cwd=tmp_path, home=tmp_path / "home")
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert f"(default: {name})" in " ".join(res.stdout.split())
+
+
 def test_generated_script_releases_the_plan_and_records_it(tmp_path: Path) -> None:
     spec = parse_plan_spec(_doc("equal", lifetime=(3.0, 1e-5)))
     script = tmp_path / "plan.py"

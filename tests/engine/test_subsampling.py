@@ -155,6 +155,24 @@ def test_secret_sample_base_budget_round_trips_within_the_budget(q: float, eps: 
     assert eps_s >= eps  # the sample may spend more than the population's budget
 
 
+def test_secret_sample_amplifies_past_the_float_range_of_e_to_the_epsilon() -> None:
+    """Fuzzing (session 10): e^ε overflows past ε ≈ 709.78, and amplify raised OverflowError,
+    for a plan at ε = 800 on a sample and for the ledger's total. ln(1 + q(e^ε − 1)) =
+    ε + ln q + ln(1 + (1 − q)e^{−ε}/q), by hand: ε + ln q to double precision there."""
+    for q, eps in ((0.01, 710.0), (0.5, 800.0), (1e-300, 1000.0)):
+        assert Sampling(q).amplify(eps, 0.0)[0] == pytest.approx(eps + math.log(q), rel=1e-15)
+    # the two forms agree where they meet (ε = 700): log1p/expm1 just below, log-sum-exp from 700
+    s = Sampling(0.3)
+    a, b = math.log(0.3) + 700.0, math.log1p(-0.3)
+    assert s.amplify(700.0, 0.0)[0] == max(a, b) + math.log1p(math.exp(-abs(a - b)))
+    assert s.amplify(math.nextafter(700.0, 0.0), 0.0)[0] == pytest.approx(s.amplify(700.0, 0.0)[0], rel=1e-15)
+    assert Sampling(1.0).amplify(900.0, 1e-6) == (900.0, 1e-6)
+    assert sampled_total_epsilon([Spend(LaplaceEvent(1 / 710.0), 710.0)], "basic", 0.0, Sampling(0.01)) == \
+        pytest.approx(710.0 + math.log(0.01), rel=1e-15)
+    eps_s, _ = Sampling(0.5).base_budget(800.0, 0.0)
+    assert Sampling(0.5).amplify(eps_s, 0.0)[0] <= 800.0
+
+
 def test_secret_sample_validation_names_the_field() -> None:
     with pytest.raises(BudgetError, match=r"sampling\.rate"):
         Sampling(0.0)
