@@ -144,3 +144,34 @@ def test_release_quantile_d_in_is_the_score_sensitivity(relation: Relation, d_in
     comp = by_key["qt:quantile@0.1"].components[0]
     assert comp.d_in == d_in
     assert math.isclose(comp.scale, 2 * d_in / pure_epsilon(by_key["qt:quantile@0.1"].planner.event), rel_tol=1e-12)
+
+
+def test_a_secret_sample_at_a_rate_below_delta_records_the_epsilon_it_planned(tmp_path: Path) -> None:
+    """Fuzzing (session 10): a sample drawn at rate q ≤ δ is accounted at δ/q capped near 1,
+    where the planner's zCDP conversion went below OpenDP's α ≥ 1.01 and planned ε = 1 for
+    a release the ledger then recorded at ε 22.2 (OpenDP's figure, the larger). The ledger's
+    total, amplified to the population, must be the plan's ε."""
+    import numpy as np
+    import pandas as pd
+
+    from planner.backends import make_backend
+    from planner.ledger import Ledger
+    from planner.plan_spec import build_plan, parse_plan_spec
+    from planner.release import release
+
+    doc = {"schema": {"version": 1, "relation": "add_remove", "public_n": 1000,
+                      "privacy_unit": {"column": None, "max_rows": 1},
+                      "sampling": {"rate": 1e-10, "scheme": "poisson"},
+                      "columns": [{"name": "x", "kind": "numeric", "lower": 0, "upper": 100,
+                                   "missing": {"action": "drop"}}]},
+           "budget": {"epsilon": 1.0, "delta": 1e-6, "composition": "basic"},
+           "queries": [{"id": "s", "kind": "sum", "column": "x", "mechanism": "laplace"},
+                       {"id": "g", "kind": "sum", "column": "x", "mechanism": "gaussian"}]}
+    spec = parse_plan_spec(doc)
+    the_plan = build_plan(spec).plan
+    assert the_plan.used_epsilon == pytest.approx(1.0, rel=1e-9)
+    df = pd.DataFrame({"x": np.random.default_rng(0).uniform(0, 100, 200)})
+    led = Ledger(f"sqlite:///{tmp_path}/l.db")
+    res = release(the_plan, spec.schema, make_backend("pandas", df, spec.schema), led, "fp-x", "ds",
+                  total_epsilon=30.0, total_delta=1e-6, rule="basic")
+    assert led.status(res.fingerprint).epsilon_spent == pytest.approx(the_plan.used_epsilon, rel=1e-9)
