@@ -12,7 +12,8 @@ file type              regular files only: a FIFO, a device (``/dev/zero``), a
 size                   :data:`MAX_SPEC_BYTES` (4 MiB); larger files are refused
                        after reading at most one byte past the cap.
 encoding               UTF-8 (a leading BOM is tolerated); anything else is
-                       refused with the byte offset of the first bad byte.
+                       refused with the byte offset of the first bad byte, and so
+                       is a JSON escape of half a UTF-16 pair (no UTF-8 holds it).
 nesting depth          :data:`MAX_DEPTH` (64) arrays/objects, checked by a linear
                        scan before parsing (so no ``RecursionError``).
 duplicate keys         refused (the second value would silently win).
@@ -256,6 +257,18 @@ def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return out
 
 
+def _check_text(s: str, at: str, what: str, error: type[PlannerError]) -> None:
+    """Refuse a string holding half of a UTF-16 pair (the JSON escape "\\ud83d" alone): it
+    parses, but no UTF-8 file, hash or database can hold it, so it would fail later."""
+    try:
+        s.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise error(
+            f"field {at or '(top level)'!r} in the {what} holds an unpaired UTF-16 surrogate (a \\u escape "
+            f"of half a character, at position {exc.start}); write the character itself, or both halves of its pair."
+        ) from None
+
+
 def _walk_magnitudes(value: Any, where: str, what: str, error: type[PlannerError]) -> None:
     stack: list[tuple[Any, str]] = [(value, where)]
 
@@ -264,7 +277,10 @@ def _walk_magnitudes(value: Any, where: str, what: str, error: type[PlannerError
 
     while stack:
         v, at = stack.pop()
-        if isinstance(v, bool) or v is None or isinstance(v, str):
+        if isinstance(v, str):
+            _check_text(v, at, what, error)
+            continue
+        if isinstance(v, bool) or v is None:
             continue
         if isinstance(v, (int, float)):
             if abs(v) > MAX_MAGNITUDE:
@@ -274,6 +290,8 @@ def _walk_magnitudes(value: Any, where: str, what: str, error: type[PlannerError
                 )
             continue
         if isinstance(v, dict):
+            for k in v:
+                _check_text(k, join(at, "(a key)"), what, error)
             stack.extend((item, join(at, str(k))) for k, item in v.items())
         elif isinstance(v, list):
             stack.extend((item, f"{at}[{i}]") for i, item in enumerate(v))
@@ -283,7 +301,7 @@ def loads_strict(
     text: str, what: str, *, max_depth: int = MAX_DEPTH, error: type[PlannerError] = InputLimitError
 ) -> Any:
     """Parse JSON text strictly: bounded depth, no duplicate keys, finite numbers within
-    ±2**53.
+    ±2**53, text that UTF-8 can hold (no unpaired surrogate); a leading BOM is dropped.
 
     Examples
     --------
@@ -294,6 +312,7 @@ def loads_strict(
     ...
     planner.errors.InputLimitError: the plan holds a non-finite number (NaN); use a finite number.
     """
+    text = text.removeprefix("\ufeff")  # a byte-order mark (Windows editors write one), as on disk
     check_depth(text, what, max_depth=max_depth, error=error)
     try:
         data = json.loads(

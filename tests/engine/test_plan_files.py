@@ -23,7 +23,7 @@ from planner.accounting import total_epsilon
 from planner.allocation import Family, Item, allocate_equal, pinned_cost
 from planner.budget import CompositionRule
 from planner.cli import main as cli_main
-from planner.errors import PlanError, PlannerError, QueryError
+from planner.errors import PlanError, PlannerError, QueryError, SchemaError
 from planner.plan_spec import (
     build_plan,
     compare_spec,
@@ -214,6 +214,24 @@ def test_uploaded_plan_files_are_read_strictly() -> None:
         loads_plan_spec('{"mode": "equal", "mode": "manual"}')
     with pytest.raises(PlanError, match="bytes; at most"):
         loads_plan_spec(b" " * (4 * 1024 * 1024 + 1))
+
+
+def test_uploads_read_a_byte_order_mark_and_refuse_half_a_surrogate_pair() -> None:
+    """Fuzzing (session 10): a file saved with a BOM loaded from disk but not as an upload;
+    a \\ud83d escape alone parsed, planned, then crashed hashing and release (UnicodeEncodeError)."""
+    doc = json.dumps(_doc("equal"))
+    assert loads_plan_spec(b"\xef\xbb\xbf" + doc.encode()) == loads_plan_spec(doc)
+    schema = json.dumps(_doc("equal")["schema"]).encode()
+    assert Schema.from_json(b"\xef\xbb\xbf" + schema) == Schema.from_json(schema)
+    first_id = _doc("equal")["queries"][0]["id"]
+    half = doc.replace(f'"id": "{first_id}"', f'"id": "{first_id}\\ud83d"', 1)
+    with pytest.raises(PlanError, match=r"field 'queries\[0\]\.id' .* unpaired UTF-16 surrogate"):
+        loads_plan_spec(half)
+    # both halves of the pair are one character, as any other
+    pair = doc.replace(f'"id": "{first_id}"', f'"id": "{first_id}\\ud83d\\ude00"', 1)
+    assert loads_plan_spec(pair).queries[0].id == first_id + "\U0001F600"
+    with pytest.raises(SchemaError, match=r"field 'columns\[0\]\.\(a key\)'"):
+        Schema.from_json('{"version": 1, "columns": [{"\\udc00": 1}]}')
 
 
 def test_the_example_plan_file_still_plans() -> None:
