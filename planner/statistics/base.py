@@ -276,6 +276,14 @@ def need_public_n(query: Query, schema: Schema) -> int:
     return schema.public_n
 
 
+def column_units(q: Query, tail: str = "units") -> str:
+    """The unit of an answer in a column's own units, ``"<column> units"``, on one line:
+    a column name may hold a line break (legal in a quoted CSV header), and a unit is an
+    axis title, where Vega-Lite copies it into an expression a raw line break cannot be in
+    (every chart of the report failed)."""
+    return f"{' '.join((q.column or '').split())} {tail}"
+
+
 def prediction(part: Part, share: ItemAllocation, *, noise: dict[str, float], scales: dict[str, float],
                rmse: float, bound: float, unit: str, bound_kind: str = "exact") -> Prediction:
     """A :class:`Prediction` for ``part`` at ``share`` (the shared bookkeeping)."""

@@ -74,6 +74,7 @@ from planner.statistics.base import (
     Prediction,
     Statistic,
     column_of,
+    column_units,
     need_public_n,
     one_draw,
     wrong_aggregate,
@@ -301,7 +302,7 @@ class GroupedSum(_Grouped):
         return (QueryPart("sums", grouped_sum_sensitivity(q, schema), size=len(group_labels(q, schema))),)
 
     def unit(self, q: Query, schema: Schema) -> str:
-        return f"{q.column} units per group"
+        return column_units(q, "units per group")
 
     def group_scale(self, q: Query, schema: Schema, rows: float) -> float | None:
         return rows * mid_magnitude(q, schema)
@@ -359,7 +360,7 @@ class GroupedMean(_Grouped):
                 QueryPart("counts", bins_sensitivity(schema), size=size))
 
     def unit(self, q: Query, schema: Schema) -> str:
-        return f"{q.column} units"
+        return column_units(q, "units")
 
     def group_scale(self, q: Query, schema: Schema, rows: float) -> float | None:
         return mid_magnitude(q, schema)

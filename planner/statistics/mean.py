@@ -71,6 +71,7 @@ from planner.statistics.base import (
     Prediction,
     Statistic,
     column_of,
+    column_units,
     need_public_n,
     one_draw,
     prediction,
@@ -266,7 +267,7 @@ class Mean(Statistic):
         return (QueryPart("sum", d), QueryPart("count", Sensitivity(schema.c, schema.c)))
 
     def unit(self, q: Query, schema: Schema) -> str:
-        return f"{q.column} units"
+        return column_units(q, "units")
 
     def error_scale(self, q: Query, schema: Schema) -> float | None:
         return None if schema.public_n is None else mid_magnitude(q, schema)

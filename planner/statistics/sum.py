@@ -42,6 +42,7 @@ from planner.statistics.base import (
     Prediction,
     Statistic,
     column_of,
+    column_units,
     one_draw,
     wrong_aggregate,
 )
@@ -86,7 +87,7 @@ class Sum(Statistic):
         return (QueryPart("sum", sum_sensitivity(q, schema)),)
 
     def unit(self, q: Query, schema: Schema) -> str:
-        return f"{q.column} units"
+        return column_units(q, "units")
 
     def error_scale(self, q: Query, schema: Schema) -> float | None:
         return None if schema.public_n is None else mid_magnitude(q, schema) * schema.public_n

@@ -392,6 +392,24 @@ def test_report_escapes_names() -> None:
     assert "<script>" not in html and "&lt;b&gt;x&lt;/b&gt;" in html
 
 
+@pytest.mark.parametrize("column", ["income\n(EUR)", "income\r\n(EUR)", "income\u2028(EUR)"])
+def test_a_line_break_in_a_column_name_keeps_the_report_and_its_charts(column: str) -> None:
+    """Fuzzing (session 10): a numeric column named with a line break (legal in a quoted CSV
+    header) broke every chart: Vega-Lite copies an axis title into an expression, where a
+    raw line break is a parse error, so the report (and the generated script) failed."""
+    doc = {"schema": {"version": 1, "relation": "add_remove", "public_n": 1000,
+                      "privacy_unit": {"column": None, "max_rows": 1},
+                      "columns": [{"name": column, "kind": "numeric", "lower": 0, "upper": 100,
+                                   "missing": {"action": "drop"}}]},
+           "budget": {"epsilon": 1.0, "delta": 1e-6, "composition": "basic"},
+           "queries": [{"id": "s", "kind": "sum", "column": column, "mechanism": "laplace"},
+                       {"id": "m", "kind": "mean", "column": column, "mechanism": "laplace"}]}
+    spec = parse_plan_spec(doc)
+    assert {p.unit for p in build_plan(spec).plan.predictions} == {"income (EUR) units"}
+    html = report.plan_report(spec)
+    assert "income (EUR) units" in html and "<svg" in html
+
+
 def test_report_chart_failure_is_a_planner_error() -> None:
     with pytest.raises(PlannerError, match="could not be drawn"):
         report.render_svg({"mark": "nonsense-mark", "data": {"values": []}})
