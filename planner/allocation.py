@@ -525,7 +525,8 @@ def _validate(items: Sequence[Item], epsilon: float, delta: float, rule: Composi
         raise PlanError("the workload is empty; add at least one query.")
     ids = [i.id for i in items]
     if len(set(ids)) != len(ids):
-        raise PlanError("query ids must be unique; rename the duplicates.")
+        dups = sorted({i for i in ids if ids.count(i) > 1})
+        raise PlanError(f"item ids must be unique; {dups} appear more than once: rename the queries they name.")
     check_epsilon(epsilon)
     check_delta(delta)
     if any(i.is_gaussian for i in items) and delta == 0.0:

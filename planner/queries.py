@@ -329,6 +329,11 @@ class Query:
         if not isinstance(id, str) or not id.strip():
             raise QueryError("every query needs a non-empty string 'id'.")
         where = f"query {id!r}"
+        if ":" in id:
+            # a query's answers and ledger spends are named "<id>:<part>" (a mean's "m:sum"), so
+            # an id with a colon could name another query's part
+            raise QueryError(f"{where}: an id may not hold ':' (the planner names a query's parts "
+                             "'<id>:<part>', e.g. 'm:sum' for the sum of a mean 'm'); use '_' or '-' instead.")
         try:
             k = QueryKind(kind)
         except ValueError as exc:

@@ -34,6 +34,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import numbers
 import os
 import re
 from collections.abc import Mapping, Sequence
@@ -260,14 +261,22 @@ def parse_text_list(text: str) -> list[str]:
 
 
 def _finite_float(value: Any, what: str) -> float:
+    """A declared number: a real number (not text, not a boolean), finite, within ±2**53 as
+    every number of a spec file (:data:`planner.strict_json.MAX_MAGNITUDE`)."""
+    from planner.strict_json import MAX_MAGNITUDE
+
     if isinstance(value, bool):
         raise SchemaError(f"{what} must be a finite number; got a boolean. Declare a number.")
-    try:
-        v = float(value)
-    except (TypeError, ValueError) as exc:
-        raise SchemaError(f"{what} must be a finite number; got {value!r}. Declare a number.") from exc
+    if not isinstance(value, numbers.Real):
+        # text such as "1_000" or " 5 " would pass float(), around the strict reader's rules
+        raise SchemaError(f"{what} must be a finite number; got {type(value).__name__} {str(value)[:40]!r}. "
+                          "Write a number, without quotes.")
+    v = float(value)
     if not math.isfinite(v):
         raise SchemaError(f"{what} must be finite; got {v}. Declare a finite public bound.")
+    if abs(v) > MAX_MAGNITUDE:
+        raise SchemaError(f"{what} is {v:g}: numbers must lie within ±2**53 (±{MAX_MAGNITUDE:.4g}). "
+                          "Declare a realistic public bound.")
     return v
 
 

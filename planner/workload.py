@@ -108,8 +108,26 @@ def build_items(
     for q in queries:
         q.validate(schema)
         w = 1.0 if q.weight is None else float(q.weight)
-        parts.extend(q.statistic.items(q, schema, w, float(scales.get(q.id, 1.0))))
+        mine = q.statistic.items(q, schema, w, float(scales.get(q.id, 1.0)))
+        for part in mine:
+            _check_weighting(part)
+        parts.extend(mine)
     return parts
+
+
+def _check_weighting(part: Part) -> None:
+    """The allocator weighs an item's MSE by weight ÷ scale²: refuse a scale (given, or made
+    from tiny declared bounds) for which that leaves the float range, naming the query,
+    rather than fail inside the allocator (found by fuzzing: a scale of 1e-200)."""
+    it = part.item
+    s2 = it.error_scale * it.error_scale
+    eff = it.weight / s2 if s2 > 0.0 else math.inf
+    if not (0.0 < eff < 1e250):  # room left for the MSE it multiplies
+        raise QueryError(
+            f"{part.query.where}: its error is measured against a scale of {it.error_scale:g} "
+            f"(weight {it.weight:g}); weight ÷ scale² = {eff:g} is beyond what the planner can weigh. "
+            "Give the query a 'scale' nearer its answer's size, or declare the column in larger units."
+        )
 
 
 def predict(part: Part, share: ItemAllocation, schema: Schema, rule: CompositionRule) -> Prediction:

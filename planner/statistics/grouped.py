@@ -90,6 +90,7 @@ from planner.statistics.quantile import (
     RankCounts,
     alpha_fraction,
     candidate_grid,
+    check_distinct_levels,
     level_component,
     level_prediction,
     quantile_scores,
@@ -438,9 +439,7 @@ class GroupedQuantile(_Grouped):
     )
 
     def check_options(self, opts: dict[str, Any], where: str) -> None:
-        a = opts.get("alphas")
-        if a is not None and len(set(a)) != len(a):
-            raise QueryError(f"{where}: alphas must not repeat.")
+        check_distinct_levels(opts.get("alphas"), where)
         if opts.get("candidates") is not None and opts.get("step") is not None:
             raise QueryError(f"{where}: give 'candidates' or 'step', not both.")
 

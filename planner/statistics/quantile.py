@@ -62,7 +62,7 @@ References
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any, ClassVar, Final
@@ -247,6 +247,21 @@ def selection_noise(family: Family, rule: CompositionRule) -> str:
     return "exponential"
 
 
+def check_distinct_levels(alphas: Sequence[float] | None, where: str) -> None:
+    """Refuse levels that repeat, or that are one level as the planner names them: a level's
+    answer is the part ``quantile@<α:g>`` (6 significant digits), so 0.5 and
+    0.5000000000000001 would be one answer twice."""
+    if alphas is None:
+        return
+    seen: dict[str, float] = {}
+    for a in alphas:
+        name = f"{a:g}"
+        if name in seen:
+            same = "repeats" if seen[name] == a else f"and {seen[name]!r} are the same level to 6 significant digits"
+            raise QueryError(f"{where}: alphas must not repeat: {a!r} {same}; keep one.")
+        seen[name] = a
+
+
 def _level(part: Part) -> float:
     return float(part.label.split("@")[1]) if "@" in part.label else 0.5
 
@@ -297,9 +312,7 @@ class Quantile(Statistic):
         return tuple(q.alphas or (0.5,))
 
     def check_options(self, opts: dict[str, Any], where: str) -> None:
-        a = opts.get("alphas")
-        if a is not None and len(set(a)) != len(a):
-            raise QueryError(f"{where}: alphas must not repeat.")
+        check_distinct_levels(opts.get("alphas"), where)
         if opts.get("candidates") is not None and opts.get("step") is not None:
             raise QueryError(f"{where}: give 'candidates' or 'step', not both.")
 

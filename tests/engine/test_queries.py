@@ -348,6 +348,24 @@ def test_queries_json_round_trip() -> None:
     assert qs[1].weight is None and qs[1].target == 500.0
 
 
+def test_ids_and_levels_that_would_name_another_answer_are_refused_by_name() -> None:
+    """Fuzzing (session 10): answers and ledger spends are named '<id>:<part>', so a count
+    'm:sum' beside a mean 'm' planned and was then refused by the ledger at release, and a
+    count 'q:quantile@0.1' beside a quantile 'q', or levels 0.5 and 0.5000000000000001
+    (both 'quantile@0.5'), were refused with a message naming no query."""
+    with pytest.raises(QueryError, match=r"query 'm:sum': an id may not hold ':'"):
+        queries_from_list([{"id": "m", "kind": "mean", "column": "age", "mechanism": "laplace"},
+                           {"id": "m:sum", "kind": "count", "mechanism": "laplace"}])
+    for kind, extra in (("quantile", {}), ("grouped_quantile", {"by": ["sex"]})):
+        with pytest.raises(QueryError, match=r"query 'q': alphas must not repeat: 0\.5000000000000001 and 0\.5 are "
+                                             "the same level to 6 significant digits"):
+            Query.from_dict({"id": "q", "kind": kind, "column": "age", "mechanism": "exponential",
+                             "alphas": [0.5, 0.5000000000000001], **extra})
+        with pytest.raises(QueryError, match=r"alphas must not repeat: 0\.25 repeats"):
+            Query.from_dict({"id": "q", "kind": kind, "column": "age", "mechanism": "exponential",
+                             "alphas": [0.25, 0.75, 0.25], **extra})
+
+
 def test_queries_from_list_errors() -> None:
     with pytest.raises(QueryError, match=r"query ids \['a'\] are used more than once"):
         queries_from_list([

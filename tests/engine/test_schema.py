@@ -83,6 +83,22 @@ def test_schema_text_bound_rejected() -> None:
         Column("x", ColumnKind.NUMERIC, DROP, "a", 3)  # type: ignore[arg-type]
 
 
+@pytest.mark.parametrize("lower", ["0", "1_000", " 5 ", "-1e300"])
+def test_schema_bounds_written_as_text_are_refused_as_in_a_spec_file(lower: str) -> None:
+    """Fuzzing (session 10): bounds given as JSON strings went through float(), around the
+    strict reader's number rules: "1_000" was 1000, and "-1e300" crashed planning."""
+    doc = {"version": 1, "columns": [{"name": "x", "kind": "numeric", "lower": lower, "upper": 100,
+                                      "missing": {"action": "drop"}}]}
+    with pytest.raises(SchemaError, match=r"column 'x': lower bound must be a finite number; got str"):
+        Schema.from_dict(doc)
+
+
+def test_schema_bounds_past_2_to_the_53_are_refused_however_made() -> None:
+    with pytest.raises(SchemaError, match=r"upper bound is 1e\+300: numbers must lie within ±2\*\*53"):
+        Column("x", ColumnKind.NUMERIC, DROP, 0, 1e300)
+    Column("x", ColumnKind.NUMERIC, DROP, -(2.0**53), 2.0**53)  # the limit itself is a number
+
+
 def test_schema_bounds_on_categorical_rejected() -> None:
     with pytest.raises(SchemaError, match="bounds apply to numeric columns only"):
         Column("r", ColumnKind.CATEGORICAL, DROP, 0, 1, categories=("a",))

@@ -91,3 +91,19 @@ def test_a_quantile_bound_never_exceeds_the_whole_table(census: Schema) -> None:
     # where it is below 1 it is unchanged
     assert one.error_bound_95 == pytest.approx(float(em.quantile_rank_error_bound(2.0, k, 0.05)[()]) / n)
     assert one.error_bound_95 < 1
+
+
+@pytest.mark.parametrize("scale", [1e-160, 1e-200])
+def test_a_scale_too_small_to_weigh_is_refused_naming_the_query(census: Schema, scale: float) -> None:
+    """Fuzzing (session 10): the allocator weighs an MSE by weight ÷ scale²; a scale of 1e-200
+    raised ZeroDivisionError (scale² underflows to 0) and 1e-160 blamed the rule (∞ weight)."""
+    from planner.errors import QueryError
+
+    qs = queries_from_list([{"id": "n", "kind": "count", "mechanism": "laplace"},
+                            {"id": "s", "kind": "sum", "column": "income", "mechanism": "laplace"}], census)
+    with pytest.raises(QueryError, match=rf"query 'n': its error is measured against a scale of {scale:g}"):
+        plan(qs, census, 1.0, 1e-6, "basic", {"n": scale})
+    # a small scale that the floats hold plans as before, the query taking the larger share
+    p = plan(qs, census, 1.0, 1e-6, "basic", {"n": 1e-120})
+    shares = {x.id: x.epsilon for x in p.predictions}
+    assert shares["n"] > shares["s"]
