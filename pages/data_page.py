@@ -11,6 +11,7 @@ from pages._ui import auth, cached, datasets, frame
 from pages._ui import state as S
 from pages._ui.preamble import require_planner
 from planner.errors import PlannerError
+from planner.loader import refuse_invalid_cells
 from planner.schema import ColumnKind, format_text_list
 
 S.init_state()
@@ -392,3 +393,7 @@ else:
     st.dataframe(report_df, hide_index=True, width="stretch")
 st.caption("usable: rows that enter answers on this column · clipped: values outside the declared bounds, moved to "
            "the bound · invalid: unreadable as the declared kind, or an undeclared category.")
+try:
+    refuse_invalid_cells(schema, rep)
+except PlannerError as exc:  # the refusal a release makes (app, command line and scripts alike)
+    st.warning(f"A release of this file will be refused until this is fixed: {exc}", icon=":material/block:")

@@ -18,6 +18,7 @@ from pages._ui import cached, charts, fmt, frame, lifetime, planfiles, planning
 from pages._ui import state as S
 from pages._ui.preamble import require_dataset
 from planner import release as rel
+from planner.backends import check_backend
 from planner.errors import PlannerError
 
 st.title("Release")
@@ -65,6 +66,8 @@ def _do_release() -> None:
         # Every exact aggregate first, as `planner release` does: a plan this backend cannot
         # compute is refused here, before the ledger records any spend.
         engine.aggregate_all(cached.parse_queries(v.wl_json, sj))
+        # ... and the same refusal of unreadable cells as `planner release` and the scripts
+        check_backend(engine)
         result = rel.release(v.plan, schema, engine, led, data.ledger_key, data.name)
     except PlannerError as exc:
         ss[S.RELEASE_ERROR] = str(exc)

@@ -747,8 +747,9 @@ def refuse_invalid_cells(schema: Schema, report: Mapping[str, Any]) -> None:
         if bad and col.kind is ColumnKind.NUMERIC:
             raise DataError(
                 f"column {col.name!r} is declared numeric but {bad} of {stats['rows']} "
-                "row(s) hold text that is not a number; fix those cells, or declare the "
-                "column categorical."
+                "row(s) hold text that is not a number; fix those cells (a cell left empty is a "
+                "missing value, handled by the column's missing rule: write '?' or 'n/a' cells "
+                "empty), or declare the column categorical."
             )
         if bad and col.kind is ColumnKind.BOOLEAN:
             raise DataError(

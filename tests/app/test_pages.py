@@ -260,6 +260,28 @@ def test_an_unclosed_quote_in_the_categories_is_named_with_the_fix():
     assert at.error and "'prod'" in at.error[0].value and "not closed" in at.error[0].value
 
 
+def test_text_in_a_numeric_column_is_refused_by_the_app_as_by_the_command_line():
+    """Found in the browser (session 10): ages with '?' cells released from the app (the
+    rows dropped as invalid), while `planner release` and the downloaded script refused the
+    same file and plan. The Data page now warns, and the Release page refuses, spending nothing."""
+    at = _goto(_app(), "data_page")
+    at.radio(key=PICKER).set_value("upload").run()
+    rows = "".join(f"{'?' if i % 10 == 0 else 20 + i % 50},{'yes' if i % 3 else 'no'}\n" for i in range(200))
+    at.file_uploader(key=UPLOADER).upload("ages.csv", ("age,smoker\n" + rows).encode(), "text/csv").run()
+    declare(at, {"age": {"kind": "numeric", "bounds": "0, 100"}, "smoker": {"kind": "boolean"}})
+    assert not at.error, [e.value for e in at.error]
+    (warn,) = [w.value for w in at.warning if "will be refused" in w.value]
+    assert "column 'age' is declared numeric but 20 of 200 row(s) hold text" in warn  # 1 row in 10 is '?'
+    _goto(at, "plan_page")
+    set_lifetime(at, "planner", 2.0)
+    _goto(at, "release_page")
+    at.session_state[S.CONFIRMED] = True
+    at.run()
+    assert not at.exception
+    assert any("column 'age' is declared numeric but 20 of 200 row(s) hold text" in e.value for e in at.error)
+    assert _status(at).releases == 0 and _status(at).epsilon_spent == 0.0
+
+
 def test_accuracy_check_by_simulation_overlays_points_and_is_labelled():
     at = _goto(_app(), "accuracy_page")
     assert not any(b.key == "acc_simulate" for b in at.button)  # hidden until the toggle is on
