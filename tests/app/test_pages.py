@@ -222,6 +222,21 @@ def test_upload_schema_form_reports_bad_bounds():
     assert at.error and "age" in at.error[0].value and "swap them" in at.error[0].value
 
 
+def test_a_bound_past_2_to_the_53_is_refused_in_the_form_and_the_form_stays():
+    """Found in the browser (session 10): bounds '0, 1e16' were saved; then the file could not
+    be read on any page and the schema form was gone (only a reload got out)."""
+    at = _goto(_app(), "data_page")
+    at.radio(key=PICKER).set_value("upload").run()
+    at.file_uploader(key=UPLOADER).upload("p.csv", b"age\n30\n41\n", "text/csv").run()
+    declare(at, {"age": {"bounds": "0, 1e16"}})
+    assert not at.exception
+    assert at.error and "age" in at.error[0].value and "2**53" in at.error[0].value, [e.value for e in at.error]
+    assert not at.session_state[S.SCHEMAS]  # nothing saved
+    declare(at, {"age": {"bounds": "0, 120"}})  # the form is still there, and a fixed bound saves
+    assert not at.error, [e.value for e in at.error]
+    assert _saved_schema(at)["columns"][0]["upper"] == 120
+
+
 def _saved_schema(at: AppTest) -> dict:
     (schema_json,) = at.session_state[S.SCHEMAS].values()
     return json.loads(schema_json) if isinstance(schema_json, str) else schema_json
