@@ -527,8 +527,17 @@ class Query:
         for key in ("id", "kind", "mechanism"):
             if key not in data:
                 raise QueryError(f"{where}: missing {key!r}.")
-        common = {"id", "kind", "column", "mechanism", "weight", "target"}
+        common = {"id", "kind", "column", "mechanism", "weight", "target", "options"}
         options = {k: v for k, v in data.items() if k not in common}
+        nested = data.get("options")  # the Queries table's form: {"options": {"alphas": [...]}}
+        if nested is not None:
+            if not isinstance(nested, Mapping):
+                raise QueryError(f"{where}: 'options' must be an object of option names and values, "
+                                 'e.g. {"alphas": [0.1, 0.9]}.')
+            both = sorted(set(nested) & set(options))
+            if both:
+                raise QueryError(f"{where}: {both} given both inside 'options' and beside it; keep one.")
+            options = {**options, **nested}
         return cls(
             id=qid,  # type: ignore[arg-type]
             kind=data["kind"],

@@ -366,6 +366,20 @@ def test_ids_and_levels_that_would_name_another_answer_are_refused_by_name() -> 
                              "alphas": [0.25, 0.75, 0.25], **extra})
 
 
+def test_options_may_be_nested_as_the_queries_table_shows_them() -> None:
+    """Found in the browser (session 10): the README and the Queries table write a query's
+    options as an object, {"options": {"alphas": [...]}}; a plan file written so was refused."""
+    flat = {"id": "q", "kind": "quantile", "column": "age", "mechanism": "exponential", "alphas": [0.1, 0.9]}
+    nested = {"id": "q", "kind": "quantile", "column": "age", "mechanism": "exponential",
+              "options": {"alphas": [0.1, 0.9]}}
+    assert Query.from_dict(nested) == Query.from_dict(flat)
+    assert Query.from_dict(nested).to_dict() == Query.from_dict(flat).to_dict()  # written flat
+    with pytest.raises(QueryError, match=r"\['alphas'\] given both inside 'options' and beside it"):
+        Query.from_dict({**nested, "alphas": [0.5]})
+    with pytest.raises(QueryError, match="'options' must be an object"):
+        Query.from_dict({**flat, "options": [0.5]})
+
+
 def test_queries_from_list_errors() -> None:
     with pytest.raises(QueryError, match=r"query ids \['a'\] are used more than once"):
         queries_from_list([
