@@ -96,7 +96,7 @@ if mode == "manual":
         wl_m = cached.workload_json(ss[S.WORKLOAD], "manual")
         items = cached.item_ids(wl_m, sj)
     except PlannerError as exc:
-        st.error(f"The workload is not valid yet: {exc}")
+        st.error(f"The workload is not valid yet: {fmt.plain(str(exc))}")
         frame.stop()
     shares = dict(ss[S.MANUAL])
     man_key = f"planner:manual:{ss[S.EDITOR_VERSION]}:{len(items)}"
@@ -118,7 +118,7 @@ if mode == "manual":
         s_now = planning.settings(data)
         total = cached.manual_total(wl_m, sj, s_now.delta, s_now.rule, planning.pins_of(ss[S.MANUAL]))
     except PlannerError as exc:
-        st.error(str(exc))
+        st.error(fmt.plain(str(exc)))
     else:
         fits = total <= s_now.epsilon
         manual_refused = not fits
@@ -132,7 +132,7 @@ try:
     view = planning.current_plan(data, sj)
 except PlannerError as exc:
     if not manual_refused:
-        st.error(str(exc))
+        st.error(fmt.plain(str(exc)))
     st.subheader("Restore a plan file")
     planfiles.upload_form(data, PAGE)
     frame.stop()
@@ -177,11 +177,10 @@ else:
 pv = planning.preview(data, view, schema)
 if pv is not None:
     if pv.fits:
-        composed = (f" (less than its own ε = {a.used_epsilon:.4g}: the {pv.rule.value} rule composes it with the "
-                    "earlier releases)" if pv.epsilon_release < a.used_epsilon * (1 - 1e-9) else "")
+        composed = lifetime.composed_note(pv, a.used_epsilon, a.delta)  # the Release page's words
         st.success(f"Fits the lifetime budget: this release spends ε = {fmt.eps(pv.epsilon_release)} of the "
-                   f"{fmt.eps(max(pv.epsilon_remaining, 0.0))} that remain{composed}; "
-                   f"{fmt.eps(max(pv.epsilon_remaining_after, 0.0))} will remain afterwards.",
+                   f"{fmt.eps(max(pv.epsilon_remaining, 0.0))} that remain; "
+                   f"{fmt.eps(max(pv.epsilon_remaining_after, 0.0))} will remain afterwards." + (f" {composed}" if composed else ""),
                    icon=":material/check_circle:")
     else:
         st.error(lifetime.over_budget(pv), icon=":material/block:")
@@ -222,7 +221,7 @@ st.dataframe(table, hide_index=True, width="stretch",
                                                      "Gaussian σ) or the selection mechanism's ε and candidates")})
 
 for pred in (p for p in plan.predictions if p.kind == "key_count"):
-    st.markdown(f"**{pred.query_id}: which keys will be shown.** Keys are not declared, so a key is shown only when "
+    st.markdown(f"**{fmt.plain(pred.query_id)}: which keys will be shown.** Keys are not declared, so a key is shown only when "
                 f"its noisy count reaches the threshold ({pred.noise['threshold']:.0f} rows). A key held by one person "
                 f"is shown with probability {pred.noise['key_delta']:.2g}, within the key δ of {pred.delta:.2g} this "
                 "query spends besides its ε; "
@@ -272,7 +271,7 @@ if mode == "weighted":
             with st.spinner("Optimising the split at 12 budgets under every rule…"):
                 curve = cached.compare_curve(view.wl_json, sj, cached.curve_epsilons(s.epsilon), s.delta, view.scales)
         except PlannerError as exc:
-            st.error(str(exc))
+            st.error(fmt.plain(str(exc)))
         else:
             st.altair_chart(charts.rules_chart(curve, s.epsilon), width="stretch")
             st.caption("Lower is better. Rules that buy the same accuracy draw their lines on top of one another.")

@@ -122,7 +122,7 @@ def set_form(data: cached.Active, page: str) -> None:
                                               data.schema.sampling if data.schema is not None else None))
     err = ss.get(_ERROR)
     if err and err.get("page") == page:
-        st.error(err["text"])
+        st.error(fmt.plain(err["text"]))
 
 
 _RULE_SHORT = {"basic": "add up every ε", "advanced": "Kairouz–Oh–Viswanath",
@@ -158,9 +158,10 @@ def composed_note(pv: ReleasePreview, own_epsilon: float, own_delta: float) -> s
     the release with what was spent before, under the lifetime rule and δ ("" otherwise)."""
     if math.isclose(pv.epsilon_release, own_epsilon, rel_tol=1e-6, abs_tol=1e-12):
         return ""
-    return (f"On its own this plan costs ε = {fmt.eps(own_epsilon)} (δ = {own_delta:g}); the ledger composes it under "
-            f"the {pv.rule.value} rule, at the lifetime δ = {pv.delta_total:g}, with what was spent before, so the "
-            f"spent total grows by ε = {fmt.eps(pv.epsilon_release)}.")
+    before = ", with what was spent before," if pv.epsilon_spent > 0 else ""
+    return (f"On its own this plan costs ε = {fmt.eps(own_epsilon)} (δ = {own_delta:g}); the ledger accounts it under "
+            f"the {pv.rule.value} rule at the lifetime δ = {pv.delta_total:g}{before} so the spent total grows by "
+            f"ε = {fmt.eps(pv.epsilon_release)}.")
 
 
 def _raise(fingerprint: str) -> None:
@@ -196,7 +197,7 @@ def raise_form(status: BudgetStatus) -> None:
                               args=(status.fingerprint,))
     err = ss.get(_ERROR)
     if err and err.get("page") == "ledger":
-        st.error(err["text"])
+        st.error(fmt.plain(err["text"]))
 
 
 def over_budget(pv: ReleasePreview) -> str:

@@ -436,6 +436,25 @@ def test_a_second_gaussian_release_under_zcdp_says_why_it_spends_less_than_its_o
     assert float(grows) == pytest.approx(growth, abs=5e-5) and growth < 0.4
 
 
+def test_a_first_release_at_a_larger_lifetime_delta_is_explained_without_earlier_releases():
+    """Found in the browser (session 10): with the lifetime δ 1e-5 above the plan's 1e-6, the
+    Planner said a first release spent less "because the rule composes it with the earlier
+    releases"; there were none. The lifetime δ is the reason, and both pages now say so."""
+    at = _goto(_app(), "plan_page")
+    gauss = {"count": "discrete_gaussian", "histogram": "discrete_gaussian", "sum": "gaussian", "mean": "gaussian"}
+    at.session_state[S.WORKLOAD] = [dict(r, mechanism=gauss.get(r["kind"], r["mechanism"]))
+                                    for r in S.CENSUS_WORKLOAD]
+    at.number_input(key=_w(S.EPSILON, "planner")).set_value(1.0).run()
+    at.selectbox(key=_w(S.RULE, "planner")).set_value("zcdp").run()
+    set_lifetime(at, "planner", 3.0, 1e-5, "zcdp")
+    (fits,) = [s.value for s in at.success if s.value.startswith("Fits the lifetime budget")]
+    assert "at the lifetime δ = 1e-05 so the spent total grows by" in fits, fits
+    assert "earlier releases" not in fits and "spent before" not in fits
+    _goto(at, "release_page")
+    (note,) = [c.value for c in at.caption if "On its own this plan costs" in c.value]
+    assert "costs ε = 1 (δ = 1e-06)" in note and "spent before" not in note, note
+
+
 # ----------------------------------------------------------------------------- wide files
 def test_wide_upload_is_usable_columns_ignored_by_default_and_bulk_declared(capsys):
     rng = np.random.default_rng(3)
