@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from pages._ui import auth, cached, charts, frame
+from pages._ui import auth, cached, charts, fmt, frame
 from pages._ui import state as S
 from pages._ui.preamble import require_dataset
 from planner import simulation
@@ -32,7 +32,7 @@ try:
     wl = cached.workload_json(ss[S.WORKLOAD], ss[S.MODE])
     queries = cached.parse_queries(wl, sj)
 except PlannerError as exc:
-    st.error(f"Fix the workload on the Queries page first: {exc}")
+    st.error(f"Fix the workload on the Queries page first: {fmt.plain(str(exc))}")
     frame.stop()
 if not queries:
     st.info("The workload is empty: add queries on the Queries page.")
@@ -110,7 +110,7 @@ if st.button("Check by simulation", key="acc_simulate"):
         )
         bar.empty()
     except PlannerError as exc:
-        st.error(str(exc))
+        st.error(fmt.plain(str(exc)))
     else:
         ss[S.ACC_SIM] = {"key": sim_key, "rows": [
             {"mechanism": r.mechanism, "epsilon": r.epsilon, "empirical RMSE": r.empirical_rmse,
@@ -138,7 +138,7 @@ if query.kind is QueryKind.MODE and query.column:
     try:
         dfp = cached.mode_exactness(data.fingerprint, sj, query.column, grid, data.df)
     except PlannerError as exc:
-        st.error(str(exc))
+        st.error(fmt.plain(str(exc)))
     else:
         st.markdown("**Chance that the released mode is the true mode**: the inverse sensitivity mechanism "
                     "at ε against the best any unbiased mechanism can do at a fraction of ε (Garivier, "
@@ -153,7 +153,7 @@ elif query.kind in (QueryKind.MEDIAN, QueryKind.QUANTILE) and query.column:
     try:
         qc = cached.quantile_check(data.fingerprint, sj, qjson, alpha, cached.EPS_GRID[::3], 500, SIM_SEED, data.df)
     except PlannerError as exc:
-        st.error(str(exc))
+        st.error(fmt.plain(str(exc)))
     else:
         st.markdown(f"**Error of the {alpha:g}-quantile in {query.column} units on your data**: the least RMSE "
                     "any unbiased ε-DP mechanism can reach on this instance, against the exponential mechanism "

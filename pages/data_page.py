@@ -7,7 +7,7 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from pages._ui import auth, cached, datasets, frame
+from pages._ui import auth, cached, datasets, fmt, frame
 from pages._ui import state as S
 from pages._ui.preamble import require_planner
 from planner.errors import PlannerError
@@ -30,10 +30,10 @@ except PlannerError as exc:  # an upload that was readable once is always readab
 
 if data is not None:
     where = {"sample": "bundled sample", "upload": "your upload", "server": "file on this server"}[data.source]
-    st.success(f"Active dataset: **{data.name}** ({where}). Every page works on it until you pick another one here.",
+    st.success(f"Active dataset: **{fmt.plain(data.name)}** ({where}). Every page works on it until you pick another one here.",
                icon=":material/check_circle:")
 elif active_error:
-    st.error(active_error)
+    st.error(fmt.plain(active_error))
 
 pending = ss[S.PENDING]
 if pending:
@@ -92,7 +92,7 @@ elif picker == "upload":
             st.rerun()  # the sidebar (drawn before this page) then shows the new dataset
     err = ss[S.UPLOAD_ERROR]
     if err and up is not None and up.file_id == err["file_id"]:
-        st.error(err["text"] + (" The active dataset is unchanged." if data is not None else ""))
+        st.error(fmt.plain(err["text"]) + (" The active dataset is unchanged." if data is not None else ""))
     elif err and up is None:
         ss[S.UPLOAD_ERROR] = None
     if ss[S.UPLOAD_BYTES] is not None and act.get("source") != "upload":
@@ -104,7 +104,7 @@ elif picker == "server":
     try:
         files = cached.server_files() if auth.is_owner() else cached.granted_server_files()
     except PlannerError as exc:
-        st.error(str(exc))
+        st.error(fmt.plain(str(exc)))
         files = []
     if files:
         ss["data:server_file"] = act.get("file") if act.get("source") == "server" and act.get("file") in files else None
@@ -225,7 +225,7 @@ if data.source in ("upload", "server"):
         try:
             loaded = datasets.load_schema_file(schema_up.getvalue())
         except PlannerError as exc:
-            st.error(f"{schema_up.name}: {exc}")
+            st.error(fmt.plain(f"{schema_up.name}: {exc}"))
         else:
             ss[S.DRAFTS][fp] = datasets.draft_from_schema(loaded, kinds)
             _commit()
@@ -272,7 +272,7 @@ if data.source in ("upload", "server"):
         for name in used:
             entry = d["columns"].get(name, {"kind": kinds.get(name, "numeric"), "bounds": "", "categories": ""})
             c1, c2, c3, c4 = st.columns([2, 2, 2, 4])
-            c1.markdown(f"**{name}**")
+            c1.markdown(f"**{fmt.plain(name)}**")
             kk, bk, ck = f"data:col:{name}:kind", f"data:col:{name}:bounds", f"data:col:{name}:cats"
             ss[kk] = entry["kind"] if entry["kind"] in kind_values else "numeric"
             ss[bk] = entry.get("bounds", "")
@@ -322,7 +322,7 @@ if data.source in ("upload", "server"):
     if probs and probs.get("fp") == fp:
         n = len(probs["problems"])
         st.error(f"The schema cannot be saved yet: {n} problem{'s' if n > 1 else ''} to fix.\n\n"
-                 + "\n".join(f"- {p}" for p in probs["problems"]))
+                 + "\n".join(f"- {fmt.plain(p)}" for p in probs["problems"]))
     note = S.pop_notice(PAGE)
     if note:
         st.success(note)
@@ -361,8 +361,9 @@ ignored = len(data.df.columns) - len(schema.columns)
 if ignored > 0:
     st.caption(f"{len(schema.columns)} column(s) declared; {ignored} other column(s) of the file are ignored.")
 # A few rows draw as a plain table (no grid to load: the first page is drawn sooner).
-if len(decl) <= 30:
-    st.table(decl.set_index("column"))
+if len(decl) <= 30:  # st.table reads Markdown in its cells: the typed names are shown as typed
+    st.table(decl.assign(column=decl["column"].map(fmt.plain), categories=decl["categories"].map(fmt.plain))
+             .set_index("column"))
 else:
     st.dataframe(decl, hide_index=True, width="stretch")
 st.caption("missing: what happens to a missing value (drop the row, or replace it by a declared value).")
@@ -378,7 +379,7 @@ st.caption("🔒 **Visible to you only — computed from your raw data.** Counts
 try:
     rep: dict[str, Any] = cached.report(data.fingerprint, data.schema_json or "", data.df)
 except PlannerError as exc:
-    st.error(str(exc))
+    st.error(fmt.plain(str(exc)))
     frame.stop()
 c1, c2, c3 = st.columns(3)
 c1.metric("Rows", f"{rep['rows']:,}")
@@ -388,7 +389,7 @@ report_df = pd.DataFrame([{"column": k, **{f: v.get(f) for f in ("kind", "usable
                                                                    "replaced", "dropped")}}
                           for k, v in rep["columns"].items()])
 if len(report_df) <= 30:
-    st.table(report_df.set_index("column"))
+    st.table(report_df.assign(column=report_df["column"].map(fmt.plain)).set_index("column"))
 else:
     st.dataframe(report_df, hide_index=True, width="stretch")
 st.caption("usable: rows that enter answers on this column · clipped: values outside the declared bounds, moved to "
@@ -396,4 +397,4 @@ st.caption("usable: rows that enter answers on this column · clipped: values ou
 try:
     refuse_invalid_cells(schema, rep)
 except PlannerError as exc:  # the refusal a release makes (app, command line and scripts alike)
-    st.warning(f"A release of this file will be refused until this is fixed: {exc}", icon=":material/block:")
+    st.warning(f"A release of this file will be refused until this is fixed: {fmt.plain(str(exc))}", icon=":material/block:")

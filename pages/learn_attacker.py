@@ -11,7 +11,7 @@ import math
 import streamlit as st
 
 from pages._ui import demo_charts as dc
-from pages._ui import frame
+from pages._ui import fmt, frame
 from pages._ui import state as S
 from planner import demos
 from planner.errors import PlannerError
@@ -50,7 +50,7 @@ try:
     res = _attack(int(target), float(epsilon), float(prior), seed)
     lo, hi = demos.posterior_bounds(res.prior, res.epsilon)
 except PlannerError as exc:
-    st.error(str(exc))
+    st.error(fmt.plain(str(exc)))
     frame.stop()
 
 pid = int(people["person_id"].iloc[int(target)])
@@ -91,7 +91,7 @@ delta = st.select_slider(
 try:
     st.altair_chart(dc.power_chart(float(epsilon), float(delta)), width="stretch")
 except PlannerError as exc:
-    st.error(str(exc))
+    st.error(fmt.plain(str(exc)))
 st.markdown(
     f"**What you see:** no test can rise above the limit curves. At ε = {epsilon:g}, accepting 5 % "
     f"false alarms buys at most a {min(1.0, 0.05 * math.exp(float(epsilon)) + float(delta)):.1%} chance "

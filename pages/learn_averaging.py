@@ -9,7 +9,7 @@ if str(Path(__file__).resolve().parents[1]) not in sys.path:  # `streamlit run p
 import streamlit as st
 
 from pages._ui import demo_charts as dc
-from pages._ui import frame
+from pages._ui import fmt, frame
 from pages._ui import state as S
 from planner import demos
 from planner.errors import PlannerError
@@ -58,7 +58,7 @@ column = COLUMNS[label]
 try:
     res = _demo(column, int(n), float(eps), bool(clamp), seed)
 except PlannerError as exc:
-    st.error(str(exc))
+    st.error(fmt.plain(str(exc)))
     frame.stop()
 
 lo, hi = dc.census_bounds(column)

@@ -10,7 +10,7 @@ import pandas as pd
 import streamlit as st
 
 from pages._ui import demo_charts as dc
-from pages._ui import frame
+from pages._ui import fmt, frame
 from pages._ui import state as S
 from planner import demos
 from planner.errors import PlannerError
@@ -45,7 +45,7 @@ delta = c3.select_slider("δ (chance the guarantee fails)", [1e-9, 1e-7, 1e-6, 1
 try:
     curves = _curves(float(eps0), int(k_max), float(delta))
 except PlannerError as exc:
-    st.error(str(exc))
+    st.error(fmt.plain(str(exc)))
     frame.stop()
 
 st.altair_chart(dc.composition_chart(curves), width="stretch")
@@ -74,7 +74,7 @@ total = st.select_slider("Total ε to spend", [0.1, 0.5, 1.0, 2.0, 5.0, 10.0], *
 try:
     acc = _accuracy(float(total), int(k_max), float(delta))
 except PlannerError as exc:
-    st.error(str(exc))
+    st.error(fmt.plain(str(exc)))
     frame.stop()
 st.altair_chart(dc.accuracy_chart(acc), width="stretch")
 SHORT = {demos.Rule.BASIC: "basic", demos.Rule.ADVANCED: "advanced", demos.Rule.RDP: "Rényi"}

@@ -10,7 +10,7 @@ import pandas as pd
 import streamlit as st
 
 from pages._ui import demo_charts as dc
-from pages._ui import frame
+from pages._ui import fmt, frame
 from pages._ui import state as S
 from planner import demos
 from planner.errors import PlannerError
@@ -47,7 +47,7 @@ if not eps:
 try:
     demo = _demo((int(big), int(small)), tuple(sorted(float(e) for e in eps)), seed)
 except PlannerError as exc:
-    st.error(str(exc))
+    st.error(fmt.plain(str(exc)))
     frame.stop()
 
 left, right = st.columns(2)

@@ -9,7 +9,7 @@ if str(Path(__file__).resolve().parents[1]) not in sys.path:  # `streamlit run p
 import streamlit as st
 
 from pages._ui import demo_charts as dc
-from pages._ui import frame
+from pages._ui import fmt, frame
 from pages._ui import state as S
 from planner import demos
 from planner.errors import PlannerError
@@ -43,7 +43,7 @@ n = c2.select_slider("Number of voters n (odd)", [11, 21, 51, 101, 201, 501, 100
 try:
     curves = _curves(float(eps), int(n))
 except PlannerError as exc:
-    st.error(str(exc))
+    st.error(fmt.plain(str(exc)))
     frame.stop()
 
 st.altair_chart(dc.majority_chart(curves), width="stretch")

@@ -10,7 +10,7 @@ import numpy as np
 import streamlit as st
 
 from pages._ui import demo_charts as dc
-from pages._ui import frame
+from pages._ui import fmt, frame
 from pages._ui import state as S
 from planner import demos
 from planner.errors import PlannerError
@@ -59,7 +59,7 @@ try:
     keep = demos.design_keep_probability(design, param)
     sim, est, direct = _simulate(float(rate), int(n), keep, seed)
 except PlannerError as exc:
-    st.error(str(exc))
+    st.error(fmt.plain(str(exc)))
     frame.stop()
 
 m1, m2, m3, m4 = st.columns(4)

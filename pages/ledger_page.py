@@ -22,7 +22,7 @@ try:
     led = cached.ledger()
     datasets = led.datasets()
 except PlannerError as exc:
-    st.error(str(exc))
+    st.error(fmt.plain(str(exc)))
     frame.stop()
 if not datasets:
     st.info("No dataset has a lifetime budget yet: set one on the Planner or the Release page." if auth.is_owner()

@@ -8,7 +8,7 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from pages._ui import builder, cached
+from pages._ui import builder, cached, fmt
 from pages._ui import state as S
 from pages._ui.preamble import require_dataset
 from planner.errors import PlannerError
@@ -94,7 +94,7 @@ rows = ss[S.WORKLOAD]
 try:
     qs = cached.parse_queries(cached.workload_json(rows, mode), sj)
 except PlannerError as exc:
-    st.error(f"The workload is not valid yet: {exc}")
+    st.error(f"The workload is not valid yet: {fmt.plain(str(exc))}")
 else:
     st.success(f"{len(qs)} valid queries" + (" (edited)." if S.workload_edited() else "."))
 

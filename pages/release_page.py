@@ -30,7 +30,7 @@ PAGE = "release"
 try:
     view = planning.current_plan(data, sj)
 except PlannerError as exc:
-    st.error(f"The plan cannot be made yet: {exc}")
+    st.error(f"The plan cannot be made yet: {fmt.plain(str(exc))}")
     st.page_link("pages/plan_page.py", label="Fix it on the Planner", icon=":material/calculate:")
     frame.stop()
 plan, s = view.plan, view.settings
@@ -43,7 +43,7 @@ mode_txt = (f"the least ε meeting every target, **ε = {a.used_epsilon:.4g}**" 
             else f"**ε = {a.used_epsilon:.4g}**, " + {"weighted": "split by weight", "equal": "split equally",
                                                     "manual": "split by hand"}.get(s.mode, s.mode))
 st.markdown(f"**The plan in force** (set on the Queries and Planner pages): {mode_txt}, δ = {a.delta:g}, "
-            f"**{a.rule.value}** rule, {len({p.query_id for p in plan.predictions})} queries on **{data.name}**.")
+            f"**{a.rule.value}** rule, {len({p.query_id for p in plan.predictions})} queries on **{fmt.plain(data.name)}**.")
 rows_by_id = {r.get("id"): r for r in S.clean_rows(ss[S.WORKLOAD])}
 st.dataframe(pd.DataFrame([{
     "query": p.query_id, "kind": p.kind, "mechanism": p.mechanism,
@@ -94,7 +94,7 @@ if ss[S.CONFIRMED]:  # AppTest drives the dialog through this flag (it loses cli
     _do_release()
 
 if ss[S.RELEASE_ERROR]:
-    st.error(ss[S.RELEASE_ERROR])
+    st.error(fmt.plain(ss[S.RELEASE_ERROR]))
 
 last = ss[S.LAST_RESULT]
 result = last[1] if last is not None and last[0] == data.fingerprint and last[1].plan_hash == plan_hash else None
@@ -138,7 +138,7 @@ if result is None and stored is None:
         @st.dialog("Confirm the release", on_dismiss=_cancel)
         def _confirm() -> None:
             st.markdown(f"This spends **ε = {fmt.eps(pv.epsilon_release)}** of the lifetime budget of "
-                        f"**{data.name}** ({pv.rule.value} rule, δ = {a.delta:g}). "
+                        f"**{fmt.plain(data.name)}** ({pv.rule.value} rule, δ = {a.delta:g}). "
                         f"Remaining afterwards: **ε = {fmt.eps(max(pv.epsilon_remaining_after, 0.0))}** "
                         f"of {pv.epsilon_total:g}." + (f" {composed}" if composed else ""))
             st.warning("This cannot be undone: the spend is recorded before any noise is drawn.")

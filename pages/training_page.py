@@ -109,7 +109,7 @@ try:
     priv = _privacy(*args)
     curve = _curve(*args)
 except PlannerError as exc:
-    st.error(str(exc))
+    st.error(fmt.plain(str(exc)))
     frame.stop()
 
 m1, m2, m3, m4 = st.columns(4)
@@ -151,7 +151,7 @@ try:
                      f"Rényi DP would need more noise for the same target.")
     left.caption(f"Rényi DP at that σ: ε = {fmt.eps(by_sigma.privacy.epsilon['rdp'])}.")
 except PlannerError as exc:
-    left.error(str(exc))
+    left.error(fmt.plain(str(exc)))
 try:
     by_epochs = _solve("epochs", *args, target)
     shown = by_epochs.to_dict()["epochs"]
@@ -160,7 +160,7 @@ try:
                       "with the optimal accountant.")
     right.caption(f"Rényi DP at those epochs: ε = {fmt.eps(by_epochs.privacy.epsilon['rdp'])}.")
 except PlannerError as exc:
-    right.error(str(exc))
+    right.error(fmt.plain(str(exc)))
 
 st.subheader("What to know")
 st.markdown("\n".join(f"- {line}" for line in dpsgd.guidance(priv.run)))

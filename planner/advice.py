@@ -18,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from planner.errors import PlannerError
+from planner.markdown import md_literal
 from planner.workload import Plan, Prediction
 
 #: Two rules whose typical errors differ by less than this factor are called equal.
@@ -177,15 +178,15 @@ def noise_warnings(preds: tuple[Prediction, ...], scales: dict[str, float] | Non
             continue
         if p.unit.startswith("rank"):
             if p.error_bound_95 >= 0.25:
-                out.append(f"**{p.query_id}** may land anywhere within ±{min(p.error_bound_95, 1.0):.0%} of the rows "
+                out.append(f"**{md_literal(p.query_id)}** may land anywhere within ±{min(p.error_bound_95, 1.0):.0%} of the rows "
                            "around the true rank")
                 seen.add(p.query_id)
         elif p.unit == "proportion":
             if p.error_bound_95 >= 0.25:
-                out.append(f"**{p.query_id}** is uncertain by ±{p.error_bound_95:.2g} (on a 0–1 scale)")
+                out.append(f"**{md_literal(p.query_id)}** is uncertain by ±{p.error_bound_95:.2g} (on a 0–1 scale)")
                 seen.add(p.query_id)
         elif scales and p.query_id in scales and p.error_bound_95 >= 0.5 * scales[p.query_id]:
-            out.append(f"**{p.query_id}** (±{p.error_bound_95:,.4g} {p.unit}) is uncertain by at least half of its "
+            out.append(f"**{md_literal(p.query_id)}** (±{p.error_bound_95:,.4g} {md_literal(p.unit)}) is uncertain by at least half of its "
                        f"public size ({scales[p.query_id]:,.4g})")
             seen.add(p.query_id)
     return out

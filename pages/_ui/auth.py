@@ -27,6 +27,8 @@ import streamlit as st
 from planner.accounts import Principal, Role, local_session_principal, principal_from_oidc
 from planner.errors import PermissionDenied, PlannerError
 
+from . import fmt
+
 if TYPE_CHECKING:
     from planner.ledger import Ledger
 
@@ -160,7 +162,7 @@ def sign_in_page() -> None:
     try:
         has_accounts = cached.get_ledger_default().has_accounts()
     except PlannerError as exc:
-        st.error(str(exc))
+        st.error(fmt.plain(str(exc)))
         return
     if not oidc and not has_accounts:
         st.error(

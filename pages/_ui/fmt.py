@@ -5,6 +5,10 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from planner.markdown import md_literal as plain  # names and engine messages shown, never formatted
+
+__all__ = ["answer_rows", "eps", "plain", "value"]
+
 
 def eps(value: float) -> str:
     """A budget for display: 4 significant digits, and 0 for float dust (|x| < 1e-9)."""

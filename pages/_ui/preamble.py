@@ -7,7 +7,7 @@ import streamlit as st
 from planner.errors import PlannerError
 from planner.schema import Schema
 
-from . import cached, frame
+from . import cached, fmt, frame
 from . import state as S
 
 
@@ -44,7 +44,7 @@ def require_dataset() -> tuple[cached.Active, Schema, str]:
         st.page_link("pages/data_page.py", label="Go to the Data page", icon=":material/table_view:")
         frame.stop()
     if data.schema is None or data.schema_json is None:
-        st.info(f"Declare the schema of **{data.name}** on the Data page first.")
+        st.info(f"Declare the schema of **{fmt.plain(data.name)}** on the Data page first.")
         st.page_link("pages/data_page.py", label="Go to the Data page", icon=":material/table_view:")
         frame.stop()
     cached.sync_workload(data)

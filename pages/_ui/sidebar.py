@@ -30,7 +30,7 @@ def render_sidebar() -> tuple[Any, cached.Active | None]:
             return st.container(), None
         cached.sync_workload(data)
         source = {"sample": "bundled sample", "upload": "your upload", "server": "file on this server"}[data.source]
-        st.markdown(f"**{data.name}**  \n{source}")
+        st.markdown(f"**{fmt.plain(data.name)}**  \n{source}")
         if data.schema is None:
             st.warning("No schema declared yet: declare one on the Data page.")
             return st.container(), None

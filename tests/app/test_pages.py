@@ -230,11 +230,26 @@ def test_a_bound_past_2_to_the_53_is_refused_in_the_form_and_the_form_stays():
     at.file_uploader(key=UPLOADER).upload("p.csv", b"age\n30\n41\n", "text/csv").run()
     declare(at, {"age": {"bounds": "0, 1e16"}})
     assert not at.exception
-    assert at.error and "age" in at.error[0].value and "2**53" in at.error[0].value, [e.value for e in at.error]
+    # the message is shown as written: "2**53" escaped so Markdown does not read ** as bold
+    assert at.error and "age" in at.error[0].value and "2\\*\\*53" in at.error[0].value, [e.value for e in at.error]
     assert not at.session_state[S.SCHEMAS]  # nothing saved
     declare(at, {"age": {"bounds": "0, 120"}})  # the form is still there, and a fixed bound saves
     assert not at.error, [e.value for e in at.error]
     assert _saved_schema(at)["columns"][0]["upper"] == 120
+
+
+def test_typed_names_are_shown_as_typed_not_as_markdown():
+    """Found in the browser (session 10): a column named '**bold**' showed as a bold 'bold' (and
+    an error then named a column 'bold' that does not exist); '[link](http://x)' became a link."""
+    at = _goto(_app(), "data_page")
+    at.radio(key=PICKER).set_value("upload").run()
+    at.file_uploader(key=UPLOADER).upload("md.csv", b"**bold**,[link](http://x)\n1,2\n3,4\n", "text/csv").run()
+    declare(at, {"**bold**": {"bounds": "5, 1"}, "[link](http://x)": {"bounds": "0, 9"}})
+    assert not at.exception
+    errors = " ".join(e.value for e in at.error)
+    assert "column '\\*\\*bold\\*\\*'" in errors and "swap them" in errors, errors
+    heads = [m.value for m in at.markdown]
+    assert "**\\*\\*bold\\*\\***" in heads and "**\\[link\\](http://x)**" in heads, heads
 
 
 def _saved_schema(at: AppTest) -> dict:
