@@ -260,8 +260,11 @@ class ReleaseResult:
             preds = {p["part"]: p for p in a.predictions}
             for r in a.rows:
                 p = preds.get(r.part) or (a.predictions[0] if len(a.predictions) == 1 else {})
+                # a quantile level's own share where the query's parts are planned apart
+                own = r.part in preds and len(a.predictions) > 1
                 out.append({"query": a.query_id, "kind": a.kind, "mechanism": a.mechanism, "part": r.part,
-                            "label": r.label, "value": r.value, "noisy": r.noisy, "epsilon": a.epsilon,
+                            "label": r.label, "value": r.value, "noisy": r.noisy,
+                            "epsilon": p["epsilon"] if own else a.epsilon,
                             "delta": a.delta, "rmse": p.get("rmse"), "error_bound_95": p.get("error_bound_95"),
                             "bound": p.get("bound"), "unit": p.get("unit", "")})
         return out

@@ -317,6 +317,13 @@ def test_release_rows_are_typed_by_each_statistic(schema: Schema, backend: Panda
     region = [r for r in rows if r["query"] == "region"]
     assert [r["label"] for r in region] == list(schema.column("region").labels)
     assert [r["part"] for r in rows if r["query"] == "ageq"] == ["quantile@0.25", "quantile@0.75"]
+    # each level shows its own share of ε, as the plan does (found in the browser, session 10:
+    # every level showed the query's total); under basic composition the levels add up to it
+    levels = {pr.part: pr.epsilon for pr in p.predictions if pr.query_id == "ageq"}
+    assert {r["part"]: r["epsilon"] for r in rows if r["query"] == "ageq"} == levels
+    (ageq,) = [a for a in res.answers if a.query_id == "ageq"]
+    assert sum(levels.values()) == pytest.approx(ageq.epsilon, rel=1e-12)
+    assert all(r["epsilon"] == next(a.epsilon for a in res.answers if a.query_id == "region") for r in region)
     assert len(res.to_csv().strip().splitlines()) == len(rows) + 1
     notes = {a.query_id: a.notes for a in res.answers}
     assert any("whole number" in x for x in notes["n"])  # the post-processing is stated in the report
