@@ -255,7 +255,7 @@ st.caption("A composition rule (an accountant) adds up the privacy cost of many 
            "What-if only: " + ("the rule in force is the dataset's." if s.rule_fixed else
                                "the rule is fixed when the lifetime budget is set."))
 if mode == "weighted":
-    cmp = advice.compare_rules(cached.compare(view.spec_json), s.rule, s.delta)
+    cmp = advice.compare_rules(cached.compare(view.spec_json), s.rule, s.delta, fixed=s.rule_fixed)
     st.markdown(cmp.headline)
     if cmp.why:
         st.caption(cmp.why)
@@ -308,7 +308,7 @@ else:
             least[rule] = exc
             rows.append({"rule": lifetime.rule_label(rule), "least ε meeting every target": None,
                          "note": f"does not apply: {exc}"})
-    st.markdown(advice.compare_target_rules(least, s.rule))
+    st.markdown(advice.compare_target_rules(least, s.rule, fixed=s.rule_fixed))
     st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch",
                  column_config={"least ε meeting every target": st.column_config.NumberColumn(format="%.4g")})
 

@@ -107,8 +107,10 @@ def _why(rows: list[RuleRow], best: tuple[str, ...], worse: list[RuleRow], queri
             "tighter accounting of their privacy loss to pay off.")
 
 
-def compare_rules(plans: dict[str, Plan | PlannerError], rule_in_force: str, delta: float) -> RuleComparison:
+def compare_rules(plans: dict[str, Plan | PlannerError], rule_in_force: str, delta: float,
+                  *, fixed: bool = True) -> RuleComparison:
     """Which rule buys the smallest errors for this workload, by how much, and why.
+    ``fixed``: the dataset's rule (its lifetime budget is set), else the rule chosen for a what-if.
 
     The planner minimises Σ weight × (error ÷ scale)² (the allocation's ``objective``);
     √(objective ÷ best objective) is how much larger a rule's typical error is.
@@ -137,7 +139,7 @@ def compare_rules(plans: dict[str, Plan | PlannerError], rule_in_force: str, del
     head += "."
     forced = next((r for r in rows if r.rule == rule_in_force), None)
     if forced is not None and forced.factor is not None and forced.factor > TIE:
-        head += f" The rule in force, {rule_in_force}, is not the best one here."
+        head += f" {_the_rule(fixed)}, {rule_in_force}, is not the best one here."
 
     any_plan = next(iter(ok.values()))
     preds = any_plan.predictions
@@ -147,7 +149,7 @@ def compare_rules(plans: dict[str, Plan | PlannerError], rule_in_force: str, del
     return RuleComparison(tuple(rows), best, head, why)
 
 
-def compare_target_rules(least: dict[str, float | PlannerError], rule_in_force: str) -> str:
+def compare_target_rules(least: dict[str, float | PlannerError], rule_in_force: str, *, fixed: bool = True) -> str:
     """Target mode: which rule meets every target with the least ε, and how much more the others need."""
     ok = {r: e for r, e in least.items() if isinstance(e, float)}
     if not ok:
@@ -161,8 +163,12 @@ def compare_target_rules(least: dict[str, float | PlannerError], rule_in_force: 
         text += "; " + "; ".join(f"**{r}** needs **{f:.2f}×** as much" for r, f in worse)
     text += "."
     if rule_in_force not in best and rule_in_force in ok:
-        text += f" The rule in force, {rule_in_force}, is not the cheapest here."
+        text += f" {_the_rule(fixed)}, {rule_in_force}, is not the cheapest here."
     return text
+
+
+def _the_rule(fixed: bool) -> str:
+    return "The rule in force" if fixed else "The rule chosen above"
 
 
 def noise_warnings(preds: tuple[Prediction, ...], scales: dict[str, float] | None) -> list[str]:

@@ -5,12 +5,14 @@ as a formula. Pure and light: the pages import it before anything else of the en
 
 from __future__ import annotations
 
-#: The characters with which Markdown formats text inside a line: emphasis (* _ ~), code (`),
-#: links and images ([ ]), escapes (\\) and, in Streamlit, formulas ($). Left alone: line-start
-#: markers (#, -, 1.), as messages are single sentences and '.' or '-' escaped everywhere
-#: would make every number in them unreadable in the page's source; and < >, as Streamlit
-#: shows HTML as text (unsafe_allow_html is never set), so "must be < 1" stays readable.
-_MD_SPECIAL = frozenset("\\`*_[]~$")
+#: The characters with which Markdown formats text inside a line: emphasis (* ~), code (`),
+#: links and images ([ ]), escapes (\\) and, in Streamlit, formulas ($); '_' too, where it
+#: can open or close emphasis (beside a character that is not a letter or digit: inside a
+#: word, as in ``age_mean``, CommonMark never reads it so, and it stays as typed). Left
+#: alone: line-start markers (#, -, 1.), as messages are single sentences and '.' or '-'
+#: escaped everywhere would make every number in them unreadable in the page's source;
+#: and < >, as Streamlit shows HTML as text (unsafe_allow_html is never set).
+_MD_SPECIAL = frozenset("\\`*[]~$")
 
 
 def md_literal(text: str) -> str:
@@ -22,5 +24,15 @@ def md_literal(text: str) -> str:
     --------
     >>> md_literal("[link](http://x) and **b** $x^2$")
     '\\[link\\](http://x) and \\*\\*b\\*\\* \\$x^2\\$'
+    >>> md_literal("age_mean is _not_ emphasis")
+    'age_mean is \\_not\\_ emphasis'
     """
-    return "".join("\\" + c if c in _MD_SPECIAL else c for c in text)
+    out = []
+    for i, c in enumerate(text):
+        if c in _MD_SPECIAL:
+            out.append("\\" + c)
+        elif c == "_" and not (0 < i < len(text) - 1 and text[i - 1].isalnum() and text[i + 1].isalnum()):
+            out.append("\\_")
+        else:
+            out.append(c)
+    return "".join(out)

@@ -27,6 +27,7 @@ from planner.schema import ColumnKind, Schema, format_text_list, parse_text_list
 from planner.statistics import STATISTICS
 from planner.statistics.base import OptionSpec, OptionType, Statistic
 
+from . import fmt
 from . import state as S
 
 PREFIX = "qb"
@@ -287,6 +288,8 @@ def build(d: dict[str, Any], schema: Schema, mode: str) -> tuple[dict[str, Any] 
         opts[o.name] = value
     if not qid:
         return None, field_errors, "Give the query an id: a short unique name for its answer, e.g. age_quartiles."
+    if field_errors:  # each is shown at its field; the whole query is checked once they are fixed
+        return None, field_errors, None  # (checked without them, it would blame a missing option)
     weight, target, scale = d.get("weight"), d.get("target"), d.get("scale")
     flat: dict[str, Any] = {"id": qid, "kind": kind.value, "column": d.get("column") or None,
                             "mechanism": d.get("mechanism")}
@@ -305,8 +308,6 @@ def build(d: dict[str, Any], schema: Schema, mode: str) -> tuple[dict[str, Any] 
             Query.from_dict({**flat, "weight": None, "target": target, **opts})
     except PlannerError as exc:
         return None, field_errors, str(exc)
-    if field_errors:
-        return None, field_errors, None
     row = S.row_from_query(q, float(scale) if scale is not None else None)
     row["weight"] = float(weight) if weight is not None else None
     row["target"] = float(target) if target is not None else None
@@ -429,12 +430,12 @@ def render(schema: Schema, mode: str) -> None:
         for o in stat.options:
             _option_widget(o, kind, schema)
             if o.name in errors:
-                st.error(errors[o.name], icon=":material/error:")
+                st.error(fmt.plain(errors[o.name]), icon=":material/error:")
         row, errors, problem = build(draft(), schema, mode)
     if problem and not str(draft().get("id") or "").strip():
         st.caption(problem)
     elif problem:
-        st.error(problem, icon=":material/error:")
+        st.error(fmt.plain(problem), icon=":material/error:")
     b1, b2, _ = st.columns([1, 1, 3])
     if editing:
         b1.button(f"Save changes to {editing}", key="qb:save", type="primary", on_click=_add,
@@ -445,7 +446,7 @@ def render(schema: Schema, mode: str) -> None:
                   disabled=row is None, help=None if row is not None else "Fix the messages above first.")
     res = ss.get("qb:result")
     if res and res.get("error"):
-        st.error(res["error"])
+        st.error(fmt.plain(res["error"]))
     elif res and res.get("ok"):
         st.success(res["ok"])
         ss["qb:result"] = None

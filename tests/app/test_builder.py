@@ -148,6 +148,27 @@ def test_form_renders_the_declared_options_and_refuses_invalid_values(kind: str)
             at.number_input(key=_key(kind, o)).set_value(10).run()
 
 
+def test_an_option_error_is_shown_once_at_its_field_and_nothing_false_beside_it() -> None:
+    """Found in the browser (session 10): a blank 'Levels' showed "needs 'alphas'" twice (at the
+    field and for the whole query), and levels '0.25, 1.5' showed "must be < 1" beside a false
+    "needs 'alphas'": the whole query was checked without the option that had failed."""
+    at = _queries_page()
+    at.selectbox(key="qb:kind").set_value("quantile").run()
+    at.text_input(key="qb:id").input("age_q").run()
+    at.selectbox(key="qb:column").set_value("age").run()
+    o = STATISTICS[QueryKind.QUANTILE].option("alphas")
+    at.text_input(key=_key("quantile", o)).input("").run()
+    assert [e.value for e in at.error].count("query 'age_q': a quantile query needs 'alphas' (Levels).") == 1, \
+        [e.value for e in at.error]
+    assert len(at.error) == 1
+    at.text_input(key=_key("quantile", o)).input("0.25, 1.5").run()
+    errors = [e.value for e in at.error]
+    assert len(errors) == 1 and "must be < 1" in errors[0], errors
+    assert at.button(key="qb:add").disabled
+    at.text_input(key=_key("quantile", o)).input("0.25, 0.75").run()
+    assert not at.error and not at.button(key="qb:add").disabled
+
+
 # A valid query of every kind through the form, each with its options: the form's row is
 # exactly the query the engine reads (Query.from_dict of the flat form), and the workload
 # made of them is valid.

@@ -64,3 +64,16 @@ def test_gaussian_answers_rdp_zcdp_and_pld_tie() -> None:
     assert set(cmp.best) == {"rdp", "zcdp", "pld"}
     assert f["basic"] > 2.0  # Gaussian answers charged a full (ε, δ) each: measured 3.10×
     assert "Gaussian noise" in cmp.why and "ties with the best" in cmp.why
+
+
+def test_the_headline_names_a_what_if_rule_as_chosen_not_in_force() -> None:
+    """Found in the browser (session 10): with no lifetime budget the rule is a what-if, but
+    the headline called it "the rule in force" while the table beside it said "chosen above"."""
+    qs = queries_from_list([{"id": f"q{i}", "kind": "count", "mechanism": "laplace"} for i in range(40)], CENSUS)
+    plans = workload.compare(qs, CENSUS, 1.0, 1e-6, workload.default_error_scales(qs, CENSUS))
+    assert "The rule in force, basic, is not the best one here." in advice.compare_rules(plans, "basic", 1e-6).headline
+    what_if = advice.compare_rules(plans, "basic", 1e-6, fixed=False).headline
+    assert "The rule chosen above, basic, is not the best one here." in what_if and "in force" not in what_if
+    least = {"basic": 2.0, "pld": 1.0}
+    assert advice.compare_target_rules(least, "basic", fixed=False).endswith(
+        "The rule chosen above, basic, is not the cheapest here.")
