@@ -460,10 +460,16 @@ def plan_for_targets(
     """
     parts = build_items(queries, schema, relative_scales)
     targets: dict[str, Target] = {}
+    untargeted = list(dict.fromkeys(p.query.id for p in parts if p.query.target is None))
+    if untargeted:
+        raise QueryError(
+            f"target mode needs a target (the ± error wanted) for every query; {untargeted} "
+            f"{'has' if len(untargeted) == 1 else 'have'} none. Type one in the 'target ±' column of the "
+            "Queries page (\"target\" in a plan file), or split a set ε instead of meeting targets."
+        )
     for p in parts:
         t = p.query.target
-        if t is None:
-            raise QueryError(f"query {p.query.id!r}: target mode needs a 'target' for every query.")
+        assert t is not None  # every query has one (checked above)
         relative = relative_scales is not None and p.query.id in relative_scales
         targets[p.item.id] = _target_in_item_units(p, schema, float(t), relative, CompositionRule(rule))
     smp = schema.sampling

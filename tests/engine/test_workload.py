@@ -107,3 +107,18 @@ def test_a_scale_too_small_to_weigh_is_refused_naming_the_query(census: Schema, 
     p = plan(qs, census, 1.0, 1e-6, "basic", {"n": 1e-120})
     shares = {x.id: x.epsilon for x in p.predictions}
     assert shares["n"] > shares["s"]
+
+
+def test_target_mode_names_every_query_without_a_target_and_where_to_type_one(census: Schema) -> None:
+    """Found in the browser (session 10): the message named the first such query only and
+    did not say where a target is typed."""
+    from planner.errors import QueryError
+    from planner.workload import plan_for_targets
+
+    qs = queries_from_list([{"id": "n", "kind": "count", "mechanism": "laplace", "target": 50},
+                            {"id": "a", "kind": "mean", "column": "age", "mechanism": "laplace"},
+                            {"id": "q", "kind": "quantile", "column": "age", "mechanism": "exponential",
+                             "alphas": [0.25, 0.75]}], census)
+    with pytest.raises(QueryError, match=r"\['a', 'q'\] have none\. Type one in the 'target ±' column of the "
+                                         r"Queries page"):
+        plan_for_targets(qs, census, 1e-6, "basic")
