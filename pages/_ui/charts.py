@@ -18,7 +18,8 @@ def accuracy_chart(curves: pd.DataFrame, lower: pd.DataFrame | None, epsilon: fl
     x = alt.X("epsilon:Q", scale=alt.Scale(type="log"), title="ε (privacy budget of this query, log scale)")
     y = alt.Y("error:Q", scale=alt.Scale(type="log"), title=f"error ({unit}, log scale)")
     base = alt.Chart(long).mark_line().encode(
-        x=x, y=y, color=alt.Color("mechanism:N"),
+        # long legend labels ("exponential (quantile@0.25)") in full: cut, two levels read the same
+        x=x, y=y, color=alt.Color("mechanism:N", legend=alt.Legend(labelLimit=400)),
         strokeDash=alt.StrokeDash("measure:N", title="measure"),
         tooltip=["mechanism", "measure", alt.Tooltip("epsilon:Q", format=".3g"), alt.Tooltip("error:Q", format=".4g")],
     )
@@ -172,7 +173,7 @@ def simulation_chart(pred: pd.DataFrame, sim: pd.DataFrame, epsilon: float, unit
     y_title = f"RMSE ({unit})"
     line = alt.Chart(pred).mark_line().encode(
         x=x, y=alt.Y("RMSE:Q", scale=alt.Scale(type="log"), title=y_title),
-        color=alt.Color("mechanism:N", title="mechanism"),
+        color=alt.Color("mechanism:N", title="mechanism", legend=alt.Legend(labelLimit=400)),
         tooltip=["mechanism", alt.Tooltip("epsilon:Q", format=".3g"), alt.Tooltip("RMSE:Q", format=".4g")])
     positive = sim[sim["empirical RMSE"] > 0]
     bars = alt.Chart(positive).mark_rule(color="black").encode(

@@ -52,3 +52,13 @@ def test_each_unit_chart_has_one_shared_x_scale_and_error_bars():
             assert sum(len(v) for v in spec["datasets"].values()) == len(grp)  # one point per answer
     rank = next(g for k, _, g in charts.answer_groups(_table()) if k == "rank")
     assert list(rank["shown"]) == ["46.44"]  # the released median is written on its chart
+
+
+def test_accuracy_legend_shows_each_quantile_level_in_full():
+    """Found in the browser (session 10): the legend cut 'exponential (quantile@0.25)' and
+    '... @0.75' to the same 'exponential (quantile@0…' (Vega-Lite's default 160 px)."""
+    curves = pd.DataFrame([{"mechanism": f"exponential (quantile@{a})", "epsilon": e, "RMSE": 0.1 / e,
+                            "95% bound": 0.3 / e} for a in (0.25, 0.75) for e in (0.1, 1.0)])
+    spec = charts.accuracy_chart(curves, None, 1.0, "rank, fraction of n").to_dict()
+    legends = [layer["encoding"]["color"]["legend"] for layer in spec["layer"] if "color" in layer.get("encoding", {})]
+    assert legends and all(lg["labelLimit"] >= 400 for lg in legends)
