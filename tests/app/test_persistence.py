@@ -408,16 +408,22 @@ def test_releases_spend_exactly_the_plan_under_the_rule_until_the_budget_is_used
     assert led.status(fp).releases == 2
 
 
-def test_a_second_gaussian_release_under_zcdp_says_why_it_spends_less_than_its_own_epsilon():
-    """Found in the browser (session 9): the Release header said ε = 0.5 while "This release"
-    and the confirmation said 0.27, with no word on why. Gaussian noise composes by ρ, so a
-    second release grows the spent total by less than its own ε; the page now says so."""
+def _gaussian_census_plan(epsilon: float) -> AppTest:
+    """The census starting workload with Gaussian noise, at ``epsilon`` under zCDP (Planner page)."""
     at = _goto(_app(), "plan_page")
     gauss = {"count": "discrete_gaussian", "histogram": "discrete_gaussian", "sum": "gaussian", "mean": "gaussian"}
     at.session_state[S.WORKLOAD] = [dict(r, mechanism=gauss.get(r["kind"], r["mechanism"]))
                                     for r in S.CENSUS_WORKLOAD]
-    at.number_input(key=_w(S.EPSILON, "planner")).set_value(0.5).run()
+    at.number_input(key=_w(S.EPSILON, "planner")).set_value(epsilon).run()
     at.selectbox(key=_w(S.RULE, "planner")).set_value("zcdp").run()
+    return at
+
+
+def test_a_second_gaussian_release_under_zcdp_says_why_it_spends_less_than_its_own_epsilon():
+    """Found in the browser (session 9): the Release header said ε = 0.5 while "This release"
+    and the confirmation said 0.27, with no word on why. Gaussian noise composes by ρ, so a
+    second release grows the spent total by less than its own ε; the page now says so."""
+    at = _gaussian_census_plan(0.5)
     set_lifetime(at, "planner", 2.0, 1e-6, "zcdp")
     _goto(at, "release_page")
     assert not [c.value for c in at.caption if "On its own this plan costs" in c.value]  # nothing composes yet
@@ -440,12 +446,7 @@ def test_a_first_release_at_a_larger_lifetime_delta_is_explained_without_earlier
     """Found in the browser (session 10): with the lifetime δ 1e-5 above the plan's 1e-6, the
     Planner said a first release spent less "because the rule composes it with the earlier
     releases"; there were none. The lifetime δ is the reason, and both pages now say so."""
-    at = _goto(_app(), "plan_page")
-    gauss = {"count": "discrete_gaussian", "histogram": "discrete_gaussian", "sum": "gaussian", "mean": "gaussian"}
-    at.session_state[S.WORKLOAD] = [dict(r, mechanism=gauss.get(r["kind"], r["mechanism"]))
-                                    for r in S.CENSUS_WORKLOAD]
-    at.number_input(key=_w(S.EPSILON, "planner")).set_value(1.0).run()
-    at.selectbox(key=_w(S.RULE, "planner")).set_value("zcdp").run()
+    at = _gaussian_census_plan(1.0)
     set_lifetime(at, "planner", 3.0, 1e-5, "zcdp")
     (fits,) = [s.value for s in at.success if s.value.startswith("Fits the lifetime budget")]
     assert "at the lifetime δ = 1e-05 so the spent total grows by" in fits, fits
