@@ -122,7 +122,8 @@ def _check_weighting(part: Part) -> None:
     it = part.item
     s2 = it.error_scale * it.error_scale
     eff = it.weight / s2 if s2 > 0.0 else math.inf
-    if not (0.0 < eff < 1e250):  # room left for the MSE it multiplies
+    # room left for the MSE it multiplies; 0 only for a weight of 0 (an item that counts nothing)
+    if not eff < 1e250 or (eff == 0.0 and it.weight > 0.0):
         raise QueryError(
             f"{part.query.where}: its error is measured against a scale of {it.error_scale:g} "
             f"(weight {it.weight:g}); weight ÷ scale² = {eff:g} is beyond what the planner can weigh. "
