@@ -18,6 +18,7 @@ import streamlit as st
 
 from planner.errors import PlannerError
 from planner.schema import Schema, SchemaProblems, format_text_list, parse_text_list
+from planner.strict_json import MAX_MAGNITUDE
 
 from . import state as S
 
@@ -144,6 +145,13 @@ def spec_from_draft(d: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
                     if huge:
                         problems.append(f"column {name!r}: the bound {huge[0][:30]!r} is beyond the largest "
                                         "number a float holds (about 1.8e308); declare a finite public bound.")
+                        continue
+                    past = [t for t, v in zip(parts, (entry["lower"], entry["upper"]), strict=True)
+                            if math.isfinite(v) and abs(v) > MAX_MAGNITUDE]
+                    if past:  # saved, it would be a schema file no page could read back
+                        problems.append(f"column {name!r}: the bound {past[0][:30]!r} is past ±2**53 "
+                                        f"(±{MAX_MAGNITUDE:.4g}), the largest a schema file holds; declare a "
+                                        "realistic public bound.")
                         continue
                 except ValueError:
                     problems.append(f"column {name!r}: bounds must be two numbers 'L, U' (e.g. 0, 120); "
