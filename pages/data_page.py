@@ -223,12 +223,18 @@ if data.source in ("upload", "server"):
     if schema_up is not None and ss.get("data:schema_loaded") != schema_up.file_id:
         ss["data:schema_loaded"] = schema_up.file_id
         try:
-            loaded = datasets.load_schema_file(schema_up.getvalue())
+            loaded, from_plan = datasets.load_schema_file(schema_up.getvalue())
         except PlannerError as exc:
             st.error(fmt.plain(f"{schema_up.name}: {exc}"))
         else:
             ss[S.DRAFTS][fp] = datasets.draft_from_schema(loaded, kinds)
             _commit()
+            saved = S.pop_notice(PAGE)  # "Schema saved: …", when the file's columns fit this one
+            if saved and from_plan:
+                saved += (f" {schema_up.name} is a plan file: its schema is the one declared. To restore its "
+                          "queries and budget too, upload it on the Planner page (Restore a plan file).")
+            if saved:
+                S.notice(PAGE, saved)
             st.rerun()
 
     st.markdown(f"**1. Columns your queries will use** ({len(all_cols)} in the file). The others are ignored: "

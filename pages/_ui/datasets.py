@@ -197,9 +197,19 @@ def schema_json_text(schema: Schema) -> str:
     return schema.to_json()
 
 
-def load_schema_file(raw: bytes) -> Schema:
-    """A schema JSON file the owner uploads (raises the engine's SchemaError)."""
-    return Schema.from_json(raw)
+def load_schema_file(raw: bytes) -> tuple[Schema, bool]:
+    """A schema JSON file the owner uploads, or a plan file (PLAN.json holds its schema):
+    (the schema, whether it came from a plan file). Raises the engine's SchemaError for a
+    file that is neither."""
+    from planner.plan_spec import loads_plan_spec
+
+    try:
+        return Schema.from_json(raw), False
+    except PlannerError as not_a_schema:
+        try:
+            return loads_plan_spec(raw).schema, True
+        except PlannerError:
+            raise not_a_schema from None
 
 
 def dumps(d: dict[str, Any]) -> str:

@@ -281,6 +281,27 @@ def test_a_category_holding_a_comma_is_declared_in_quotes_and_survives_a_schema_
     assert prod["categories"] == ["plain", "Smith, John"]
 
 
+def test_a_plan_file_loaded_as_a_schema_declares_its_schema_and_says_where_the_plan_goes():
+    """Found in the browser (session 10): a PLAN.json (which holds its schema) loaded as the
+    schema was refused with "the schema has no 'version'", and the Planner, where plans are
+    restored, needs a schema first: the file could not be used before typing the schema."""
+    schema = {"version": 1, "columns": [
+        {"name": "prod", "kind": "categorical", "categories": ["a", "b"], "missing": {"action": "drop"}},
+        {"name": "qty", "kind": "numeric", "lower": 1, "upper": 4, "missing": {"action": "drop"}}]}
+    doc = {"schema": schema, "budget": {"epsilon": 1.0, "delta": 1e-6, "composition": "zcdp"},
+           "queries": [{"id": "n", "kind": "count", "mechanism": "laplace"}]}
+    at = _goto(_app(), "data_page")
+    at.radio(key=PICKER).set_value("upload").run()
+    at.file_uploader(key=UPLOADER).upload("p.csv", b"prod,qty\na,1\nb,4\n", "text/csv").run()
+    at.file_uploader(key="data:schema_upload:0").upload("plan.json", json.dumps(doc).encode(), "application/json").run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    assert [c["name"] for c in _saved_schema(at)["columns"]] == ["prod", "qty"]
+    assert any("plan.json is a plan file" in s.value and "Restore a plan file" in s.value for s in at.success)
+    # a file that is neither says what a schema file lacks, as before
+    at.file_uploader(key="data:schema_upload:0").upload("x.json", b'{"columns": []}', "application/json").run()
+    assert at.error and "x.json" in at.error[0].value
+
+
 def test_an_unclosed_quote_in_the_categories_is_named_with_the_fix():
     at = _goto(_app(), "data_page")
     at.radio(key=PICKER).set_value("upload").run()
