@@ -10,7 +10,7 @@ from pages._ui import auth, frame
 from pages._ui.sidebar import render_budget, render_sidebar
 from pages._ui.state import init_state
 from pages._ui.warmup import start as warm_up
-from planner.accounts import Role
+from planner.ledger.accounts import Role
 
 ROOT = Path(__file__).resolve().parent
 

@@ -11,9 +11,9 @@ import streamlit as st
 from pages._ui import auth, cached, charts, fmt, frame
 from pages._ui import state as S
 from pages._ui.preamble import require_dataset
-from planner import simulation
-from planner.errors import PlannerError
-from planner.queries import QueryKind
+from planner.core.errors import PlannerError
+from planner.planning import simulation
+from planner.planning.queries import QueryKind
 
 SIM_RUNS = 2000  # planning draws per ε
 SIM_SEED = 20261122  # fixed: the check is reproducible

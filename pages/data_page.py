@@ -10,9 +10,9 @@ import streamlit as st
 from pages._ui import auth, cached, datasets, fmt, frame
 from pages._ui import state as S
 from pages._ui.preamble import require_planner
-from planner.errors import PlannerError
-from planner.loader import refuse_invalid_cells
-from planner.schema import ColumnKind, format_text_list
+from planner.core.errors import PlannerError
+from planner.data.loader import refuse_invalid_cells
+from planner.data.schema import ColumnKind, format_text_list
 
 S.init_state()
 require_planner()

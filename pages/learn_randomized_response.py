@@ -12,9 +12,9 @@ import streamlit as st
 from pages._ui import demo_charts as dc
 from pages._ui import fmt, frame
 from pages._ui import state as S
-from planner import demos
-from planner.errors import PlannerError
-from planner.mechanisms import randomized_response as rr
+from planner import learn as demos
+from planner.core.errors import PlannerError
+from planner.planning.mechanisms import randomized_response as rr
 
 DESIGNS = {
     "Doping survey (Garivier 2021): the truth with probability ½, else a fair coin": demos.SurveyDesign.COIN,

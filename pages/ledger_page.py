@@ -9,7 +9,7 @@ import streamlit as st
 
 from pages._ui import auth, cached, charts, fmt, frame, lifetime
 from pages._ui import state as S
-from planner.errors import PlannerError
+from planner.core.errors import PlannerError
 
 S.init_state()
 ss = st.session_state

@@ -10,9 +10,9 @@ import streamlit as st
 from pages._ui import cached, charts, fmt, frame, lifetime, planfiles, planning
 from pages._ui import state as S
 from pages._ui.preamble import require_dataset
-from planner import advice
-from planner.errors import PlannerError
-from planner.statistics.keys import keep_table
+from planner.core.errors import PlannerError
+from planner.planning import advice
+from planner.planning.statistics.keys import keep_table
 
 st.title("Planner")
 st.caption("Decide how much privacy budget the next release spends and how it is split across the queries. "
@@ -276,7 +276,7 @@ if mode == "weighted":
             st.altair_chart(charts.rules_chart(curve, s.epsilon), width="stretch")
             st.caption("Lower is better. Rules that buy the same accuracy draw their lines on top of one another.")
 elif mode in ("equal", "manual"):
-    from planner import report
+    from planner.outputs import report
 
     rows_r = report.rule_rows(s.rule, cached.compare_spec(view.spec_json))
     marker = " ← in force" if s.rule_fixed else " ← chosen above"

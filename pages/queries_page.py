@@ -11,9 +11,9 @@ import streamlit as st
 from pages._ui import builder, cached, fmt
 from pages._ui import state as S
 from pages._ui.preamble import require_dataset
-from planner.errors import PlannerError
-from planner.queries import QueryKind
-from planner.statistics import STATISTICS
+from planner.core.errors import PlannerError
+from planner.planning.queries import QueryKind
+from planner.planning.statistics import STATISTICS
 
 st.title("Queries")
 

@@ -18,8 +18,8 @@ from pages._ui import cached, charts, fmt, frame, lifetime, planfiles, planning
 from pages._ui import state as S
 from pages._ui.preamble import require_dataset
 from planner import release as rel
-from planner.backends import check_backend
-from planner.errors import PlannerError
+from planner.core.errors import PlannerError
+from planner.data.backends import check_backend
 
 st.title("Release")
 

@@ -13,9 +13,9 @@ import pandas as pd
 import streamlit as st
 
 from pages._ui import fmt, frame
-from planner import dpsgd
-from planner.errors import PlannerError
-from planner.sampling import SamplingScheme
+from planner.core.errors import PlannerError
+from planner.planning import dpsgd
+from planner.privacy.sampling import SamplingScheme
 
 #: Durable values (keys no widget uses) and their defaults: widget state is dropped when
 #: the page is not rendered, these survive a visit to another page.

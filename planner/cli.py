@@ -1,7 +1,7 @@
 """The command line: JSON in, JSON out.
 
 Subcommands are registered by :func:`build_parser`; each handler returns a JSON-able
-object or raises :class:`~planner.errors.PlannerError`, which is printed as
+object or raises :class:`~planner.core.errors.PlannerError`, which is printed as
 ``{"error": message}`` on stderr with exit status 2.
 """
 
@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from planner import __version__
-from planner.errors import AccountError, PlannerError
+from planner.core.errors import AccountError, PlannerError
 
 Handler = Callable[[argparse.Namespace], Any]
 
@@ -118,25 +118,25 @@ def _backend_args(p: argparse.ArgumentParser) -> None:
 
 
 def _cmd_validate(args: argparse.Namespace) -> Any:
-    from planner.validate import validate_command
+    from planner.data.validate import validate_command
 
     return validate_command(args.data, args.schema, args.backend, args.spark_master)
 
 
 def _cmd_plan(args: argparse.Namespace) -> Any:
-    from planner.plan_spec import plan_command
+    from planner.planning.plan_spec import plan_command
 
     return plan_command(args.spec)
 
 
 def _cmd_compose(args: argparse.Namespace) -> Any:
-    from planner.plan_spec import compose_command
+    from planner.planning.plan_spec import compose_command
 
     return compose_command(args.spec)
 
 
 def _cmd_dpsgd(args: argparse.Namespace) -> Any:
-    from planner.dpsgd import dpsgd_command
+    from planner.planning.dpsgd import dpsgd_command
 
     def num(name: str) -> float | None:
         return _number(getattr(args, name.replace("-", "_")), name)
@@ -151,18 +151,18 @@ def _cmd_dpsgd(args: argparse.Namespace) -> Any:
 def _cmd_release(args: argparse.Namespace) -> Any:
     # The data is read while the release machinery (OpenDP, the ledger, the optimiser) is
     # imported and the plan is made: only the spec is needed to start the scan.
-    from planner.backends import BackgroundScan, default_backend
-    from planner.plan_spec import load_plan_spec
-    from planner.sources import WholeFileCheck, open_cli_source
+    from planner.data.backends import BackgroundScan, default_backend
+    from planner.data.sources import WholeFileCheck, open_cli_source
+    from planner.planning.plan_spec import load_plan_spec
 
     spec = load_plan_spec(args.spec)
     kind = (args.backend or default_backend()).strip().lower()
-    # the whole-file checks of a CSV run while the scan reads it (planner.sources.WholeFileCheck)
+    # the whole-file checks of a CSV run while the scan reads it (planner.data.sources.WholeFileCheck)
     scan = BackgroundScan(kind, open_cli_source(args.data, defer_check=True), spec.schema, spec.queries,
                           spark_master=args.spark_master)
     try:
         scan.wait_reading(timeout=10.0)  # the imports below would hold the GIL the set-up needs
-        from planner import special
+        from planner.core import special
 
         # SciPy's compiled special functions without scipy.special's 0.2 s import: safe now,
         # while the only other threads are the scan's and the check's (they never import SciPy)
@@ -225,7 +225,7 @@ def _cmd_account(args: argparse.Namespace) -> Any:
 
 
 def _number(text: str | None, name: str) -> float | None:
-    from planner.strict_json import loads_strict, strict_number
+    from planner.core.strict_json import loads_strict, strict_number
 
     if text is None:
         return None

@@ -1,12 +1,12 @@
 """Who is using the app: sign-in, the session's principal, and the ledger acting for it.
 
-The principal of a session (``planner.accounts.Principal``) is, in this order:
+The principal of a session (``planner.ledger.accounts.Principal``) is, in this order:
 
 1. the OpenID Connect identity Streamlit signed in (``st.login`` / ``st.user``) when
    ``[auth]`` is configured in ``.streamlit/secrets.toml``, its role from
-   ``[planner.roles]`` (``planner.accounts.principal_from_oidc``);
+   ``[planner.roles]`` (``planner.ledger.accounts.principal_from_oidc``);
 2. the local account signed in with the form (``Ledger.authenticate``: Argon2id);
-3. the unauthenticated local owner, only where ``planner.accounts.local_session_principal``
+3. the unauthenticated local owner, only where ``planner.ledger.accounts.local_session_principal``
    allows it: the app listens on a loopback address, the ledger has no account and no OIDC
    is configured — with a visible notice saying how to expose the app safely.
 
@@ -24,8 +24,8 @@ from typing import TYPE_CHECKING, Any
 
 import streamlit as st
 
-from planner.accounts import Principal, Role, local_session_principal, principal_from_oidc
-from planner.errors import PermissionDenied, PlannerError
+from planner.core.errors import PermissionDenied, PlannerError
+from planner.ledger.accounts import Principal, Role, local_session_principal, principal_from_oidc
 
 from . import fmt
 

@@ -3,11 +3,11 @@
 Nothing here knows a statistic by name. For the kind picked, the form offers the columns
 its statistic accepts (``column_kinds``), only the mechanisms it declares (``mechanisms``,
 with their labels and help; ``not_offered`` says what to use instead), and one widget per
-declared option (``options``: :class:`planner.statistics.base.OptionSpec`, drawn by its
+declared option (``options``: :class:`planner.planning.statistics.base.OptionSpec`, drawn by its
 type with its label, help and default). Every value is checked as it is typed by the
 option's own ``parse`` and then by the query's validation against the schema, and the
 engine's message is shown under the field it concerns. A new statistic registered in
-:data:`planner.statistics.STATISTICS` appears here with no page code.
+:data:`planner.planning.statistics.STATISTICS` appears here with no page code.
 
 The draft lives under a durable key (:data:`pages._ui.state.BUILDER`), so a half-built
 query survives a visit to another page.
@@ -21,11 +21,11 @@ from typing import Any
 
 import streamlit as st
 
-from planner.errors import PlannerError, QueryError
-from planner.queries import Predicate, PredicateOp, Query, QueryKind
-from planner.schema import ColumnKind, Schema, format_text_list, parse_text_list
-from planner.statistics import STATISTICS
-from planner.statistics.base import OptionSpec, OptionType, Statistic
+from planner.core.errors import PlannerError, QueryError
+from planner.data.schema import ColumnKind, Schema, format_text_list, parse_text_list
+from planner.planning.queries import Predicate, PredicateOp, Query, QueryKind
+from planner.planning.statistics import STATISTICS
+from planner.planning.statistics.base import OptionSpec, OptionType, Statistic
 
 from . import fmt
 from . import state as S
@@ -265,7 +265,7 @@ def build(d: dict[str, Any], schema: Schema, mode: str) -> tuple[dict[str, Any] 
 
     The row is None while something is invalid. Each option is read from its widget and
     checked by its own ``OptionSpec.parse``; the whole query then by
-    :class:`planner.queries.Query` and its validation against the schema.
+    :class:`planner.planning.queries.Query` and its validation against the schema.
     """
     kind = QueryKind(d["kind"])
     stat = STATISTICS[kind]

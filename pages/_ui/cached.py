@@ -19,18 +19,18 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from planner.backends.base import Backend
-from planner.backends.pandas_backend import PandasBackend
-from planner.errors import DataError, PlannerError
-from planner.loader import column_report, load_table
-from planner.queries import Query, queries_from_list
-from planner.schema import ColumnKind, Schema, dataset_fingerprint, suggest_kinds
+from planner.core.errors import DataError, PlannerError
+from planner.data.backends.base import Backend
+from planner.data.backends.pandas_backend import PandasBackend
+from planner.data.loader import column_report, load_table
+from planner.data.schema import ColumnKind, Schema, dataset_fingerprint, suggest_kinds
+from planner.planning.queries import Query, queries_from_list
 
 from . import state as S
 
 if TYPE_CHECKING:  # imported where used: the Data page draws without the optimiser or the ledger
-    from planner import plan_spec, workload
     from planner.ledger import Ledger
+    from planner.planning import plan_spec, workload
 
 
 
@@ -50,9 +50,9 @@ def load_upload(data: bytes, name: str) -> tuple[pd.DataFrame, str]:
 
 
 def server_sources_available() -> bool:
-    """True when the engine offers allow-listed server files (``planner.sources``)."""
+    """True when the engine offers allow-listed server files (``planner.data.sources``)."""
     try:
-        import planner.sources  # noqa: F401
+        import planner.data.sources  # noqa: F401
     except ImportError:
         return False
     return True
@@ -60,7 +60,7 @@ def server_sources_available() -> bool:
 
 def server_files() -> list[str]:
     """CSV/TSV/Parquet files in the allow-listed server directory (names relative to it)."""
-    from planner import sources
+    from planner.data import sources
 
     root = sources.data_dir()
     return sorted(str(p.relative_to(root)) for p in root.rglob("*")
@@ -75,7 +75,7 @@ def _file_digest(path: str, mtime_ns: int, size: int) -> str:
 def granted_server_files() -> list[str]:
     """The server files a non-owner may open: those that are a version of a dataset the
     ledger lets the session's principal read (its grants); no other file is even listed."""
-    from planner import sources
+    from planner.data import sources
 
     root = sources.data_dir()
     led = ledger()
@@ -94,7 +94,7 @@ def granted_server_files() -> list[str]:
 @st.cache_data(show_spinner="Reading the file…", max_entries=4)
 def load_server(spec: str) -> tuple[pd.DataFrame, str]:
     """(table, fingerprint) of one allow-listed server file; DataError outside the directory."""
-    from planner import sources
+    from planner.data import sources
 
     paths = sources.resolve_paths(spec)
     if len(paths) != 1:
@@ -110,7 +110,7 @@ def backend_choices() -> list[str]:
     ``PLANNER_SPARK_MASTER`` is set and PySpark and Java are installed (the default first)."""
     import os
 
-    from planner import backends
+    from planner.data import backends
 
     found = [b for b in backends.available_backends() if b != "spark" or os.environ.get(SPARK_ENV, "").strip()]
     default = backends.default_backend()
@@ -146,13 +146,13 @@ def frame_backend(fingerprint: str, schema_json: str, _df: pd.DataFrame) -> Pand
 @st.cache_resource(max_entries=4)
 def backend(fingerprint: str, schema_json: str, kind: str, _data: Active) -> Backend:
     """The exact aggregates behind a release on the ``kind`` engine (the Data page's choice,
-    the same :func:`planner.backends.make_backend` the command line calls) scanning the file
+    the same :func:`planner.data.backends.make_backend` the command line calls) scanning the file
     itself: the bundled sample, the allow-listed server file, or the upload (spilled to a
     temporary file for DuckDB, deleted when the backend closes)."""
     import io
     import os
 
-    from planner import backends, sources
+    from planner.data import backends, sources
 
     schema = Schema.from_json(schema_json)
     ss = st.session_state
@@ -218,7 +218,7 @@ class Active:
     @functools.cached_property
     def ledger_key(self) -> str | None:
         """What the ledger knows this dataset by: the key of its content digest under the
-        declared schema (:func:`planner.sources.dataset_key`), the same the command line
+        declared schema (:func:`planner.data.sources.dataset_key`), the same the command line
         computes in its scan, so the same table is one budget in the app and the CLI
         whatever its file format, row order or line endings. ``None`` until a schema is
         declared (the digest covers the declared columns)."""
@@ -231,7 +231,7 @@ class Active:
 def resolved_key(content: str, file_fp: str) -> str | None:
     """``planner.ledger.resolve_dataset`` of the table's two digests (content, file bytes),
     remembered for the session once found (a registered dataset's key never changes)."""
-    from planner.errors import PermissionDenied
+    from planner.core.errors import PermissionDenied
     from planner.ledger import resolve_dataset
 
     memo = st.session_state.setdefault("keep.data.ledger_keys", {})
@@ -248,9 +248,9 @@ def resolved_key(content: str, file_fp: str) -> str | None:
 
 @st.cache_data(show_spinner=False, max_entries=16)
 def content_key(fingerprint: str, schema_json: str, _df: pd.DataFrame) -> str:
-    """:func:`planner.sources.dataset_key` of the table's content digest (PRIVATE input,
+    """:func:`planner.data.sources.dataset_key` of the table's content digest (PRIVATE input,
     keyed output: only this key leaves the function)."""
-    from planner.sources import table_key
+    from planner.data.sources import table_key
 
     return table_key(_df, Schema.from_json(schema_json))
 
@@ -305,7 +305,7 @@ def parse_queries(wl_json: str, schema_json: str) -> tuple[Query, ...]:
 
 def error_scales(queries: tuple[Query, ...], schema: Schema) -> dict[str, float] | None:
     """A public scale per query (declared bounds and public n): the engine's default."""
-    from planner import workload
+    from planner.planning import workload
 
     return workload.default_error_scales(queries, schema)
 
@@ -316,9 +316,9 @@ Pins = tuple[tuple[str, float], ...]
 
 @st.cache_data(max_entries=64)
 def spec_plan(spec_json: str) -> plan_spec.PlanOutcome:
-    """The plan of a PLAN.json document (``planner.plan_spec.build_plan``): exactly what
+    """The plan of a PLAN.json document (``planner.planning.plan_spec.build_plan``): exactly what
     ``planner plan`` and ``planner release`` make of the same file."""
-    from planner import plan_spec
+    from planner.planning import plan_spec
 
     return plan_spec.build_plan(plan_spec.parse_plan_spec(json.loads(spec_json)))
 
@@ -344,8 +344,8 @@ def compare(spec_json: str) -> dict[str, workload.Plan | PlannerError]:
 
 @st.cache_data(max_entries=32)
 def compare_spec(spec_json: str) -> dict[str, dict[str, Any] | str]:
-    """``planner.plan_spec.compare_spec``: the same file under every rule, in its mode."""
-    from planner import plan_spec
+    """``planner.planning.plan_spec.compare_spec``: the same file under every rule, in its mode."""
+    from planner.planning import plan_spec
 
     return plan_spec.compare_spec(plan_spec.parse_plan_spec(json.loads(spec_json)))
 
@@ -353,7 +353,7 @@ def compare_spec(spec_json: str) -> dict[str, dict[str, Any] | str]:
 @st.cache_data(max_entries=32)
 def manual_total(wl_json: str, schema_json: str, delta: float, rule: str, shares: Pins) -> float:
     """The ε a manual split's shares cost under ``rule`` (``workload.manual_total``)."""
-    from planner import workload
+    from planner.planning import workload
 
     return workload.manual_total(parse_queries(wl_json, schema_json), Schema.from_json(schema_json), delta, rule,
                                  dict(shares))
@@ -362,7 +362,7 @@ def manual_total(wl_json: str, schema_json: str, delta: float, rule: str, shares
 @st.cache_data(max_entries=32)
 def item_ids(wl_json: str, schema_json: str) -> list[tuple[str, str, str, bool]]:
     """``(item id, query id, part, gaussian)`` of every share a manual split needs."""
-    from planner import workload
+    from planner.planning import workload
 
     return workload.item_ids(parse_queries(wl_json, schema_json), Schema.from_json(schema_json))
 
@@ -370,7 +370,7 @@ def item_ids(wl_json: str, schema_json: str) -> list[tuple[str, str, str, bool]]
 @st.cache_data(max_entries=16)
 def equal_shares(wl_json: str, schema_json: str, epsilon: float, delta: float, rule: str) -> dict[str, float]:
     """The equal split's share of every item (where a manual split starts from)."""
-    from planner import workload
+    from planner.planning import workload
 
     p = workload.plan_equal(parse_queries(wl_json, schema_json), Schema.from_json(schema_json), epsilon, delta, rule)
     return {a.id: a.theta for a in p.allocation.items}
@@ -392,7 +392,7 @@ def curve_epsilons(epsilon: float, points: int = 12) -> tuple[float, ...]:
 @st.cache_data(max_entries=32)
 def compare_curve(wl_json: str, schema_json: str, epsilons: tuple[float, ...], delta: float,
                   scales: Pins = ()) -> pd.DataFrame:
-    from planner import workload
+    from planner.planning import workload
 
     schema = Schema.from_json(schema_json)
     qs = parse_queries(wl_json, schema_json)
@@ -409,8 +409,8 @@ EPS_GRID: tuple[float, ...] = tuple(float(e) for e in np.geomspace(0.01, 10, 31)
 @st.cache_data(max_entries=64)
 def accuracy_curves(query_json: str, schema_json: str, delta: float, epsilons: tuple[float, ...]) -> tuple[pd.DataFrame, list[str]]:
     """RMSE and 95% bound of one query alone, per applicable mechanism, over ``epsilons``
-    (:func:`planner.workload.accuracy_curves`), as a table for the charts."""
-    from planner import workload
+    (:func:`planner.planning.workload.accuracy_curves`), as a table for the charts."""
+    from planner.planning import workload
 
     schema = Schema.from_json(schema_json)
     q = queries_from_list([json.loads(query_json)], schema)[0]
@@ -422,7 +422,7 @@ def accuracy_curves(query_json: str, schema_json: str, delta: float, epsilons: t
 @st.cache_data(max_entries=64)
 def lower_bound_curve(query_json: str, schema_json: str, epsilons: tuple[float, ...]) -> pd.DataFrame | None:
     """√ of the MSE lower bound for unbiased ε-DP mechanisms (linear queries only)."""
-    from planner import bounds
+    from planner.planning import bounds
 
     schema = Schema.from_json(schema_json)
     q = queries_from_list([json.loads(query_json)], schema)[0]
@@ -436,8 +436,8 @@ def lower_bound_curve(query_json: str, schema_json: str, epsilons: tuple[float, 
 @st.cache_data(max_entries=16)
 def mode_exactness(fingerprint: str, schema_json: str, column: str, epsilons: tuple[float, ...], _df: pd.DataFrame) -> pd.DataFrame:
     """DATA-DEPENDENT: P[ISM = true mode] vs the unbiased upper bound at ¼ε (Garivier 2021)."""
-    from planner import bounds
-    from planner.mechanisms import ism
+    from planner.planning import bounds
+    from planner.planning.mechanisms import ism
 
     b = frame_backend(fingerprint, schema_json, _df)
     counts = b.category_counts(column).as_array()
@@ -466,7 +466,7 @@ def exact_aggregate(fingerprint: str, schema_json: str, query_json: str, _df: pd
 def quantile_check(fingerprint: str, schema_json: str, query_json: str, alpha: float,
                    epsilons: tuple[float, ...], runs: int, seed: int, _df: pd.DataFrame) -> pd.DataFrame:
     """DATA-DEPENDENT: a quantile's error in the column's units (lower bound, EM, ISM), long form."""
-    from planner import simulation
+    from planner.planning import simulation
 
     schema = Schema.from_json(schema_json)
     q = queries_from_list([json.loads(query_json)], schema)[0]

@@ -4,7 +4,7 @@ The active dataset (``state.ACTIVE``) changes only when the owner picks another 
 switch that would replace an edited workload waits for the owner's go-ahead
 (``state.PENDING``). The schema the owner is typing is a draft kept per dataset
 (``state.DRAFTS``), so it survives a visit to another page; saving it validates the whole
-declaration and lists every problem at once (``planner.schema.SchemaProblems``).
+declaration and lists every problem at once (``planner.data.schema.SchemaProblems``).
 """
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ from typing import Any
 
 import streamlit as st
 
-from planner.errors import PlannerError
-from planner.schema import Schema, SchemaProblems, format_text_list, parse_text_list
-from planner.strict_json import MAX_MAGNITUDE
+from planner.core.errors import PlannerError
+from planner.core.strict_json import MAX_MAGNITUDE
+from planner.data.schema import Schema, SchemaProblems, format_text_list, parse_text_list
 
 from . import state as S
 
@@ -201,7 +201,7 @@ def load_schema_file(raw: bytes) -> tuple[Schema, bool]:
     """A schema JSON file the owner uploads, or a plan file (PLAN.json holds its schema):
     (the schema, whether it came from a plan file). Raises the engine's SchemaError for a
     file that is neither."""
-    from planner.plan_spec import loads_plan_spec
+    from planner.planning.plan_spec import loads_plan_spec
 
     try:
         return Schema.from_json(raw), False

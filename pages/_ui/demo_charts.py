@@ -1,6 +1,6 @@
 """Streamlit/Altair helpers for the "Learn" demo pages only.
 
-Chart builders take plain engine results (``planner.demos``) and return Altair charts;
+Chart builders take plain engine results (``planner.learn``) and return Altair charts;
 the few widgets shared by every demo (seed + "Run again") live here too. Cached helpers
 cache deterministic work or demo simulations keyed by their seed: demos release nothing,
 so caching them leaks nothing; nothing here ever draws noise for a release.
@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from planner import demos
+from planner import learn as demos
 
 ROOT = Path(__file__).resolve().parents[2]
 CENSUS_CSV = ROOT / "data" / "census.csv"

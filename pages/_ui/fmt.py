@@ -5,7 +5,9 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from planner.markdown import md_literal as plain  # names and engine messages shown, never formatted
+from planner.core.markdown import (
+    md_literal as plain,  # names and engine messages shown, never formatted
+)
 
 __all__ = ["answer_rows", "eps", "plain", "value"]
 

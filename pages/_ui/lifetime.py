@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import streamlit as st
 
-from planner.errors import PlannerError
+from planner.core.errors import PlannerError
 from planner.ledger import resolve_dataset
 
 from . import cached, fmt

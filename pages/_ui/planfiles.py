@@ -7,8 +7,8 @@
   schema (for an upload or a server file), its queries with their options, mode, ε, δ,
   rule, scales and shares (:func:`restore`);
 * **Code**: a Python script and a Jupyter notebook that reproduce the plan and its release
-  with the library (``planner.codegen``);
-* **Report**: one self-contained HTML file of the plan or of a release (``planner.report``).
+  with the library (``planner.outputs.codegen``);
+* **Report**: one self-contained HTML file of the plan or of a release (``planner.outputs.report``).
 
 Downloads are generated when clicked (``st.download_button`` with a callable), from values
 captured when the page was drawn: nothing is computed for a button nobody clicks.
@@ -23,13 +23,13 @@ from typing import TYPE_CHECKING, Any
 
 import streamlit as st
 
-from planner.errors import PlanError, PlannerError
+from planner.core.errors import PlanError, PlannerError
 
 from . import cached, planning
 from . import state as S
 
 if TYPE_CHECKING:
-    from planner.plan_spec import PlanSpec
+    from planner.planning.plan_spec import PlanSpec
     from planner.release import ReleaseResult
 
 
@@ -52,7 +52,7 @@ def restore(spec: PlanSpec, data: cached.Active) -> list[str]:
         The plan's schema cannot apply to the active dataset (a sample's schema is fixed;
         a file must have every column the plan declares).
     """
-    from planner import workload
+    from planner.planning import workload
 
     ss = st.session_state
     notes: list[str] = []
@@ -101,7 +101,7 @@ def restore(spec: PlanSpec, data: cached.Active) -> list[str]:
 
 def upload_form(data: cached.Active, page: str) -> None:
     """A file uploader that restores a PLAN.json into the session."""
-    from planner import plan_spec
+    from planner.planning import plan_spec
 
     ss = st.session_state
     up = st.file_uploader("Restore a plan file (PLAN.json)", type=["json"], key=f"{page}:plan_upload",
@@ -143,8 +143,9 @@ def _deferred(make: Callable[[], str]) -> Callable[[], str]:
 def downloads(data: cached.Active, view: planning.PlanView, page: str,
               release: ReleaseResult | None = None) -> None:
     """The plan file, the script, the notebook and the report, as download buttons."""
-    from planner import codegen, plan_spec, report
-    from planner.plan_spec import PlanOutcome
+    from planner.outputs import codegen, report
+    from planner.planning import plan_spec
+    from planner.planning.plan_spec import PlanOutcome
 
     name = slug(data.name)
     doc = planning.download_document(view)

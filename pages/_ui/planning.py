@@ -2,8 +2,8 @@
 
 What is shown anywhere is what will be released: every page builds the plan from the same
 durable settings (:mod:`pages._ui.state`) through :func:`current_plan`, which writes them as
-the PLAN.json document the command line reads (``planner.plan_spec.spec_document``) and
-plans that document with ``planner.plan_spec.build_plan`` — so the file the Planner offers
+the PLAN.json document the command line reads (``planner.planning.plan_spec.spec_document``) and
+plans that document with ``planner.planning.plan_spec.build_plan`` — so the file the Planner offers
 for download plans, on the command line, to exactly the plan on screen. Once a dataset has
 a lifetime budget, its composition rule is the rule in force (the ledger composes every
 release under it); before that, the rule chosen on the Planner is a what-if.
@@ -18,17 +18,17 @@ from typing import TYPE_CHECKING, Any
 
 import streamlit as st
 
-from planner.budget import check_delta, check_epsilon
-from planner.errors import LedgerError, PermissionDenied, PlannerError
-from planner.schema import Schema
+from planner.core.errors import LedgerError, PermissionDenied, PlannerError
+from planner.data.schema import Schema
+from planner.privacy.budget import check_delta, check_epsilon
 
 from . import cached
 from . import state as S
 
 if TYPE_CHECKING:  # imported when first used: the Data page draws without the optimiser or the ledger
     from planner.ledger import BudgetStatus, ReleasePreview
-    from planner.plan_spec import PlanSpec
-    from planner.workload import Plan, TargetResult
+    from planner.planning.plan_spec import PlanSpec
+    from planner.planning.workload import Plan, TargetResult
 
 
 @dataclass(frozen=True)
@@ -123,7 +123,7 @@ def spec_json(data: cached.Active, schema_json: str, s: Settings, rows: list[dic
 
     Raises PlannerError (invalid workload, a share naming no query).
     """
-    from planner import plan_spec
+    from planner.planning import plan_spec
 
     wl = cached.workload_json(rows, s.mode)
     qs = cached.parse_queries(wl, schema_json)
@@ -161,8 +161,8 @@ def download_document(view: PlanView) -> dict[str, Any]:
 
 
 def parsed_spec(view: PlanView, *, with_lifetime: bool = True) -> PlanSpec:
-    """The plan in force as a :class:`planner.plan_spec.PlanSpec` (for code export and reports)."""
-    from planner import plan_spec
+    """The plan in force as a :class:`planner.planning.plan_spec.PlanSpec` (for code export and reports)."""
+    from planner.planning import plan_spec
 
     return plan_spec.parse_plan_spec(download_document(view) if with_lifetime else json.loads(view.spec_json))
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import streamlit as st
 
-from planner.errors import PlannerError
-from planner.schema import Schema
+from planner.core.errors import PlannerError
+from planner.data.schema import Schema
 
 from . import cached, fmt, frame
 from . import state as S
@@ -14,7 +14,7 @@ from . import state as S
 def require_planner() -> None:
     """Stop the page unless someone who may plan (an owner or an analyst) is signed in (a
     page reached by a deep link or a test, not only through the navigation)."""
-    from planner.accounts import Role
+    from planner.ledger.accounts import Role
 
     from . import auth
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import streamlit as st
 
-from planner.errors import PlannerError
+from planner.core.errors import PlannerError
 
 from . import cached, fmt, planning
 from . import state as S

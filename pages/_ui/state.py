@@ -61,7 +61,7 @@ BUILDER = "keep.queries.builder"  # the query builder's draft (pages._ui.builder
 EPSILON = "keep.plan.epsilon"  # ε of the next release (weighted mode)
 DELTA = "keep.plan.delta"
 RULE = "keep.plan.rule"  # the what-if rule until the dataset's lifetime budget fixes it
-MODE = "keep.plan.mode"  # "weighted", "equal", "manual" or "target" (planner.workload.SplitMode)
+MODE = "keep.plan.mode"  # "weighted", "equal", "manual" or "target" (planner.planning.workload.SplitMode)
 RELATIVE = "keep.plan.relative"  # measure errors relative to a public scale
 PINS = "keep.plan.pins"  # {item id: fixed share θ} (ε, or ρ for Gaussian noise), weighted mode
 MANUAL = "keep.plan.manual"  # {item id: share θ} of the manual split
@@ -87,7 +87,7 @@ RELEASE_ERROR = "keep.release.error"
 LEDGER_DATASET = "keep.ledger.dataset"
 NOTICE = "keep.notice"  # a one-off success message for the next run ({"page": ..., "text": ...})
 
-#: The engine's composition rules (``planner.budget.CompositionRule``), in its order: the
+#: The engine's composition rules (``planner.privacy.budget.CompositionRule``), in its order: the
 #: optimal accountant (``pld``, privacy loss distributions) last.
 RULES = ("basic", "advanced", "rdp", "zcdp", "pld")
 MODES = ("weighted", "equal", "manual", "target")
@@ -303,8 +303,8 @@ def normal_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         d = {k: v for k, v in r.items() if k in COMMON}
         opts = r.get("options")
         if isinstance(opts, str):
-            from planner.errors import PlannerError
-            from planner.strict_json import loads_strict
+            from planner.core.errors import PlannerError
+            from planner.core.strict_json import loads_strict
 
             try:
                 parsed = loads_strict(opts, "options") if opts.strip() else {}
@@ -333,7 +333,7 @@ def options_text(options: Any) -> str:
 
 
 def query_dicts(rows: list[dict[str, Any]], mode: str) -> list[dict[str, Any]]:
-    """The flat JSON form of each query (``planner.queries.Query.from_dict``): options
+    """The flat JSON form of each query (``planner.planning.queries.Query.from_dict``): options
     inline, no ``scale``; the target in target mode, the weight otherwise.
 
     Raises
@@ -341,8 +341,8 @@ def query_dicts(rows: list[dict[str, Any]], mode: str) -> list[dict[str, Any]]:
     QueryError
         A row's options are not a JSON object (the message names the query).
     """
-    from planner.errors import QueryError
-    from planner.strict_json import loads_strict
+    from planner.core.errors import QueryError
+    from planner.core.strict_json import loads_strict
 
     drop = "weight" if mode == "target" else "target"
     out = []
@@ -372,7 +372,7 @@ def row_scales(rows: list[dict[str, Any]]) -> dict[str, float]:
 
 
 def row_from_query(q: Any, scale: float | None = None) -> dict[str, Any]:
-    """A workload row of a :class:`planner.queries.Query` (its options nested)."""
+    """A workload row of a :class:`planner.planning.queries.Query` (its options nested)."""
     d = q.to_dict()
     row = {k: d.get(k) for k in ("id", "kind", "column", "mechanism", "weight", "target")}
     opts = {k: v for k, v in d.items() if k not in COMMON}

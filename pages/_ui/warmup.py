@@ -20,8 +20,8 @@ from types import ModuleType
 
 #: The engine imports SciPy in the functions that use it (start-up of the CLI and of this page),
 #: so it is named here: the Planner's and Accuracy's first run would import it otherwise.
-MODULES = ("altair", "planner.workload", "planner.allocation", "scipy.optimize", "scipy.special", "scipy.fft",
-           "planner.bounds", "planner.simulation", "planner.release", "pages._ui.charts")
+MODULES = ("altair", "planner.planning.workload", "planner.planning.allocation", "scipy.optimize", "scipy.special", "scipy.fft",
+           "planner.planning.bounds", "planner.planning.simulation", "planner.release", "pages._ui.charts")
 
 #: What the first page (Data, on the census sample) and the app's frame import on their first
 #: run: pandas and PyArrow for the table, SQLAlchemy/SQLModel for the ledger (the sign-in check
@@ -30,8 +30,8 @@ MODULES = ("altair", "planner.workload", "planner.allocation", "scipy.optimize",
 #: missing from this list.
 FIRST_PAGE = (
     "pandas", "pyarrow", "pyarrow.csv", "pyarrow.pandas_compat", "pyarrow.vendored.version", "sqlalchemy", "sqlmodel",
-    "planner.ledger", "planner.loader", "planner.sources", "planner.backends.pandas_backend", "planner.backends.sql",
-    "planner.backends.spark_backend", "pages._ui.auth", "pages._ui.cached", "pages._ui.datasets", "pages._ui.frame",
+    "planner.ledger", "planner.data.loader", "planner.data.sources", "planner.data.backends.pandas_backend", "planner.data.backends.sql",
+    "planner.data.backends.spark_backend", "pages._ui.auth", "pages._ui.cached", "pages._ui.datasets", "pages._ui.frame",
     "pages._ui.preamble", "pages._ui.sidebar", "pages._ui.state",
 )
 
@@ -67,7 +67,7 @@ def preload() -> None:
     from streamlit.runtime.caching import cache_data_api
     from streamlit.runtime.scriptrunner_utils import script_run_context
 
-    from planner.errors import PlannerError
+    from planner.core.errors import PlannerError
 
     with _quiet(cache_data_api, script_run_context):
         for name in FIRST_PAGE:

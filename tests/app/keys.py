@@ -1,5 +1,5 @@
 """The ledger key of the dataset an AppTest session has active, computed the way the
-command line computes it (``planner.sources.table_key``: the content digest of the declared
+command line computes it (``planner.data.sources.table_key``: the content digest of the declared
 columns), so a test reads the ledger exactly where the app and ``planner release`` write."""
 
 from __future__ import annotations
@@ -7,9 +7,9 @@ from __future__ import annotations
 from streamlit.testing.v1 import AppTest
 
 from pages._ui import state as S
-from planner.loader import load_table
-from planner.schema import Schema
-from planner.sources import table_key
+from planner.data.loader import load_table
+from planner.data.schema import Schema
+from planner.data.sources import table_key
 
 
 def ledger_key(at: AppTest) -> str:
@@ -21,7 +21,7 @@ def ledger_key(at: AppTest) -> str:
         df = load_table(ss[S.UPLOAD_BYTES], name=ss[S.UPLOAD_NAME] or "upload")
         schema = Schema.from_json(ss[S.SCHEMAS][fp])
     elif act.get("source") == "server":
-        from planner.sources import resolve_paths
+        from planner.data.sources import resolve_paths
 
         (path,) = resolve_paths(act["file"])
         df = load_table(path, name=path.name)

@@ -18,14 +18,14 @@ from streamlit.testing.v1 import AppTest
 
 from pages._ui import auth
 from pages._ui import state as S
-from planner.accounts import Principal, Role
-from planner.backends import make_backend
+from planner.data.backends import make_backend
+from planner.data.loader import load_table
+from planner.data.schema import Schema
+from planner.data.sources import open_cli_source, table_key
 from planner.ledger import Ledger
-from planner.loader import load_table
+from planner.ledger.accounts import Principal, Role
+from planner.planning.workload import plan as make_plan
 from planner.release import release
-from planner.schema import Schema
-from planner.sources import open_cli_source, table_key
-from planner.workload import plan as make_plan
 from tests.app.test_pages import set_lifetime
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -58,7 +58,7 @@ def _organisation(url: str, analyst_epsilon: float | None = 0.6) -> Ledger:
         led.grant(CENSUS_FP, "ana", "analyst", epsilon=analyst_epsilon, actor=OWNER)
     led.grant(CENSUS_FP, "vic", "viewer", actor=OWNER)
     survey = Schema.load(ROOT / "data" / "survey.schema.json")
-    sp = make_plan(__import__("planner.queries", fromlist=["queries_from_list"]).queries_from_list(
+    sp = make_plan(__import__("planner.planning.queries", fromlist=["queries_from_list"]).queries_from_list(
         [{"id": "respondents", "kind": "count", "mechanism": "laplace"}], survey), survey, 0.5, 0.0, "rdp")
     release(sp, survey, make_backend("pandas", open_cli_source(str(SURVEY_CSV)), survey), led.with_actor(OWNER),
             table_key(load_table(SURVEY_CSV, name=SURVEY_CSV.name), Schema.load(SURVEY_CSV.with_suffix('.schema.json'))), "survey (sample)", total_epsilon=2.0, total_delta=1e-6, rule="rdp")
@@ -180,7 +180,7 @@ def test_analyst_lists_only_the_server_files_granted(url: str, tmp_path: Path, m
 def test_viewer_sees_only_the_released_answers_and_ledger_shared_with_them(url: str) -> None:
     led = _organisation(url)
     census = Schema.load(ROOT / "data" / "census.schema.json")
-    from planner.queries import queries_from_list
+    from planner.planning.queries import queries_from_list
 
     p = make_plan(queries_from_list([{"id": "people", "kind": "count", "mechanism": "laplace"}], census),
                   census, 0.5, 0.0, "rdp")

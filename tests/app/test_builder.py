@@ -1,6 +1,6 @@
 """Issue 14: the query builder is generated from each statistic's declaration.
 
-For every registered statistic (``planner.statistics.STATISTICS``, walked here, so a new
+For every registered statistic (``planner.planning.statistics.STATISTICS``, walked here, so a new
 statistic is tested with no new test code): the form offers exactly its declared
 mechanisms, draws one widget per declared option with the declaration's label and help,
 and refuses an invalid value with the engine's message naming the option. The invalid
@@ -17,10 +17,10 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from pages._ui import state as S
-from planner.queries import Query, QueryKind
-from planner.schema import Schema
-from planner.statistics import STATISTICS
-from planner.statistics.base import OptionSpec, OptionType
+from planner.data.schema import Schema
+from planner.planning.queries import Query, QueryKind
+from planner.planning.statistics import STATISTICS
+from planner.planning.statistics.base import OptionSpec, OptionType
 
 ROOT = Path(__file__).resolve().parents[2]
 APP = str(ROOT / "app.py")

@@ -1,7 +1,7 @@
 """One table, one budget across the app and the command line.
 
 The app names a dataset in the ledger by the key of its content under the declared schema
-(``planner.sources.table_key``), the key ``planner release`` computes in its scan; the hash
+(``planner.data.sources.table_key``), the key ``planner release`` computes in its scan; the hash
 of the file's bytes (the app's key before the content digest, and the one server files are
 listed by) is linked to the same dataset (``planner.ledger.resolve_dataset``).
 """
@@ -15,12 +15,12 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from planner.errors import BudgetExceededError, LedgerError
+from planner.core.errors import BudgetExceededError, LedgerError
+from planner.data.loader import load_table
+from planner.data.schema import Schema, dataset_fingerprint
+from planner.data.sources import table_key
 from planner.ledger import Ledger, resolve_dataset
-from planner.loader import load_table
 from planner.release import cmd_release
-from planner.schema import Schema, dataset_fingerprint
-from planner.sources import table_key
 from tests.app.keys import ledger_key
 from tests.app.test_pages import set_lifetime
 

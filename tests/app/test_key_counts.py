@@ -1,7 +1,7 @@
 """Count by undeclared key in the app, as an owner would do it: upload a generated file,
 declare its ZIP column as a key column, build the query in the form, read on the Planner
 which keys will be shown, visit the other pages, release (DuckDB, the default engine),
-and find the spend (with its key δ) in the ledger. Expected numbers come from the engine (``planner.statistics.keys``),
+and find the spend (with its key δ) in the ledger. Expected numbers come from the engine (``planner.planning.statistics.keys``),
 whose own tests check them by hand and against OpenDP."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from pages._ui import state as S
-from planner.events import ThresholdedEvent
+from planner.privacy.events import ThresholdedEvent
 from tests.app.keys import ledger_key
 from tests.app.test_pages import declare, set_lifetime
 from tests.app.test_persistence import APP, PAGES, _goto, _led

@@ -342,7 +342,7 @@ def test_accuracy_check_by_simulation_overlays_points_and_is_labelled():
     assert any("not private, do not share" in e.value for e in at.error)
     rows = at.session_state[S.ACC_SIM]["rows"]
     assert len(rows) == 11 and all(r["runs"] == 2000 for r in rows)
-    # people (count, Laplace): simulated RMSE within 5 s.e. of √2/ε (planner.simulation's own check)
+    # people (count, Laplace): simulated RMSE within 5 s.e. of √2/ε (planner.planning.simulation's own check)
     for r in rows:
         se = (r["high"] - r["empirical RMSE"]) / 2
         assert abs(r["empirical RMSE"] - r["predicted RMSE"]) <= 5 * se + 1e-12
@@ -367,9 +367,9 @@ def test_planner_rule_comparison_names_the_best_rule_for_the_workload():
     # errors (zCDP counts a pure answer by its ε where that is cheaper; it was 1.9× worse when it
     # used ρ = ε²/2 converted back at δ); only the optimal accountant proves a smaller total at
     # δ > 0. The factor on the page is the engine's own comparison of the same plans.
-    from planner import workload
-    from planner.queries import queries_from_list
-    from planner.schema import Schema
+    from planner.data.schema import Schema
+    from planner.planning import workload
+    from planner.planning.queries import queries_from_list
 
     schema = Schema.load(S.SAMPLES["census"][1])
     qs = queries_from_list(S.query_dicts(S.default_workload("census"), "weighted"), schema)
@@ -390,7 +390,7 @@ def test_planner_rule_comparison_names_the_best_rule_for_the_workload():
 
 
 def test_server_file_source_lists_allow_listed_files():
-    pytest.importorskip("planner.sources")
+    pytest.importorskip("planner.data.sources")
     at = _goto(_app(), "data_page")
     at.radio(key=PICKER).set_value("server").run()
     assert not at.exception, [e.value for e in at.exception]

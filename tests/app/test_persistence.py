@@ -19,10 +19,10 @@ from streamlit.testing.v1 import AppTest
 
 from pages._ui import state as S
 from planner import release as rel
-from planner import workload
-from planner.accounting import total_epsilon
-from planner.queries import queries_from_list
-from planner.schema import Schema
+from planner.data.schema import Schema
+from planner.planning import workload
+from planner.planning.queries import queries_from_list
+from planner.privacy.accounting import total_epsilon
 from tests.app.keys import ledger_key
 from tests.app.test_pages import declare, set_lifetime
 
@@ -232,7 +232,7 @@ def test_upload_stays_active_on_every_page_until_another_is_picked():
 
 def test_relative_errors_without_a_public_row_count_say_so_and_name_the_fix():
     """The toggle "relative to a public size" is on by default; without a public row count
-    the engine has no public sizes (planner.workload.default_error_scales is None) and the
+    the engine has no public sizes (planner.planning.workload.default_error_scales is None) and the
     split compares absolute errors: the Planner says so and names the field to fill."""
     def said(at: AppTest) -> list[str]:
         return [i.value for i in at.info if "compared as they are" in i.value]
@@ -495,7 +495,7 @@ def test_a_secret_sample_declared_on_the_data_page_is_planned_and_spent_for_the_
     # PEOPLE as a secret Poisson sample at rate 0.1 (add/remove): the Data page's field writes
     # "sampling" into the schema; the lifetime budget is registered with it; the release spends
     # the plan's base (sample) budget and the ledger counts its population cost, amplified once
-    # (planner.sampling: ln(1 + q(e^ε − 1)), BBG18 Thm 9), never more than ε = 1.
+    # (planner.privacy.sampling: ln(1 + q(e^ε − 1)), BBG18 Thm 9), never more than ε = 1.
     import math
 
     at = _upload(_app(), "people.csv", PEOPLE)

@@ -15,12 +15,12 @@ from streamlit.testing.v1 import AppTest
 
 from pages._ui import state as S
 from planner import release as rel
-from planner import workload
-from planner.accounting import total_epsilon
 from planner.cli import main as cli_main
-from planner.plan_spec import dump_plan_spec, spec_document
-from planner.queries import Query, queries_from_list
-from planner.schema import Schema
+from planner.data.schema import Schema
+from planner.planning import workload
+from planner.planning.plan_spec import dump_plan_spec, spec_document
+from planner.planning.queries import Query, queries_from_list
+from planner.privacy.accounting import total_epsilon
 from tests.app.keys import ledger_key
 from tests.app.test_pages import set_lifetime
 
@@ -231,7 +231,7 @@ def test_engine_choice_reaches_the_release() -> None:
 
 
 def test_spark_is_offered_only_when_configured(monkeypatch: pytest.MonkeyPatch) -> None:
-    from planner.backends import available_backends
+    from planner.data.backends import available_backends
 
     monkeypatch.delenv("PLANNER_SPARK_MASTER", raising=False)
     at = _app("data_page")

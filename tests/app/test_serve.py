@@ -67,7 +67,7 @@ def test_preload_with_an_unusable_ledger_still_starts() -> None:
         blocker = os.path.join(tempfile.mkdtemp(), "a-file")
         open(blocker, "w").close()  # the ledger's folder would have to be inside a file
         os.environ["PLANNER_LEDGER_URL"] = f"sqlite:///{blocker}/ledger.db"
-        from planner.errors import LedgerError
+        from planner.core.errors import LedgerError
         from planner.ledger import Ledger
         try:
             Ledger(os.environ["PLANNER_LEDGER_URL"])

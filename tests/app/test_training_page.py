@@ -1,5 +1,5 @@
 """AppTest of the training-budget (DP-SGD) page: it renders standalone, shows the engine's
-numbers (the same ``planner.dpsgd`` calls the CLI makes), and a bad input is an error
+numbers (the same ``planner.planning.dpsgd`` calls the CLI makes), and a bad input is an error
 message, not a traceback."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from pathlib import Path
 
 from streamlit.testing.v1 import AppTest
 
-from planner import dpsgd
+from planner.planning import dpsgd
 
 PAGE = Path(__file__).resolve().parents[2] / "pages" / "training_page.py"
 

@@ -16,7 +16,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from planner.accounting import (
+from planner.privacy.accounting import (
     CompositionRule,
     Spend,
     compare_rules,
@@ -27,7 +27,7 @@ from planner.accounting import (
     standalone_epsilon,
     total_epsilon,
 )
-from planner.events import (
+from planner.privacy.events import (
     ExponentialEvent,
     GaussianEvent,
     LaplaceEvent,

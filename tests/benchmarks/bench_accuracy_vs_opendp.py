@@ -84,12 +84,12 @@ sys.path.insert(0, str(ROOT))
 
 import opendp.prelude as dp  # noqa: E402
 
-from planner.backends.pandas_backend import PandasBackend  # noqa: E402
-from planner.errors import QueryError  # noqa: E402
-from planner.queries import Query  # noqa: E402
+from planner.core.errors import QueryError  # noqa: E402
+from planner.data.backends.pandas_backend import PandasBackend  # noqa: E402
+from planner.data.schema import Schema  # noqa: E402
+from planner.planning.queries import Query  # noqa: E402
+from planner.planning.workload import plan  # noqa: E402
 from planner.release import prepare  # noqa: E402
-from planner.schema import Schema  # noqa: E402
-from planner.workload import plan  # noqa: E402
 
 dp.enable_features("contrib")
 
@@ -148,7 +148,7 @@ def make_schema(c: int, n: int, integer_income: bool = True) -> Schema:
 def _schema_has_integer() -> bool:
     """Whether this checkout's schema accepts the owner's ``integer`` declaration (the
     benchmark runs on checkouts before and after it existed)."""
-    from planner.schema import Column
+    from planner.data.schema import Column
 
     return "integer" in getattr(Column, "__dataclass_fields__", {})
 
@@ -428,7 +428,7 @@ def _mode_gap(df: pd.DataFrame) -> Callable[[Any, Any], np.ndarray]:
 
 def _denominator(alpha: float) -> int:
     """b of α = a/b: the product's integer scores are b × ranks (OpenDP's scale is in ranks)."""
-    from planner.statistics.quantile import alpha_fraction
+    from planner.planning.statistics.quantile import alpha_fraction
 
     return alpha_fraction(alpha).denominator
 
@@ -729,7 +729,7 @@ def workload(df: pd.DataFrame, n: int, eps: float, reps: int, rng: np.random.Gen
     with a quantile's error in ranks as a fraction of n. Both sides are scored by the same
     objective on the same release errors (the median's value error converted to its rank
     error on the data)."""
-    from planner.workload import default_error_scales
+    from planner.planning.workload import default_error_scales
 
     schema = make_schema(1, n)
     inputs = opendp_inputs(df)

@@ -327,17 +327,17 @@ def _route_aggregates(aggs: dict[str, Any]) -> dict[str, Any]:
 
 def worker_route(kind: str, path: Path, max_rows: int, memory_limit: str | None) -> dict[str, Any]:
     """What ``planner release`` computes before the ledger, in process (imports not timed)."""
-    from planner.backends import check_backend, close_backend, make_backend
-    from planner.queries import queries_from_list
-    from planner.schema import Schema
-    from planner.sources import open_cli_source
+    from planner.data.backends import check_backend, close_backend, make_backend
+    from planner.data.schema import Schema
+    from planner.data.sources import open_cli_source
+    from planner.planning.queries import queries_from_list
 
     schema = Schema.from_dict(schema_dict(path, max_rows))
     qs = queries_from_list(QUERIES, schema)
     out: dict[str, Any] = {}
     spark = None
     if kind == "spark":
-        from planner.backends.spark_backend import get_session
+        from planner.data.backends.spark_backend import get_session
 
         t = time.perf_counter()
         spark = get_session("local[*]")
@@ -347,7 +347,7 @@ def worker_route(kind: str, path: Path, max_rows: int, memory_limit: str | None)
         os.environ["PLANNER_DUCKDB_MEMORY_LIMIT"] = memory_limit
     t0, c0 = time.perf_counter(), time.process_time()
     try:  # the route of `planner release`: one pass for aggregates, report and digest
-        from planner.backends import BackgroundScan
+        from planner.data.backends import BackgroundScan
 
         try:  # as planner release opens it: a CSV's whole-file checks run during the scan
             source = open_cli_source(path, defer_check=True)

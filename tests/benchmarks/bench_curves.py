@@ -17,16 +17,16 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # run from anywhere
 
-from planner.mechanisms import (
+from planner.planning.mechanisms import (
     DISCRETE_GAUSSIAN,
     DISCRETE_LAPLACE,
     GAUSSIAN,
     LAPLACE,
     Sensitivity,
 )
-from planner.mechanisms import exponential as em
-from planner.mechanisms import randomized_response as rr
-from planner.mechanisms.gaussian import _rho_cached, _unit_sigma_cached
+from planner.planning.mechanisms import exponential as em
+from planner.planning.mechanisms import randomized_response as rr
+from planner.planning.mechanisms.gaussian import _rho_cached, _unit_sigma_cached
 
 EPS = np.geomspace(0.01, 10.0, 200)
 DELTA = 1e-6

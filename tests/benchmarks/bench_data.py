@@ -22,10 +22,10 @@ sys.path.insert(0, str(ROOT / "data"))
 
 import numpy as np  # noqa: E402
 
-from planner.backends import PandasBackend  # noqa: E402
-from planner.loader import check_against_schema, load_table  # noqa: E402
-from planner.queries import Query, queries_from_list  # noqa: E402
-from planner.schema import Schema  # noqa: E402
+from planner.data.backends import PandasBackend  # noqa: E402
+from planner.data.loader import check_against_schema, load_table  # noqa: E402
+from planner.data.schema import Schema  # noqa: E402
+from planner.planning.queries import Query, queries_from_list  # noqa: E402
 
 WORKLOAD = [
     {"id": "n", "kind": "count", "column": None, "mechanism": "laplace"},

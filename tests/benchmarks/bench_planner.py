@@ -14,10 +14,10 @@ from pathlib import Path
 
 import numpy as np
 
-from planner.accounting import CompositionRule
-from planner.allocation import Family, Item, allocate, applicable_rules, error_curve
-from planner.plan_spec import load_plan_spec
-from planner.workload import compare_curve
+from planner.planning.allocation import Family, Item, allocate, applicable_rules, error_curve
+from planner.planning.plan_spec import load_plan_spec
+from planner.planning.workload import compare_curve
+from planner.privacy.accounting import CompositionRule
 
 ROOT = Path(__file__).resolve().parents[2]
 

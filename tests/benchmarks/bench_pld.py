@@ -52,11 +52,11 @@ from prv_accountant.privacy_random_variables import (
     PureDPMechanism,
 )
 
-from planner.accountants import accountant
-from planner.accountants.pld import pld_epsilon
-from planner.allocation import Family, Item, allocate
-from planner.budget import CompositionRule
-from planner.events import (
+from planner.planning.allocation import Family, Item, allocate
+from planner.privacy.accountants import accountant
+from planner.privacy.accountants.pld import pld_epsilon
+from planner.privacy.budget import CompositionRule
+from planner.privacy.events import (
     ExponentialEvent,
     GaussianEvent,
     LaplaceEvent,

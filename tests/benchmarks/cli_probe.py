@@ -33,7 +33,7 @@ def _mark() -> None:
 
 
 def _patch(name: str, module: Any) -> None:
-    if name == "planner.backends.sql":
+    if name == "planner.data.backends.sql":
         run_sql = module.SqlBackend._run_sql
 
         def _run_sql(self: Any, sql: str, params: Any) -> Any:
@@ -42,7 +42,7 @@ def _patch(name: str, module: Any) -> None:
             return run_sql(self, sql, params)
 
         module.SqlBackend._run_sql = _run_sql
-    elif name == "planner.loader":
+    elif name == "planner.data.loader":
         load_table = module.load_table
 
         def _load_table(*a: Any, **k: Any) -> Any:
@@ -50,7 +50,7 @@ def _patch(name: str, module: Any) -> None:
             return load_table(*a, **k)
 
         module.load_table = _load_table
-    elif name == "planner.schema":
+    elif name == "planner.data.schema":
         fingerprint = module.dataset_fingerprint
 
         def _fingerprint(*a: Any, **k: Any) -> Any:
@@ -64,7 +64,7 @@ def _patch(name: str, module: Any) -> None:
 
 
 class _Hook(importlib.abc.MetaPathFinder):
-    targets = frozenset({"planner.backends.sql", "planner.loader", "planner.schema"})
+    targets = frozenset({"planner.data.backends.sql", "planner.data.loader", "planner.data.schema"})
 
     def find_spec(self, name: str, path: Any, target: Any = None) -> Any:
         if name not in self.targets:

@@ -25,11 +25,11 @@ import pytest
 
 from pages._ui import state as S
 from planner import release as rel
-from planner import workload
-from planner.accounting import total_epsilon
+from planner.data.schema import Schema
 from planner.ledger import Ledger
-from planner.queries import queries_from_list
-from planner.schema import Schema
+from planner.planning import workload
+from planner.planning.queries import queries_from_list
+from planner.privacy.accounting import total_epsilon
 from tests.e2e.conftest import SCREENSHOTS
 
 pytestmark = pytest.mark.e2e

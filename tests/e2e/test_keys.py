@@ -20,10 +20,10 @@ import pytest
 
 from pages._ui import state as S
 from planner import release as rel
-from planner.accounting import total_epsilon
-from planner.events import ThresholdedEvent
+from planner.data.schema import Schema
 from planner.ledger import Ledger
-from planner.schema import Schema
+from planner.privacy.accounting import total_epsilon
+from planner.privacy.events import ThresholdedEvent
 from tests.e2e.test_flow import (
     PLAN_PAGES,
     choose,

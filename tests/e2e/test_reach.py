@@ -29,9 +29,9 @@ import pytest
 from planner import release as rel
 from planner.cli import main as cli_main
 from planner.ledger import Ledger
-from planner.plan_spec import build_plan, load_plan_spec
-from planner.queries import QueryKind
-from planner.statistics import STATISTICS
+from planner.planning.plan_spec import build_plan, load_plan_spec
+from planner.planning.queries import QueryKind
+from planner.planning.statistics import STATISTICS
 from tests.e2e.conftest import SCREENSHOTS
 from tests.e2e.test_flow import (
     choose,

@@ -1,7 +1,7 @@
-"""Unit and property tests of planner.accounting (composition).
+"""Unit and property tests of planner.privacy.accounting (composition).
 
 Every expected number says where it comes from: a hand calculation (shown), a formula of
-MATH.md §5 / a cited paper, or planner.divergences' reference closed forms. The oracle
+MATH.md §5 / a cited paper, or planner.privacy.divergences' reference closed forms. The oracle
 comparisons against dp-accounting and OpenDP live in test_accounting_oracles.py.
 """
 
@@ -16,9 +16,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.optimize import minimize_scalar
 
-import planner.accounting as acc
-from planner import divergences as dv
-from planner.accounting import (
+import planner.privacy.accounting as acc
+from planner.core.errors import BudgetError
+from planner.privacy import divergences as dv
+from planner.privacy.accounting import (
     CompositionRule,
     Spend,
     advanced_best,
@@ -40,9 +41,8 @@ from planner.accounting import (
     zcdp_rho,
     zcdp_to_approx_epsilon,
 )
-from planner.budget import DEFAULT_ORDERS, RDPCurve
-from planner.errors import BudgetError
-from planner.events import (
+from planner.privacy.budget import DEFAULT_ORDERS, RDPCurve
+from planner.privacy.events import (
     ApproxEvent,
     ExponentialEvent,
     GaussianEvent,
@@ -58,8 +58,8 @@ ORDERS = np.asarray(DEFAULT_ORDERS)
 
 def test_accounting_doctests_pass() -> None:
     # The Examples sections are hand-checkable numbers; run them in the suite.
-    import planner.accountants as accountants
-    from planner.accountants import advanced, base, basic, rdp, zcdp
+    import planner.privacy.accountants as accountants
+    from planner.privacy.accountants import advanced, base, basic, rdp, zcdp
 
     attempted = failed = 0
     for mod in (acc, accountants, base, basic, advanced, rdp, zcdp):
@@ -229,7 +229,7 @@ def _reference_curve(ev: PrivacyEvent) -> np.ndarray:
     ],
 )
 def test_vectorised_curve_matches_reference_closed_forms(event: PrivacyEvent) -> None:
-    # planner.divergences (Mironov 2017 Table II etc.) is the reference. The grouped
+    # planner.privacy.divergences (Mironov 2017 Table II etc.) is the reference. The grouped
     # kernel may only be above it (explicit rounding margin), by < 1e-9 absolute.
     ours = np.asarray(rdp_curve([event]).epsilons)
     ref = _reference_curve(event)
@@ -567,7 +567,7 @@ def test_zcdp_conversion_monotone_in_rho_and_delta(
 def test_self_composed_event_equals_k_copies_and_round_trips() -> None:
     # RDP adds order by order (Mironov 2017, Prop. 1): one event for k copies must give the
     # accountant's value for the k copies, never below it, within its 1e-9 allowance.
-    from planner.events import SelfComposedEvent, event_from_dict
+    from planner.privacy.events import SelfComposedEvent, event_from_dict
 
     for inner, k in (
         (LaplaceEvent(10.0), 100),
@@ -583,7 +583,7 @@ def test_self_composed_event_equals_k_copies_and_round_trips() -> None:
 
 
 def test_kov_root_term_is_the_better_bound_its_slope_and_concave() -> None:
-    from planner.accounting import kov_root_term
+    from planner.privacy.accounting import kov_root_term
 
     s = np.geomspace(1e-8, 1e4, 400)
     for dp in (1e-9, 1e-6, 1e-2):
@@ -616,7 +616,7 @@ def test_zcdp_charges_a_lone_laplace_its_pure_epsilon() -> None:
     # Issue 13, loose spot 5: ρ = ε²/2 = 2 converts to ε ≈ 11.7 at δ = 1e-6 (the issue
     # quotes 14.15, Bun–Steinke's looser ρ + 2√(ρ ln(1/δ)) = 2 + 2√(2·13.8) ≈ 12.5 at the
     # same δ); the pure Laplace at ε = 2 is (2, 0)-DP, so the rule must charge 2.
-    from planner.events import LaplaceEvent
+    from planner.privacy.events import LaplaceEvent
 
     spend = Spend(LaplaceEvent(0.5), 2.0)
     assert float(zcdp_to_approx_epsilon(2.0, 1e-6)) > 11.0
@@ -626,7 +626,7 @@ def test_zcdp_charges_a_lone_laplace_its_pure_epsilon() -> None:
 @settings(max_examples=60, deadline=None)
 @given(st.lists(st.floats(0.01, 3.0), min_size=1, max_size=12), st.sampled_from([1e-9, 1e-6, 1e-3]))
 def test_zcdp_never_above_basic_or_plain_zcdp_for_pure_spends(eps: list[float], delta: float) -> None:
-    from planner.events import LaplaceEvent
+    from planner.privacy.events import LaplaceEvent
 
     spends = [Spend(LaplaceEvent(1.0 / e), e) for e in eps]
     zc = total_epsilon(spends, CompositionRule.ZCDP, delta)
@@ -635,8 +635,8 @@ def test_zcdp_never_above_basic_or_plain_zcdp_for_pure_spends(eps: list[float], 
 
 
 def test_accountant_classes_compose_like_total_epsilon() -> None:
-    from planner.accountants import ACCOUNTANTS, accountant
-    from planner.events import GaussianEvent, LaplaceEvent
+    from planner.privacy.accountants import ACCOUNTANTS, accountant
+    from planner.privacy.events import GaussianEvent, LaplaceEvent
 
     spends = _spends()
     for rule in ACCOUNTANTS:
@@ -657,9 +657,9 @@ def test_advanced_composition_past_e_to_the_709_falls_back_to_basic(epsilons: li
     """Found by fuzzing (session 9): equal ε above 709.78 made DRV's e^ε − 1 overflow
     (OverflowError). There the advanced bound is no better than basic composition's Σε
     (the expected values, by hand)."""
-    from planner.accountants import accountant
-    from planner.accounting import advanced_epsilon
-    from planner.events import PureEvent
+    from planner.privacy.accountants import accountant
+    from planner.privacy.accounting import advanced_epsilon
+    from planner.privacy.events import PureEvent
 
     assert advanced_epsilon(epsilons, 1e-6) == expected
     assert accountant("advanced").compose([PureEvent(e) for e in epsilons]).epsilon(1e-6) == expected

@@ -1,4 +1,4 @@
-"""planner.accounting against independent libraries (used only in tests).
+"""planner.privacy.accounting against independent libraries (used only in tests).
 
 * Google dp-accounting 0.6: ``RdpAccountant`` (same CKS20 conversion on a coarser grid of
   orders: we may only be tighter, or looser by < 0.5 %), the exact analytic Gaussian
@@ -21,8 +21,8 @@ from dp_accounting.pld import PLDAccountant
 from dp_accounting.pld import privacy_loss_distribution as pld
 from dp_accounting.rdp import RdpAccountant
 
-from planner.accounting import event_rho, rdp_epsilon, zcdp_to_approx_epsilon
-from planner.events import GaussianEvent, LaplaceEvent, PrivacyEvent
+from planner.privacy.accounting import event_rho, rdp_epsilon, zcdp_to_approx_epsilon
+from planner.privacy.events import GaussianEvent, LaplaceEvent, PrivacyEvent
 
 dp.enable_features("contrib")
 

@@ -11,8 +11,9 @@ from typing import Any
 
 import pytest
 
-from planner.accounting import Spend
-from planner.accounts import (
+from planner.core.errors import AccountError, BudgetExceededError, PermissionDenied
+from planner.ledger import Ledger
+from planner.ledger.accounts import (
     LOCAL_OWNER,
     SECRETS_TOML_EXAMPLE,
     Action,
@@ -27,9 +28,8 @@ from planner.accounts import (
     principal_from_oidc,
     verify_password,
 )
-from planner.errors import AccountError, BudgetExceededError, PermissionDenied
-from planner.events import PureEvent
-from planner.ledger import Ledger
+from planner.privacy.accounting import Spend
+from planner.privacy.events import PureEvent
 
 PW = "correct horse battery staple"
 

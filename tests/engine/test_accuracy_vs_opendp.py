@@ -30,19 +30,19 @@ import opendp.prelude as dp
 import pandas as pd
 import pytest
 
-from planner.backends.pandas_backend import PandasBackend
-from planner.queries import Query
-from planner.release import prepare
-from planner.schema import Schema
-from planner.statistics.mean import centred_sum_sensitivity
-from planner.statistics.quantile import (
+from planner.data.backends.pandas_backend import PandasBackend
+from planner.data.schema import Schema
+from planner.planning.queries import Query
+from planner.planning.statistics.mean import centred_sum_sensitivity
+from planner.planning.statistics.quantile import (
     RankCounts,
     alpha_fraction,
     quantile_scores,
     score_sensitivity,
 )
-from planner.statistics.sum import sum_sensitivity
-from planner.workload import plan
+from planner.planning.statistics.sum import sum_sensitivity
+from planner.planning.workload import plan
+from planner.release import prepare
 
 dp.enable_features("contrib")
 
@@ -193,8 +193,8 @@ def test_grouped_quantile_reads_ties_too() -> None:
 
 
 def test_release_refuses_an_aggregate_without_ties() -> None:
-    from planner.backends.base import QuantileAggregate
-    from planner.errors import QueryError
+    from planner.core.errors import QueryError
+    from planner.data.backends.base import QuantileAggregate
 
     s = schema()
     q = Query("m", "median", "x", "exponential", candidates=121)
@@ -369,7 +369,7 @@ def _bfs_add_remove_distance(counts: tuple[int, ...]) -> list[int]:
 
 
 def test_add_remove_mode_distance_is_breadth_first_search() -> None:
-    from planner.statistics.mode import add_remove_mode_distance
+    from planner.planning.statistics.mode import add_remove_mode_distance
 
     rng = np.random.default_rng(18)
     cases = [(5, 3, 0), (0, 0, 0), (0, 4), (4, 0), (2, 2, 2), (1, 0, 3, 3)]
@@ -382,7 +382,7 @@ def test_add_remove_mode_distance_is_breadth_first_search() -> None:
 def test_add_remove_mode_distance_moves_by_at_most_c_per_unit(c: int) -> None:
     """Adding or removing a unit's ≤ c rows moves every −D_f by at most c (D_f is a
     distance to a set: the triangle inequality), and the brute force reaches c."""
-    from planner.statistics.mode import add_remove_mode_distance
+    from planner.planning.statistics.mode import add_remove_mode_distance
 
     rng = np.random.default_rng(c)
     worst = 0
@@ -401,7 +401,7 @@ def test_mode_ism_noise_is_opendps_noisy_max_at_the_add_remove_distance(c: int, 
     scores, the scale its own binary search finds for ε at d_in = c; the scores are
     −(rows to add or remove), so a category 8 rows behind the leader scores −8 (it scored
     −4, the substitution distance, before issue 18: twice the noise per row of gap)."""
-    from planner.backends.base import BinCounts
+    from planner.data.backends.base import BinCounts
 
     s = schema("add_remove", c)
     q = Query("mo", "mode", "g", "inverse_sensitivity")
@@ -416,7 +416,7 @@ def test_mode_ism_noise_is_opendps_noisy_max_at_the_add_remove_distance(c: int, 
     assert comp.scale == pytest.approx(theirs, rel=1e-6)
     assert comp.cost == pytest.approx(eps, rel=1e-9)
     seen: list[np.ndarray] = []
-    import planner.noise as noise
+    import planner.privacy.noise as noise
 
     orig = noise._invoke
     try:

@@ -1,4 +1,4 @@
-"""The Planner's plain-words comparison of composition rules (``planner.advice``): the
+"""The Planner's plain-words comparison of composition rules (``planner.planning.advice``): the
 headline and the reason follow the engine's own plans under every rule, the optimal
 accountant (``pld``) included."""
 
@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from planner import advice, workload
-from planner.queries import queries_from_list
-from planner.schema import Schema
+from planner.data.schema import Schema
+from planner.planning import advice, workload
+from planner.planning.queries import queries_from_list
 
 CENSUS = Schema.load(Path(__file__).resolve().parents[2] / "data" / "census.schema.json")
 

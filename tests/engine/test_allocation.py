@@ -1,4 +1,4 @@
-"""Tests of the budget allocator (planner/allocation.py; MATH.md §6, issue 4)."""
+"""Tests of the budget allocator (planner/planning/allocation.py; MATH.md §6, issue 4)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from planner.accounting import CompositionRule, total_epsilon, zcdp_to_approx_epsilon
-from planner.allocation import (
+from planner.core.errors import PlanError
+from planner.planning.allocation import (
     Family,
     Item,
     Target,
@@ -20,7 +20,7 @@ from planner.allocation import (
     error_curve,
     plan_targets,
 )
-from planner.errors import PlanError
+from planner.privacy.accounting import CompositionRule, total_epsilon, zcdp_to_approx_epsilon
 
 RULES = list(CompositionRule)
 
@@ -106,7 +106,7 @@ def test_allocate_meets_budget_and_beats_equal_split(
     used = total_epsilon(spends, rule, delta)
     assert used <= eps * (1 + 1e-12)
     # the PLD cost jumps where its grid changes with the shares: the fit keeps the feasible
-    # side of a jump (planner.allocation's docstring; 1.4e-4 found by fuzzing, session 9)
+    # side of a jump (planner.planning.allocation's docstring; 1.4e-4 found by fuzzing, session 9)
     assert used >= eps * (1 - (2e-4 if rule is CompositionRule.PLD else 1e-9))
     # never worse than the equal split (all pinned to the same share, scaled to the budget)
     eq = allocate([_replace_pinned(i, None) for i in items], eps, delta, rule)
@@ -164,8 +164,8 @@ def test_pld_split_where_delta_covers_the_whole_difference(eps: float, delta: fl
     items = [Item("a", Family.LAPLACE, 2.0), Item("b", Family.LAPLACE, 2.0, weight=8.0)]
     got = allocate(items, eps, delta, CompositionRule.PLD)
     assert all(math.isfinite(i.theta) and i.theta > 0 for i in got.items)
-    from planner.accountants import accountant
-    from planner.allocation import item_events
+    from planner.planning.allocation import item_events
+    from planner.privacy.accountants import accountant
 
     spent = accountant("pld").compose(
         [e for item, a in zip(items, got.items, strict=True) for e in item_events(item, a.theta)]).epsilon(delta)
@@ -197,7 +197,7 @@ def test_allocate_two_queries_no_worse_than_brute_force(
             continue
         best = min(best, cand.objective)
     # The optimal rule is optimised under its RDP surrogate and fitted exactly to the PLD
-    # accountant (planner/allocation.py, module docstring): feasible, not the PLD optimum.
+    # accountant (planner/planning/allocation.py, module docstring): feasible, not the PLD optimum.
     # Measured gaps to this brute force on 25 random two-query workloads (2026-11-24):
     # at most 1.6e-3 (Laplace + exponential, ε = 0.1), most below 6e-4, some negative (the
     # grid misses the optimum); 5e-3 bounds them with room, so the property tested is
@@ -344,16 +344,16 @@ def test_multiplier_search_never_returns_a_row_over_budget() -> None:
     # over it there. Every row must come back within 1e-9 of its budget or under it.
     from pathlib import Path
 
-    from planner.accounting import DEFAULT_ORDERS, conversion
-    from planner.allocation import (
+    from planner.planning.allocation import (
         _Cost,
         _Dual,
         _scale_to_budget,
         _surrogate,
         _Workload,
     )
-    from planner.plan_spec import load_plan_spec
-    from planner.workload import build_items
+    from planner.planning.plan_spec import load_plan_spec
+    from planner.planning.workload import build_items
+    from planner.privacy.accounting import DEFAULT_ORDERS, conversion
 
     spec = load_plan_spec(Path(__file__).resolve().parents[2] / "examples" / "census_plan.json")
     items = [p.item for p in build_items(spec.queries, spec.schema, spec.error_scales)]

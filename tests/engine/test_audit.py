@@ -11,9 +11,9 @@ import math
 
 import numpy as np
 
-from planner.mechanisms import DISCRETE_LAPLACE, GAUSSIAN, LAPLACE, Sensitivity
-from planner.mechanisms import exponential as em
-from planner.mechanisms import randomized_response as rr
+from planner.planning.mechanisms import DISCRETE_LAPLACE, GAUSSIAN, LAPLACE, Sensitivity
+from planner.planning.mechanisms import exponential as em
+from planner.planning.mechanisms import randomized_response as rr
 from tests.engine.audit import audit_delta, audit_epsilon, cp_lower, cp_upper
 
 EPS = 1.0

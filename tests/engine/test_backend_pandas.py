@@ -6,7 +6,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from planner.backends import (
+from planner.core.errors import DataError, QueryError
+from planner.data.backends import (
     BinCounts,
     BooleanCounts,
     CountAggregate,
@@ -16,10 +17,7 @@ from planner.backends import (
     SumAggregate,
     bound_contributions,
 )
-from planner.errors import DataError, QueryError
-from planner.mechanisms.base import MechanismName as M
-from planner.queries import MeanMode, Predicate, PredicateOp, Query, QueryKind
-from planner.schema import (
+from planner.data.schema import (
     OTHER_LABEL,
     Column,
     ColumnKind,
@@ -29,6 +27,8 @@ from planner.schema import (
     Relation,
     Schema,
 )
+from planner.planning.mechanisms.base import MechanismName as M
+from planner.planning.queries import MeanMode, Predicate, PredicateOp, Query, QueryKind
 
 DROP = MissingRule()
 
@@ -307,7 +307,7 @@ def _fsum_oracle(x: np.ndarray) -> float:
     values exact_sum keeps (bits below 2⁻¹⁰⁶ dropped by truncate_tiny)."""
     import math
 
-    from planner.backends.pandas_backend import truncate_tiny
+    from planner.data.backends.pandas_backend import truncate_tiny
 
     return math.fsum(truncate_tiny(np.asarray(x, dtype=np.float64)).tolist())
 
@@ -317,7 +317,7 @@ def test_exact_sum_is_the_correctly_rounded_sum(chunk: int | None, monkeypatch: 
     """exact_sum (per-exponent integer sums) equals math.fsum bit for bit on sums built to
     defeat float summation: cancellation, mixed magnitudes, subnormals, ties to even; with
     chunk 7 the per-pass partial sums are combined across many passes."""
-    import planner.backends.pandas_backend as pb
+    import planner.data.backends.pandas_backend as pb
 
     if chunk is not None:
         monkeypatch.setattr(pb, "_EXACT_CHUNK", chunk)
@@ -378,7 +378,7 @@ def test_grid_counts_match_a_count_by_hand_with_ties() -> None:
 def test_numpy_bool_column_reads_like_its_text(rule: MissingRule) -> None:
     """A numpy bool column (read without the per-value lookup) conforms exactly as the same
     cells written as text "True"/"False" (read through the canonical lookup)."""
-    from planner.backends.pandas_backend import conform_column
+    from planner.data.backends.pandas_backend import conform_column
 
     rng = np.random.default_rng(3)
     flags = rng.random(50) < 0.3
@@ -396,7 +396,7 @@ def test_numpy_bool_column_reads_like_its_text(rule: MissingRule) -> None:
 def test_typed_finite_numbers_conform_like_their_text(rule: MissingRule) -> None:
     """A float or integer column with only finite numbers (read without the missing-value
     scan) conforms exactly as the same cells written as text (the general path)."""
-    from planner.backends.pandas_backend import conform_column
+    from planner.data.backends.pandas_backend import conform_column
 
     rng = np.random.default_rng(5)
     col = Column("x", ColumnKind.NUMERIC, rule, 0, 100)

@@ -4,7 +4,7 @@ Every query kind runs through all three backends on ``data/census.csv``, on a ge
 table (floats, duplicate people beyond c, odd cells) and on an edge-case table; the
 aggregates (dataclasses of ints and floats) must be equal, not close. Expected values of
 the edge-case table are hand-computed from the cell-reading rules of
-``planner/backends/base.py``.
+``planner/data/backends/base.py``.
 
 Spark runs in local mode with one session for the whole test session; the tests are
 skipped (with the reason printed) only when no Java runtime is present.
@@ -23,17 +23,17 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from planner.backends import PandasBackend, available_backends, make_backend
-from planner.backends.base import Backend, BinCounts, SumAggregate
-from planner.backends.duckdb_backend import DuckDBBackend
-from planner.backends.pandas_backend import bound_contributions
-from planner.backends.sql import _arithmetic_step
-from planner.errors import DataError
-from planner.loader import load_table
-from planner.mechanisms.base import MechanismName as M
-from planner.queries import MeanMode, Predicate, PredicateOp, Query, QueryKind
-from planner.schema import Column, ColumnKind, MissingAction, MissingRule, PrivacyUnit, Schema
-from planner.sources import DATA_DIR_ENV, open_source
+from planner.core.errors import DataError
+from planner.data.backends import PandasBackend, available_backends, make_backend
+from planner.data.backends.base import Backend, BinCounts, SumAggregate
+from planner.data.backends.duckdb_backend import DuckDBBackend
+from planner.data.backends.pandas_backend import bound_contributions
+from planner.data.backends.sql import _arithmetic_step
+from planner.data.loader import load_table
+from planner.data.schema import Column, ColumnKind, MissingAction, MissingRule, PrivacyUnit, Schema
+from planner.data.sources import DATA_DIR_ENV, open_source
+from planner.planning.mechanisms.base import MechanismName as M
+from planner.planning.queries import MeanMode, Predicate, PredicateOp, Query, QueryKind
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "data"
@@ -44,13 +44,13 @@ DROP = MissingRule()
 @pytest.fixture(scope="session")
 def spark() -> Iterator[Any]:
     """One local Spark session (≈5 s to start) for every Spark test."""
-    from planner.backends.spark_backend import java_available
+    from planner.data.backends.spark_backend import java_available
 
     if not java_available():
         print("SKIP spark tests: no Java runtime (install default-jre-headless)")
         pytest.skip("no Java runtime: Spark tests need Java 17+ (apt-get install default-jre-headless)")
     pytest.importorskip("pyspark")
-    from planner.backends.spark_backend import get_session
+    from planner.data.backends.spark_backend import get_session
 
     session = get_session("local[2]")
     yield session
@@ -67,7 +67,7 @@ def data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def three(source: str, schema: Schema, spark: Any, salt: str | None = None) -> dict[str, Backend]:
     """The three backends over one file of the data directory (pandas via the loader)."""
-    from planner.backends.spark_backend import SparkBackend
+    from planner.data.backends.spark_backend import SparkBackend
 
     src = open_source(source)
     frame = load_table(src.files[0]) if len(src.files) == 1 else pd.concat(  # type: ignore[union-attr]
@@ -328,7 +328,7 @@ def test_edge_case_other_bin_and_dataframe_source(spark: Any) -> None:
     df = pd.read_csv(io.StringIO(EDGE_CSV), dtype=str, keep_default_na=False)
     df = df.replace({"": None})
     schema = edge_schema(DROP, 2, other=True)
-    from planner.backends.spark_backend import SparkBackend
+    from planner.data.backends.spark_backend import SparkBackend
 
     backends = {
         "pandas": PandasBackend(df, schema),
@@ -364,7 +364,7 @@ def test_whitespace_rule_matches_pyarrow() -> None:
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    from planner.backends.sql import WHITESPACE
+    from planner.data.backends.sql import WHITESPACE
 
     chars = [chr(i) for i in range(0x3100)]
     stripped = pc.utf8_trim_whitespace(pa.array([f"{ch}a{ch}" for ch in chars])).to_pylist()
@@ -375,7 +375,7 @@ def test_whitespace_rule_matches_pyarrow() -> None:
 def test_csv_null_tokens_match_pyarrow() -> None:
     import pyarrow.csv as pacsv
 
-    from planner.backends.sql import CSV_NULL_TOKENS
+    from planner.data.backends.sql import CSV_NULL_TOKENS
 
     assert set(CSV_NULL_TOKENS) == set(pacsv.ConvertOptions().null_values)
 
@@ -392,17 +392,17 @@ def test_make_backend_names_and_uploads(data_dir: Path) -> None:
 
 
 def test_spark_session_available_or_clear_error() -> None:
-    from planner.backends.spark_backend import java_available
+    from planner.data.backends.spark_backend import java_available
 
     if shutil.which("java") is None and not java_available():
-        from planner.errors import PlannerError
+        from planner.core.errors import PlannerError
 
         with pytest.raises(PlannerError, match="Java"):
             make_backend("spark", "census.csv", Schema.load(DATA / "census.schema.json"))
 
 
 # ------------------------------------------------------------------ typed Parquet = CSV text
-# The SQL compiler specialises on the engine's column types (planner/backends/sql.py):
+# The SQL compiler specialises on the engine's column types (planner/data/backends/sql.py):
 # integer person ids are checked for duplicates with a bitmap, integer-valued columns are
 # binned per value in Python and summed without fractional parts, evenly spaced edges
 # are computed arithmetically. The same cells as typed Parquet and as CSV text must give
@@ -529,7 +529,7 @@ def test_typed_parquet_and_csv_identical_in_every_backend(
 
 def test_typed_parquet_takes_the_specialised_paths(data_dir: Path) -> None:
     """The typed file really exercises the person check, per-value bins and integer sums."""
-    from planner.backends.sql import _arithmetic_step
+    from planner.data.backends.sql import _arithmetic_step
 
     typed_files(data_dir, TYPED_ROWS)
     schema = typed_schema(1)
@@ -627,7 +627,7 @@ def test_exact_sums_identical_in_every_backend(
 
 
 def test_arithmetic_step_recognises_linspace_and_step_grids() -> None:
-    from planner.backends.sql import _arithmetic_step
+    from planner.data.backends.sql import _arithmetic_step
 
     # numpy.linspace computes i·step + start (the last point is set to stop)
     assert _arithmetic_step(np.linspace(18, 90, 1001)) == (90 - 18) / 1000
@@ -646,7 +646,7 @@ def test_edges_read_from_the_array_identical_in_every_backend(data_dir: Path, sp
     """Evenly spaced but not ``i·step + e₀`` edges: ties one ulp either side of every edge."""
     e = np.linspace(0, 1, 11)
     e[4] = np.nextafter(e[4], 1)  # still evenly spaced enough for the guess, not arithmetic
-    from planner.backends.sql import _arithmetic_step, _uniform_guess_ok
+    from planner.data.backends.sql import _arithmetic_step, _uniform_guess_ok
 
     assert _arithmetic_step(e) is None
     assert _uniform_guess_ok(e, "right") and _uniform_guess_ok(e, "left")
@@ -827,7 +827,7 @@ def test_bounding_without_ties_takes_the_single_pass(data_dir: Path) -> None:
 
 
 def test_duckdb_memory_limit_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    from planner.errors import PlannerError
+    from planner.core.errors import PlannerError
 
     schema = Schema((Column("age", ColumnKind.NUMERIC, MissingRule(), 0, 100),))
     frame = pd.DataFrame({"age": ["30", "150", None]})
@@ -842,7 +842,7 @@ def test_duckdb_memory_limit_from_the_environment(monkeypatch: pytest.MonkeyPatc
 
 
 # ------------------------------------------------------------------ content digest
-# planner/backends/digest.py: the dataset's content digest, computed in the scan. Every
+# planner/data/backends/digest.py: the dataset's content digest, computed in the scan. Every
 # backend must give the same hex digest for the same table (a); it must not change with
 # row order, line endings, a final newline, CSV versus Parquet, undeclared columns (b);
 # and it must change when any declared cell does (c).
@@ -859,7 +859,7 @@ def digests(source: str, schema: Schema, spark: Any = None) -> dict[str, str]:
     arith._hash_native = False
     out["duckdb arithmetic"] = arith.content_digest().hexdigest
     if spark is not None:
-        from planner.backends.spark_backend import SparkBackend
+        from planner.data.backends.spark_backend import SparkBackend
 
         out["spark"] = SparkBackend(src, schema, spark=spark).content_digest().hexdigest
     return out
@@ -1013,14 +1013,14 @@ def test_content_digest_changes_with_text_cells_of_a_csv(data_dir: Path) -> None
 
 
 def test_content_digest_is_private_in_repr() -> None:
-    from planner.backends.digest import ContentDigest
+    from planner.data.backends.digest import ContentDigest
 
     d = ContentDigest(3, "ab" * 32)
     assert "ab" * 4 not in repr(d) and repr(d) == "ContentDigest(rows=3)"
 
 
 def test_csv_fast_paths_read_odd_cells_like_pandas(data_dir: Path) -> None:
-    """The fast paths' guard (planner/backends/sql.py: Dialect.number_guard) on every one-
+    """The fast paths' guard (planner/data/backends/sql.py: Dialect.number_guard) on every one-
     and two-character string over the characters a number can contain and the ones
     DuckDB's cast also takes ('_', '(', signs, blanks, letters), and on 4,000 numbers
     with one or two characters inserted, replaced or removed (a fixed seed): pandas and

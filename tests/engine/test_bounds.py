@@ -1,4 +1,4 @@
-"""Tests of planner.bounds (MATH.md §4): exact sups, discrete bounds, ISM optimality."""
+"""Tests of planner.planning.bounds (MATH.md §4): exact sups, discrete bounds, ISM optimality."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from planner import bounds
-from planner.mechanisms import ism
+from planner.planning import bounds
+from planner.planning.mechanisms import ism
 
 
 def _brute_linear(eps: float, delta: float, kmax: int = 200_000) -> tuple[float, int]:

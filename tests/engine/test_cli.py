@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from planner.accountants.basic import standalone_epsilon
-from planner.budget import CompositionRule
 from planner.cli import main
-from planner.events import GaussianEvent
+from planner.privacy.accountants.basic import standalone_epsilon
+from planner.privacy.budget import CompositionRule
+from planner.privacy.events import GaussianEvent
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -5,7 +5,7 @@ Start-up (spawn → first statement reading the data, measured, never asserted, 
 ``tests/benchmarks/bench_backends.py --startup-only``) is mostly imports. The DuckDB route
 used to import pyarrow (about 0.05 s and 37 MB) only to read the footer of a Parquet file
 before the scan; DuckDB, the engine that reads the file, now reads the footer itself
-(:func:`planner.sources._check_parquet`, :mod:`planner.parquet_footer`). The structural checks run the real command in a
+(:func:`planner.data.sources._check_parquet`, :mod:`planner.data.parquet_footer`). The structural checks run the real command in a
 fresh interpreter under ``tests/benchmarks/cli_probe.py``, which records the modules loaded
 when the first statement naming the data runs; they fail, naming the module, when pyarrow or
 one of the heavy libraries of ``test_lazy_imports.NOT_BEFORE_FIRST_READ`` is back on the path.
@@ -29,7 +29,7 @@ from typing import Any
 
 import pytest
 
-from planner import parquet_footer
+from planner.data import parquet_footer
 from tests.engine.test_lazy_imports import NOT_BEFORE_FIRST_READ
 
 duckdb = pytest.importorskip("duckdb")
@@ -108,7 +108,7 @@ def test_parquet_release_reads_its_first_row_before_pyarrow_and_the_heavy_import
     probe = json.loads(report.read_text())
     assert probe["first_scan"] is not None
     at_first_read = probe["modules_at_first_read"]
-    assert "duckdb" in at_first_read and "planner.backends.sql" in at_first_read
+    assert "duckdb" in at_first_read and "planner.data.backends.sql" in at_first_read
     assert _present(at_first_read, HEAVY) == []
 
 
@@ -121,8 +121,8 @@ def test_parquet_footer_check_needs_no_pyarrow(tmp_path: Path) -> None:
         (tmp_path / name).write_bytes((HOSTILE / name).read_bytes())
     out = _fresh(f"""
 import json, sys
-from planner.errors import DataError
-from planner.sources import open_cli_source
+from planner.core.errors import DataError
+from planner.data.sources import open_cli_source
 OUT = {{"good": open_cli_source({str(good)!r}).kind}}
 for name in ("truncated.parquet", "cut_inside.parquet"):
     try:
@@ -149,8 +149,8 @@ def test_footer_readers_give_the_corpus_its_verdicts(name: str, reader: str, tmp
                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     """Every hostile Parquet file of the corpus gets the message ``make_files.REFUSED``
     expects (or is accepted) from either footer reader."""
-    from planner import sources
-    from planner.errors import DataError
+    from planner.core.errors import DataError
+    from planner.data import sources
 
     if reader == "pyarrow":
         monkeypatch.setattr(parquet_footer, "duckdb_module", lambda: None)
@@ -166,8 +166,8 @@ def test_footer_readers_give_the_corpus_its_verdicts(name: str, reader: str, tmp
 
 def test_footer_check_of_a_glob_names_the_bad_file(tmp_path: Path) -> None:
     """Several files: each is checked in order and the error names the bad one."""
-    from planner import sources
-    from planner.errors import DataError
+    from planner.core.errors import DataError
+    from planner.data import sources
 
     good = _parquet(tmp_path / "a.parquet")
     bad = tmp_path / "b.parquet"
@@ -242,9 +242,9 @@ def test_damaged_arrow_metadata_is_read_by_duckdb_and_refused_by_pandas(tmp_path
     pages (intact), so the DuckDB route accepts it and counts its rows; the pandas loader
     reads the rows through pyarrow, which decodes that schema, and refuses it with the
     Parquet message (so the pandas route is never less strict than before)."""
-    from planner import sources
-    from planner.errors import DataError
-    from planner.loader import load_table
+    from planner.core.errors import DataError
+    from planner.data import sources
+    from planner.data.loader import load_table
 
     path = _damaged_arrow_schema(tmp_path / "damaged.parquet")
     monkeypatch.setattr(parquet_footer, "duckdb_module", lambda: None)

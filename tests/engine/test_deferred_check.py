@@ -1,9 +1,9 @@
 """``planner release`` reads a CSV while its whole-file checks run (issue 17).
 
-The whole-file checks of a CSV (NUL bytes, line lengths, UTF-8: ``planner.sources._scan_file``)
+The whole-file checks of a CSV (NUL bytes, line lengths, UTF-8: ``planner.data.sources._scan_file``)
 are a pass over the file's bytes, about 0.3 s at 1.7 GB. On the release route they run in a
-thread of their own (:class:`planner.sources.WholeFileCheck`) while DuckDB reads the file,
-and :class:`planner.backends.BackgroundScan` waits for their verdict before it hands the
+thread of their own (:class:`planner.data.sources.WholeFileCheck`) while DuckDB reads the file,
+and :class:`planner.data.backends.BackgroundScan` waits for their verdict before it hands the
 backend over. The verdicts on the hostile-file corpus are compared with the synchronous
 route's in ``tests/engine/test_hostile_files.py``; here: the order of events (the scan reads
 before the check ends), the encoding found only by the check (the file is opened and read
@@ -19,12 +19,12 @@ from typing import Any
 
 import pytest
 
-from planner import sources
-from planner.backends import BackgroundScan, check_backend, close_backend, make_backend
-from planner.errors import DataError
-from planner.mechanisms.base import MechanismName as M
-from planner.queries import Query, QueryKind
-from planner.schema import Column, ColumnKind, MissingRule, Schema
+from planner.core.errors import DataError
+from planner.data import sources
+from planner.data.backends import BackgroundScan, check_backend, close_backend, make_backend
+from planner.data.schema import Column, ColumnKind, MissingRule, Schema
+from planner.planning.mechanisms.base import MechanismName as M
+from planner.planning.queries import Query, QueryKind
 
 pytest.importorskip("duckdb")
 

@@ -1,4 +1,4 @@
-"""Tests of planner.demos: each demo reproduces its seed's numbers where the seed gives them."""
+"""Tests of planner.learn: each demo reproduces its seed's numbers where the seed gives them."""
 
 from __future__ import annotations
 
@@ -7,9 +7,10 @@ import math
 import numpy as np
 import pytest
 
-from planner import accounting, demos
-from planner.errors import PlannerError
-from planner.events import LaplaceEvent, SelfComposedEvent
+from planner import learn as demos
+from planner.core.errors import PlannerError
+from planner.privacy import accounting
+from planner.privacy.events import LaplaceEvent, SelfComposedEvent
 
 # ------------------------------------------------------------------ 1. randomized response
 

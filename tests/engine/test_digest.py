@@ -1,6 +1,6 @@
 """The content digest's reference implementation against a plain-Python one.
 
-``planner/backends/digest.py`` documents the construction; the pandas backend computes it
+``planner/data/backends/digest.py`` documents the construction; the pandas backend computes it
 with numpy (wrapping uint64 arrays). Here the same definition is written out cell by cell
 with Python integers, ``struct`` and ``hashlib`` only (an independent implementation), and
 must give the same hex digest on a table that touches every row of the definition's table.
@@ -16,9 +16,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from planner.backends import digest as dg
-from planner.backends.pandas_backend import table_digest
-from planner.schema import Column, ColumnKind, MissingAction, MissingRule, Schema
+from planner.data.backends import digest as dg
+from planner.data.backends.pandas_backend import table_digest
+from planner.data.schema import Column, ColumnKind, MissingAction, MissingRule, Schema
 
 M64 = (1 << 64) - 1
 C = 0xD6E8FEB86659FD93

@@ -1,4 +1,4 @@
-"""The training-budget planner (planner/dpsgd.py) and ``planner dpsgd``.
+"""The training-budget planner (planner/planning/dpsgd.py) and ``planner dpsgd``.
 
 Expected numbers: Google dp-accounting 0.6 (RDP and PLD accountants on the same DP-SGD
 events) and Microsoft prv-accountant 0.2 (a rigorous lower bound), the issue's table
@@ -21,7 +21,8 @@ from prv_accountant import PRVAccountant
 from prv_accountant.privacy_random_variables import PoissonSubsampledGaussianMechanism
 
 from planner.cli import main
-from planner.dpsgd import (
+from planner.core.errors import PlanError
+from planner.planning.dpsgd import (
     TrainingRun,
     dpsgd_command,
     epsilon_curve,
@@ -30,8 +31,7 @@ from planner.dpsgd import (
     solve_sigma,
     training_epsilon,
 )
-from planner.errors import PlanError
-from planner.sampling import SamplingScheme
+from planner.privacy.sampling import SamplingScheme
 
 ISSUE_TABLE = [(60000, 256, 1.1, 60), (60000, 256, 1.1, 15), (60000, 256, 0.7, 45), (50000, 512, 1.0, 100)]
 

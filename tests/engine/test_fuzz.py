@@ -2,7 +2,7 @@
 parsing and the command line's argument and exit path, with a bounded budget for CI.
 
 Property: for any input, the code under test either succeeds or raises a
-:class:`~planner.errors.PlannerError` (a clear message); nothing else escapes, and the CLI
+:class:`~planner.core.errors.PlannerError` (a clear message); nothing else escapes, and the CLI
 returns one of its documented exit statuses. Seeds: every file of the hostile-spec corpus
 (tests/fixtures/hostile_specs) and the examples, mutated byte-wise; regressions found are
 pinned with ``@example``. Budget: ``PLANNER_FUZZ_EXAMPLES`` examples per property
@@ -22,10 +22,10 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from planner.cli import EXIT_ERROR, EXIT_INTERNAL, EXIT_OK, EXIT_PROBLEM, main
-from planner.errors import LedgerIntegrityError, PlannerError
+from planner.core.errors import LedgerIntegrityError, PlannerError
+from planner.core.strict_json import loads_strict
 from planner.ledger import _parse_event
-from planner.plan_spec import parse_plan_spec
-from planner.strict_json import loads_strict
+from planner.planning.plan_spec import parse_plan_spec
 from tests import hostile_counts
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -135,7 +135,7 @@ def test_fuzz_mechanism_specs_only_clear_errors(tmp_path_factory: Any, entries: 
     hostile_counts.tried("hostile")
     path = tmp_path_factory.mktemp("mech") / "m.json"
     path.write_text(json.dumps({"delta": delta, "mechanisms": entries}, allow_nan=True))
-    from planner.plan_spec import compose_command
+    from planner.planning.plan_spec import compose_command
 
     try:
         out = compose_command(path)

@@ -12,15 +12,15 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from planner.backends.base import GroupedAggregate, MeanAggregate, QuantileAggregate
-from planner.backends.pandas_backend import PandasBackend
-from planner.errors import QueryError
+from planner.core.errors import QueryError
+from planner.data.backends.base import GroupedAggregate, MeanAggregate, QuantileAggregate
+from planner.data.backends.pandas_backend import PandasBackend
+from planner.data.schema import Schema
 from planner.ledger import Ledger
-from planner.queries import Query, QueryKind, queries_from_list
+from planner.planning.queries import Query, QueryKind, queries_from_list
+from planner.planning.statistics.grouped import group_labels, grouped_score_sensitivity, groups
+from planner.planning.workload import plan
 from planner.release import release
-from planner.schema import Schema
-from planner.statistics.grouped import group_labels, grouped_score_sensitivity, groups
-from planner.workload import plan
 
 K = QueryKind
 
@@ -201,7 +201,7 @@ def test_grouped_statistics_have_a_public_scale_so_relative_errors_share_the_bud
     were fractions, and the optimal split gave it almost all of ε (a count ±53,000 rows on
     700). Scales by hand from the docstring: n = 1200 over G = 4 groups (N, S, E, other) is
     300 rows a group; (|L| + |U|)/2 = (10 + 100)/2 = 55."""
-    from planner.workload import default_error_scales
+    from planner.planning.workload import default_error_scales
 
     s = schema()
     qs = queries_from_list([

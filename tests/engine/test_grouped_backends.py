@@ -1,7 +1,7 @@
 """Grouped statistics are computed identically by pandas, DuckDB and Spark.
 
-The SQL backends answer :meth:`~planner.backends.base.Backend.where` with one ``GROUP BY``
-per grouping (``planner/backends/sql.py``, ``_group_statement``); pandas restricts its
+The SQL backends answer :meth:`~planner.data.backends.base.Backend.where` with one ``GROUP BY``
+per grouping (``planner/data/backends/sql.py``, ``_group_statement``); pandas restricts its
 bounded rows with a mask (``PandasBackend.where``). The aggregates of every group must be
 equal, not close: counts, exact sums, column stats and quantile rank counts, on tables with
 NULL and undeclared values in the grouping columns and people beyond c rows (contribution
@@ -17,14 +17,14 @@ from typing import Any
 
 import pytest
 
-from planner.backends import PandasBackend
-from planner.backends.base import Backend, CountAggregate, GroupedAggregate
-from planner.backends.duckdb_backend import DuckDBBackend
-from planner.loader import load_table
-from planner.mechanisms.base import MechanismName as M
-from planner.queries import Predicate, PredicateOp, Query, QueryKind
-from planner.schema import MissingAction, MissingRule
-from planner.sources import open_source
+from planner.data.backends import PandasBackend
+from planner.data.backends.base import Backend, CountAggregate, GroupedAggregate
+from planner.data.backends.duckdb_backend import DuckDBBackend
+from planner.data.loader import load_table
+from planner.data.schema import MissingAction, MissingRule
+from planner.data.sources import open_source
+from planner.planning.mechanisms.base import MechanismName as M
+from planner.planning.queries import Predicate, PredicateOp, Query, QueryKind
 from tests.engine import test_backends_conformance as conformance
 from tests.engine.test_backends_conformance import (
     DROP,

@@ -11,7 +11,7 @@ when Java or PySpark is absent.
 
 The DuckDB verdict is also taken on ``planner release``'s route, where DuckDB reads a CSV
 while its whole-file checks (NUL bytes, line lengths, UTF-8) run in another thread
-(:class:`planner.sources.WholeFileCheck`): it must be the same.
+(:class:`planner.data.sources.WholeFileCheck`): it must be the same.
 
 The second part checks that DuckDB is opened with external access off: a database file
 in the data directory whose view reads a CSV outside it is refused on the app's route.
@@ -30,11 +30,11 @@ from typing import Any
 
 import pytest
 
-from planner.errors import DataError, PlannerError
-from planner.mechanisms.base import MechanismName as M
-from planner.queries import Query, QueryKind
-from planner.schema import Column, ColumnKind, MissingRule, Schema
-from planner.sources import DATA_DIR_ENV, open_cli_source, open_source
+from planner.core.errors import DataError, PlannerError
+from planner.data.schema import Column, ColumnKind, MissingRule, Schema
+from planner.data.sources import DATA_DIR_ENV, open_cli_source, open_source
+from planner.planning.mechanisms.base import MechanismName as M
+from planner.planning.queries import Query, QueryKind
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests" / "fixtures" / "hostile_files"))
@@ -64,15 +64,15 @@ QUERIES = [
 
 def verdict(kind: str, name: str, spark: Any = None) -> dict[str, Any]:
     """``{"ok": aggregates}`` or ``{"error": message}``; anything but a PlannerError raises."""
-    from planner.backends import check_backend, close_backend, make_backend
+    from planner.data.backends import check_backend, close_backend, make_backend
 
     try:
         if kind == "spark":
-            from planner.backends.spark_backend import SparkBackend
+            from planner.data.backends.spark_backend import SparkBackend
 
             engine: Any = SparkBackend(name, schema(), spark=spark)
         elif kind == "deferred":  # planner release's route: DuckDB reads while the whole-file checks run
-            from planner.backends import BackgroundScan
+            from planner.data.backends import BackgroundScan
 
             engine = BackgroundScan("duckdb", open_source(name, defer_check=True), schema(), QUERIES).result()
         else:
@@ -154,12 +154,12 @@ def corpus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
 @pytest.fixture(scope="module")
 def spark() -> Any:
     """The local Spark session (skipped, with the reason, when Java or PySpark is absent)."""
-    from planner.backends.spark_backend import java_available
+    from planner.data.backends.spark_backend import java_available
 
     if not java_available():
         pytest.skip("no Java runtime: Spark tests need Java 17+ (apt-get install default-jre-headless)")
     pytest.importorskip("pyspark")
-    from planner.backends.spark_backend import get_session
+    from planner.data.backends.spark_backend import get_session
 
     return get_session("local[2]")
 
@@ -240,7 +240,7 @@ def test_cli_refuses_special_files_without_blocking(tmp_path: Path) -> None:
 @pytest.mark.hostile(4)
 def test_loader_refuses_special_files_without_blocking(tmp_path: Path) -> None:
     """An upload path handed to the loader directly: refused before it is read."""
-    from planner.loader import load_table
+    from planner.data.loader import load_table
 
     for path, (label, fragment) in _special_paths(tmp_path).items():
         def load(p: str = path) -> dict[str, Any]:
@@ -293,7 +293,7 @@ def duck_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Pat
 
 
 def _duck(spec: Any) -> dict[str, Any]:
-    from planner.backends.duckdb_backend import DuckDBBackend
+    from planner.data.backends.duckdb_backend import DuckDBBackend
 
     try:
         with DuckDBBackend(spec, schema()) as b:
@@ -333,7 +333,7 @@ def test_duckdb_tables_and_views_over_tables_still_work(duck_dir: tuple[Path, Pa
 def test_duckdb_connection_is_locked_to_the_source_files(duck_dir: tuple[Path, Path]) -> None:
     """The settings cannot be turned back on, and no other file can be read."""
     duckdb = pytest.importorskip("duckdb")
-    from planner.backends.duckdb_backend import DuckDBBackend
+    from planner.data.backends.duckdb_backend import DuckDBBackend
 
     data, secret = duck_dir
     with DuckDBBackend("inside.csv", schema()) as b:

@@ -17,10 +17,10 @@ from typing import Any
 import pytest
 
 from planner.cli import main
-from planner.errors import BudgetError, PlannerError
-from planner.exports import csv_text, safe_cell
+from planner.core.errors import BudgetError, PlannerError
+from planner.core.exports import csv_text, safe_cell
+from planner.core.strict_json import MAX_SPEC_BYTES, read_json_file
 from planner.ledger import Ledger
-from planner.strict_json import MAX_SPEC_BYTES, read_json_file
 
 ROOT = Path(__file__).resolve().parents[2]
 CORPUS = ROOT / "tests" / "fixtures" / "hostile_specs"
@@ -133,7 +133,7 @@ def test_hostile_stdout_closed_early_release_completes_quietly(tmp_path: Path) -
 @pytest.mark.fault
 def test_hostile_internal_error_prints_no_details(monkeypatch: pytest.MonkeyPatch,
                                                   capsys: pytest.CaptureFixture[str]) -> None:
-    import planner.plan_spec as ps
+    import planner.planning.plan_spec as ps
 
     def boom(path: str) -> Any:
         raise TypeError("secret value 41.7 in a traceback")
@@ -183,8 +183,8 @@ def test_hostile_csv_cells_cannot_become_formulas() -> None:
 
 
 def test_hostile_release_csv_escapes_category_labels() -> None:
+    from planner.planning.statistics.base import AnswerRow
     from planner.release import QueryAnswer, ReleaseResult
-    from planner.statistics.base import AnswerRow
 
     ans = QueryAnswer(query_id="=cmd", kind="histogram", mechanism="discrete_laplace",
                       answer={"labels": ["=1+1", "North"], "counts": [-3, 12]}, epsilon=0.5, delta=0.0,

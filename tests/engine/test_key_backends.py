@@ -14,12 +14,12 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from planner.backends import PandasBackend
-from planner.backends.base import Backend, KeyCounts
-from planner.backends.duckdb_backend import DuckDBBackend
-from planner.loader import load_table
-from planner.schema import Schema
-from planner.sources import open_source
+from planner.data.backends import PandasBackend
+from planner.data.backends.base import Backend, KeyCounts
+from planner.data.backends.duckdb_backend import DuckDBBackend
+from planner.data.loader import load_table
+from planner.data.schema import Schema
+from planner.data.sources import open_source
 from tests.engine import test_backends_conformance as conformance
 from tests.engine.test_backends_conformance import three
 

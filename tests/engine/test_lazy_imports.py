@@ -9,7 +9,7 @@ Two targets hinge on Python import time (measured, never asserted, by
   ~0.4 s), OpenDP and pandas are imported while the scan runs or when first used;
 * issue 12: the app's first page (Data) drawn in ≤ 2 s. It needs pandas and the ledger (the
   sidebar's lifetime budget), but not SciPy, Altair or OpenDP's scikit-learn/numpy/Polars
-  extras (``opendp.prelude`` imports them all; ``planner.noise`` imports OpenDP's own modules).
+  extras (``opendp.prelude`` imports them all; ``planner.privacy.noise`` imports OpenDP's own modules).
 
 Each check runs in a fresh interpreter (this process has imported everything already) and
 fails, naming the module, when one of them creeps back onto the path (a module-level
@@ -75,9 +75,9 @@ def test_release_reads_its_first_row_before_the_heavy_imports() -> None:
     by then. The release machinery is imported by the CLI only after this point, while the
     scan runs."""
     out = _loaded_after("""
-        from planner.backends import BackgroundScan, close_backend
-        from planner.plan_spec import load_plan_spec
-        from planner.sources import open_cli_source
+        from planner.data.backends import BackgroundScan, close_backend
+        from planner.planning.plan_spec import load_plan_spec
+        from planner.data.sources import open_cli_source
 
         spec = load_plan_spec("examples/census_plan.json")
         scan = BackgroundScan("duckdb", open_cli_source("data/census.csv"), spec.schema, spec.queries)
@@ -93,16 +93,16 @@ def test_release_reads_its_first_row_before_the_heavy_imports() -> None:
 
 def test_reading_a_plan_spec_imports_no_planning_machinery() -> None:
     """``load_plan_spec`` runs before the scan starts: the optimiser's entry points
-    (planner.workload, ~0.08 s with its imports) are imported only when a function plans.
-    (The statistics, which the scan needs, still import planner.allocation's types.)"""
+    (planner.planning.workload, ~0.08 s with its imports) are imported only when a function plans.
+    (The statistics, which the scan needs, still import planner.planning.allocation's types.)"""
     out = _loaded_after("""
-        from planner.plan_spec import load_plan_spec
+        from planner.planning.plan_spec import load_plan_spec
 
         spec = load_plan_spec("examples/census_plan.json")
         OUT = {"mode": str(spec.mode)}
     """)
     assert out["mode"] == "weighted"
-    assert _present(out["modules"], ("planner.workload",)) == []
+    assert _present(out["modules"], ("planner.planning.workload",)) == []
 
 
 def test_release_module_needs_no_scipy_and_no_opendp_extras() -> None:

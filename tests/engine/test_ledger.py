@@ -22,9 +22,7 @@ from sqlalchemy.dialects import postgresql
 from sqlalchemy.schema import CreateTable
 from sqlmodel import SQLModel
 
-from planner.accounting import CompositionRule, Spend, standalone_epsilon, total_epsilon
-from planner.errors import BudgetError, BudgetExceededError, LedgerError
-from planner.events import GaussianEvent, LaplaceEvent, PureEvent
+from planner.core.errors import BudgetError, BudgetExceededError, LedgerError
 from planner.ledger import (
     ENV_HOME,
     ENV_URL,
@@ -34,6 +32,8 @@ from planner.ledger import (
     _dataset_stmt,
     default_ledger_url,
 )
+from planner.privacy.accounting import CompositionRule, Spend, standalone_epsilon, total_epsilon
+from planner.privacy.events import GaussianEvent, LaplaceEvent, PureEvent
 
 FP = "sha256:dataset-a"
 

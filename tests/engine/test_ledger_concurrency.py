@@ -18,10 +18,10 @@ from typing import Any
 
 import pytest
 
-from planner.accounting import Spend
-from planner.errors import BudgetExceededError
-from planner.events import PureEvent
+from planner.core.errors import BudgetExceededError
 from planner.ledger import Ledger, ReleaseStatus
+from planner.privacy.accounting import Spend
+from planner.privacy.events import PureEvent
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from ledger_workers.race import race_release

@@ -18,11 +18,11 @@ from typing import Any
 
 import pytest
 
-from planner.accounting import Spend
 from planner.cli import main
-from planner.errors import LedgerError, LedgerIntegrityError
-from planner.events import PureEvent
+from planner.core.errors import LedgerError, LedgerIntegrityError
 from planner.ledger import Ledger, ReleaseStatus, verify_ledger
+from planner.privacy.accounting import Spend
+from planner.privacy.events import PureEvent
 
 pytestmark = pytest.mark.fault  # each case injects one fault (run summary)
 
@@ -331,7 +331,7 @@ def test_integrity_format_1_ledger_is_migrated_and_verifies(tmp_path: Path) -> N
 
 @pytest.mark.fault(2)
 def test_integrity_secret_file_is_created_private(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from planner import keys
+    from planner.core import keys
 
     monkeypatch.delenv("PLANNER_SECRET", raising=False)
     monkeypatch.delenv("PLANNER_SECRET_FILE", raising=False)

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from planner.errors import LedgerError
+from planner.core.errors import LedgerError
 from planner.ledger import Ledger, ReleaseStatus
 
 pytestmark = pytest.mark.fault  # each case injects one fault (run summary)
@@ -137,8 +137,8 @@ def test_lease_a_paused_release_loses_its_answers_but_never_its_spend(url: str, 
 def test_lease_decides_not_the_pid(url: str) -> None:
     """A pending row claimed by a pid that does not exist here is alive while its lease
     holds, and dead once it expired (the old rule declared it dead at once)."""
-    from planner.events import PureEvent
     from planner.ledger import ReleaseRow, SpendRow, _owner_token
+    from planner.privacy.events import PureEvent
 
     led = Ledger(url)
 

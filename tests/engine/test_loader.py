@@ -13,8 +13,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from planner.errors import DataError, PlannerError, SchemaError
-from planner.loader import (
+from planner.core.errors import DataError, PlannerError, SchemaError
+from planner.data.loader import (
     MAX_MB_ENV,
     check_against_schema,
     column_report,
@@ -22,8 +22,8 @@ from planner.loader import (
     max_upload_bytes,
     read_source,
 )
-from planner.schema import Column, ColumnKind, MissingRule, PrivacyUnit, Schema
-from planner.validate import validate_command
+from planner.data.schema import Column, ColumnKind, MissingRule, PrivacyUnit, Schema
+from planner.data.validate import validate_command
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures"
 DATA = Path(__file__).resolve().parents[2] / "data"
@@ -268,7 +268,7 @@ def test_is_utf8_agrees_with_python_decoding_across_chunk_boundaries(
     with chunks small enough that 2-, 3- and 4-byte sequences straddle every boundary."""
     import mmap
 
-    from planner import loader
+    from planner.data import loader
 
     monkeypatch.setattr(loader, "_SCAN_CHUNK", chunk)
     cases = [b"", b"abc", "é€😀".encode(), b"ab" + "😀".encode() + b"cd", b"\xff", b"a\x80",

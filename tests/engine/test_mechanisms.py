@@ -16,17 +16,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import integrate, stats
 
-from planner import divergences as dv
-from planner.accounting import event_rho, pure_epsilon
-from planner.errors import BudgetError, QueryError
-from planner.events import (
-    ExponentialEvent,
-    GaussianEvent,
-    LaplaceEvent,
-    PureEvent,
-    RandomizedResponseEvent,
-)
-from planner.mechanisms import (
+from planner.core.errors import BudgetError, QueryError
+from planner.planning.mechanisms import (
     DISCRETE_GAUSSIAN,
     DISCRETE_LAPLACE,
     GAUSSIAN,
@@ -36,15 +27,24 @@ from planner.mechanisms import (
     additive,
     ism,
 )
-from planner.mechanisms import exponential as em
-from planner.mechanisms import histogram as hist
-from planner.mechanisms import randomized_response as rr
-from planner.mechanisms.gaussian import (
+from planner.planning.mechanisms import exponential as em
+from planner.planning.mechanisms import histogram as hist
+from planner.planning.mechanisms import randomized_response as rr
+from planner.planning.mechanisms.gaussian import (
     discrete_gaussian_tail,
     discrete_gaussian_variance,
     textbook_gaussian_sigma,
 )
-from planner.mechanisms.laplace import discrete_laplace_tail, discrete_laplace_variance
+from planner.planning.mechanisms.laplace import discrete_laplace_tail, discrete_laplace_variance
+from planner.privacy import divergences as dv
+from planner.privacy.accounting import event_rho, pure_epsilon
+from planner.privacy.events import (
+    ExponentialEvent,
+    GaussianEvent,
+    LaplaceEvent,
+    PureEvent,
+    RandomizedResponseEvent,
+)
 
 dp.enable_features("contrib")
 

@@ -11,7 +11,7 @@ import math
 import numpy as np
 import pytest
 
-from planner.mechanisms import (
+from planner.planning.mechanisms import (
     DISCRETE_GAUSSIAN,
     DISCRETE_LAPLACE,
     GAUSSIAN,
@@ -19,11 +19,11 @@ from planner.mechanisms import (
     Sensitivity,
     ism,
 )
-from planner.mechanisms import exponential as em
-from planner.mechanisms import histogram as hist
-from planner.mechanisms import randomized_response as rr
-from planner.mechanisms.gaussian import discrete_gaussian_tail
-from planner.mechanisms.laplace import discrete_laplace_tail
+from planner.planning.mechanisms import exponential as em
+from planner.planning.mechanisms import histogram as hist
+from planner.planning.mechanisms import randomized_response as rr
+from planner.planning.mechanisms.gaussian import discrete_gaussian_tail
+from planner.planning.mechanisms.laplace import discrete_laplace_tail
 
 N = 200_000
 Z = 5.0

@@ -1,4 +1,4 @@
-"""Only :mod:`planner.noise` draws released noise, and only through OpenDP.
+"""Only :mod:`planner.privacy.noise` draws released noise, and only through OpenDP.
 
 AST-level checks over the source tree (MATH.md §9; STYLE.md: one place draws released
 noise):
@@ -82,11 +82,11 @@ def test_no_other_module_uses_opendp_or_draws_noise(path: Path) -> None:
         if isinstance(node, ast.Import):
             for a in node.names:
                 root = a.name.split(".")[0]
-                assert root != "opendp", f"{where}: imports OpenDP; only planner/noise.py may"
+                assert root != "opendp", f"{where}: imports OpenDP; only planner/privacy/noise.py may"
                 assert root not in RNG_MODULES, f"{where}: imports {a.name!r} (randomness)"
         elif isinstance(node, ast.ImportFrom):
             mod = (node.module or "").split(".")[0]
-            assert mod != "opendp", f"{where}: imports from OpenDP; only planner/noise.py may"
+            assert mod != "opendp", f"{where}: imports from OpenDP; only planner/privacy/noise.py may"
             assert mod not in RNG_MODULES, f"{where}: imports from {node.module!r} (randomness)"
         elif isinstance(node, ast.Call):
             name = _call_name(node)
@@ -101,7 +101,7 @@ def test_no_other_module_uses_opendp_or_draws_noise(path: Path) -> None:
 
 
 def test_release_imports_no_numpy_sampler() -> None:
-    """``noise.py`` imports nothing from ``planner.mechanisms`` that takes a generator,
+    """``noise.py`` imports nothing from ``planner.planning.mechanisms`` that takes a generator,
     and no whole mechanism module (whose samplers would then be reachable)."""
     import importlib
 
@@ -109,8 +109,8 @@ def test_release_imports_no_numpy_sampler() -> None:
     checked = 0
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
-            assert not any(a.name.startswith("planner.mechanisms") for a in node.names)
-        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("planner.mechanisms"):
+            assert not any(a.name.startswith("planner.planning.mechanisms") for a in node.names)
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("planner.planning.mechanisms"):
             mod = importlib.import_module(node.module or "")
             for a in node.names:
                 obj = getattr(mod, a.name)
@@ -173,7 +173,7 @@ def test_enable_features_only_contrib() -> None:
 def test_enabled_features_at_runtime_are_contrib_only() -> None:
     import opendp.mod
 
-    import planner.noise  # noqa: F401  (enables contrib on import)
+    import planner.privacy.noise  # noqa: F401  (enables contrib on import)
 
     assert opendp.mod.GLOBAL_FEATURES == {"contrib"}
 
@@ -185,7 +185,7 @@ _PLANNING_ONLY = ("rng", "simulate", "report_noisy_max", "sample_points", "pertu
 @pytest.mark.parametrize("path", sorted(STATISTICS.glob("*.py")), ids=lambda p: p.name)
 def test_statistic_release_never_touches_numpy_noise(path: Path) -> None:
     """In every statistic, the ``release`` method and the functions it defines use OpenDP
-    components (through planner.noise) only: no generator, no planning sampler."""
+    components (through planner.privacy.noise) only: no generator, no planning sampler."""
     tree = _tree(path)
     releases = [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name == "release"]
     for fn in releases:
@@ -199,7 +199,7 @@ def test_statistic_release_never_touches_numpy_noise(path: Path) -> None:
 
 
 def test_keys_module_takes_randomness_only_for_key_material() -> None:
-    """planner/keys.py is exempt above only for secrets.token_hex (key material); it must
+    """planner/core/keys.py is exempt above only for secrets.token_hex (key material); it must
     not import OpenDP or numpy's generators."""
     tree = _tree(KEYS)
     imported = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}

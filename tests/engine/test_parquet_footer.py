@@ -1,5 +1,5 @@
 """A damaged Parquet footer is refused with the engine's message on every route, never by
-ending the process (:mod:`planner.parquet_footer`).
+ending the process (:mod:`planner.data.parquet_footer`).
 
 pyarrow 26 aborts the interpreter (``std::terminate``, exit 134) when it walks the chunk
 metadata of ``tests/fixtures/pyarrow_abort/footer_statistics.parquet``: in the app that is
@@ -54,13 +54,13 @@ def test_a_footer_that_aborts_pyarrow_does_not_end_the_process(route: str) -> No
     pytest.importorskip("duckdb")
     if route == "upload":
         call = f"load_table(open({str(ABORT)!r}, 'rb').read(), name='up.parquet')"
-        imp = "from planner.loader import load_table"
+        imp = "from planner.data.loader import load_table"
     else:
         call = f"open_cli_source({str(ABORT)!r})"
-        imp = "from planner.sources import open_cli_source"
+        imp = "from planner.data.sources import open_cli_source"
     proc = _child(f"""
         {imp}
-        from planner.errors import DataError
+        from planner.core.errors import DataError
         try:
             {call}
             print("ACCEPTED")
@@ -84,8 +84,8 @@ def test_an_upload_footer_is_read_from_a_private_copy_that_is_removed(tmp_path: 
     pq = pytest.importorskip("pyarrow.parquet")
     import tempfile
 
-    from planner import parquet_footer
-    from planner.errors import DataError
+    from planner.core.errors import DataError
+    from planner.data import parquet_footer
 
     good = tmp_path / "g.parquet"
     pq.write_table(pa.table({"a": [1, 2, 3]}), good)

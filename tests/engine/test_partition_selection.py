@@ -1,4 +1,4 @@
-"""Count by undeclared key (DP partition selection, ``planner.statistics.keys``).
+"""Count by undeclared key (DP partition selection, ``planner.planning.statistics.keys``).
 
 Oracles: hand calculations of the discrete Laplace tail (written beside each number),
 OpenDP's own privacy map (at threshold − 1, see the module docstring), and Monte Carlo
@@ -14,28 +14,34 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from planner.accountants import Spend, accountant
-from planner.accountants.basic import standalone_epsilon
-from planner.allocation import Family, Item, allocate
-from planner.backends.base import KeyCounts
-from planner.backends.pandas_backend import PandasBackend
-from planner.budget import CompositionRule
-from planner.errors import BudgetError, PlanError, QueryError
-from planner.events import GaussianEvent, LaplaceEvent, PureEvent, ThresholdedEvent, event_from_dict
+from planner.core.errors import BudgetError, PlanError, QueryError
+from planner.data.backends.base import KeyCounts
+from planner.data.backends.pandas_backend import PandasBackend
+from planner.data.schema import Schema
 from planner.ledger import Ledger
-from planner.mechanisms.base import MechanismName as M
-from planner.noise import laplace_threshold
-from planner.queries import Query, QueryKind
-from planner.release import prepare, release
-from planner.schema import Schema
-from planner.statistics.keys import (
+from planner.planning.allocation import Family, Item, allocate
+from planner.planning.mechanisms.base import MechanismName as M
+from planner.planning.queries import Query, QueryKind
+from planner.planning.statistics.keys import (
     keep_probability,
     keep_table,
     key_delta_at,
     key_sensitivity,
     key_threshold,
 )
-from planner.workload import plan
+from planner.planning.workload import plan
+from planner.privacy.accountants import Spend, accountant
+from planner.privacy.accountants.basic import standalone_epsilon
+from planner.privacy.budget import CompositionRule
+from planner.privacy.events import (
+    GaussianEvent,
+    LaplaceEvent,
+    PureEvent,
+    ThresholdedEvent,
+    event_from_dict,
+)
+from planner.privacy.noise import laplace_threshold
+from planner.release import prepare, release
 
 RULES = list(CompositionRule)
 
@@ -242,7 +248,12 @@ def test_release_through_the_ledger_records_the_key_delta(tmp_path: Path) -> Non
 
 
 def test_plan_file_round_trip() -> None:
-    from planner.plan_spec import build_plan, dump_plan_spec, loads_plan_spec, spec_document
+    from planner.planning.plan_spec import (
+        build_plan,
+        dump_plan_spec,
+        loads_plan_spec,
+        spec_document,
+    )
     from planner.release import plan_hash
 
     s = schema("substitute", 3)

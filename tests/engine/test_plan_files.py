@@ -18,13 +18,13 @@ from typing import Any
 
 import pytest
 
-from planner import codegen, report, workload
-from planner.accounting import total_epsilon
-from planner.allocation import Family, Item, allocate_equal, pinned_cost
-from planner.budget import CompositionRule
 from planner.cli import main as cli_main
-from planner.errors import PlanError, PlannerError, QueryError, SchemaError
-from planner.plan_spec import (
+from planner.core.errors import PlanError, PlannerError, QueryError, SchemaError
+from planner.data.schema import Schema
+from planner.outputs import codegen, report
+from planner.planning import workload
+from planner.planning.allocation import Family, Item, allocate_equal, pinned_cost
+from planner.planning.plan_spec import (
     build_plan,
     compare_spec,
     dump_plan_spec,
@@ -33,10 +33,11 @@ from planner.plan_spec import (
     parse_plan_spec,
     spec_document,
 )
-from planner.queries import Query, QueryKind
+from planner.planning.queries import Query, QueryKind
+from planner.planning.statistics import STATISTICS
+from planner.privacy.accounting import total_epsilon
+from planner.privacy.budget import CompositionRule
 from planner.release import plan_hash
-from planner.schema import Schema
-from planner.statistics import STATISTICS
 
 ROOT = Path(__file__).resolve().parents[2]
 CENSUS = Schema.load(ROOT / "data" / "census.schema.json")
@@ -344,7 +345,7 @@ def test_generated_code_holds_no_private_value() -> None:
 
 # --------------------------------------------------------------------------- report
 def _released(tmp_path: Path) -> tuple[Any, Any, Any]:
-    from planner.backends import make_backend
+    from planner.data.backends import make_backend
     from planner.ledger import Ledger
     from planner.release import release
 

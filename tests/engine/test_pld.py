@@ -32,9 +32,10 @@ from prv_accountant.privacy_random_variables import (
     PoissonSubsampledGaussianMechanism,
 )
 
-from planner.accountants import ACCOUNTANTS, accountant, total_epsilon
-from planner.accountants.base import Spend
-from planner.accountants.pld import (
+from planner.core.errors import BudgetError
+from planner.privacy.accountants import ACCOUNTANTS, accountant, total_epsilon
+from planner.privacy.accountants.base import Spend
+from planner.privacy.accountants.pld import (
     PldAccountant,
     _BoundedRange,
     _Gaussian,
@@ -48,10 +49,9 @@ from planner.accountants.pld import (
     pld_delta,
     pld_epsilon,
 )
-from planner.accountants.rdp import rdp_epsilon
-from planner.budget import CompositionRule
-from planner.errors import BudgetError
-from planner.events import (
+from planner.privacy.accountants.rdp import rdp_epsilon
+from planner.privacy.budget import CompositionRule
+from planner.privacy.events import (
     ApproxEvent,
     ExponentialEvent,
     GaussianEvent,
@@ -450,8 +450,8 @@ def test_large_epsilon_exponential_beside_laplace_is_finite() -> None:
     # zCDP envelope ρ = ε₀²/8 = 125) composed with a Laplace at the same ε₀ made the envelope's
     # variance NaN (α − 1 underflowed to 0 in ln(1 − 1/α)). The composition is at most the
     # basic sum 2·ε₀ and at least the Laplace alone.
-    from planner.accountants import accountant
-    from planner.events import ExponentialEvent
+    from planner.privacy.accountants import accountant
+    from planner.privacy.events import ExponentialEvent
 
     e0 = math.sqrt(1000.0)
     eps = accountant(CompositionRule.PLD).compose([LaplaceEvent(e0), ExponentialEvent(e0)]).epsilon(1e-6)

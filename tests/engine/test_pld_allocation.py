@@ -14,8 +14,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from planner.accountants import total_epsilon
-from planner.allocation import (
+from planner.cli import main
+from planner.planning.allocation import (
     Family,
     Item,
     Target,
@@ -24,8 +24,8 @@ from planner.allocation import (
     error_curve,
     plan_targets,
 )
-from planner.budget import CompositionRule
-from planner.cli import main
+from planner.privacy.accountants import total_epsilon
+from planner.privacy.budget import CompositionRule
 
 
 def _workload(n: int, seed: int = 0) -> list[Item]:

@@ -1,7 +1,7 @@
 """Queries: validation, JSON round trip, sensitivities per relation and privacy unit.
 
 Every expected sensitivity cites MATH.md §2 (c = 1) or the hand calculation in the
-docstring of planner/queries.py (c > 1).
+docstring of planner/planning/queries.py (c > 1).
 """
 
 from __future__ import annotations
@@ -13,18 +13,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from planner.errors import QueryError
-from planner.mechanisms.base import MechanismName, Sensitivity
-from planner.queries import (
-    VALID_MECHANISMS,
-    MeanMode,
-    Predicate,
-    PredicateOp,
-    Query,
-    QueryKind,
-    queries_from_list,
-)
-from planner.schema import (
+from planner.core.errors import QueryError
+from planner.data.schema import (
     Column,
     ColumnKind,
     MissingAction,
@@ -33,7 +23,17 @@ from planner.schema import (
     Relation,
     Schema,
 )
-from planner.statistics import STATISTICS
+from planner.planning.mechanisms.base import MechanismName, Sensitivity
+from planner.planning.queries import (
+    VALID_MECHANISMS,
+    MeanMode,
+    Predicate,
+    PredicateOp,
+    Query,
+    QueryKind,
+    queries_from_list,
+)
+from planner.planning.statistics import STATISTICS
 
 DROP = MissingRule()
 M = MechanismName
@@ -87,7 +87,7 @@ AR, SUB = Relation.ADD_REMOVE, Relation.SUBSTITUTE
         (q(K.HISTOGRAM, "region", M.GAUSSIAN), SUB, 2, math.sqrt(2)),
         (q(K.SYNTHETIC_SAMPLE, "age", M.PERTURBED_HISTOGRAM, bins=8), SUB, 2, math.sqrt(2)),
         # rank utility: c·max(α, 1 − α) under add/remove (½ for the median), c under
-        # substitution (the proof in planner/statistics/quantile.py); count utility 1
+        # substitution (the proof in planner/planning/statistics/quantile.py); count utility 1
         (q(K.MEDIAN, "age", M.EXPONENTIAL), AR, 0.5, 0.5),
         (q(K.QUANTILE, "age", M.EXPONENTIAL, alphas=(0.1, 0.9)), SUB, 1, 1),
         (q(K.MODE, "region", M.EXPONENTIAL), AR, 1, 1),
@@ -118,7 +118,7 @@ def test_queries_sensitivity_row_unit(query: Query, relation: Relation, l1: floa
         (q(K.MODE, "sex", M.EXPONENTIAL), SUB, 3, 3),
         (q(K.PROPORTION, "smoker", M.LAPLACE), AR, 3, 3),
         # mean public n, substitute: the centred sum Σ(x − 54) moves by at most c·(U − L) = 3·72
-        # (a unit's c rows from 18 to 90), over n: 216 / 1000 (planner/statistics/mean.py, issue 18)
+        # (a unit's c rows from 18 to 90), over n: 216 / 1000 (planner/planning/statistics/mean.py, issue 18)
         (q(K.MEAN, "age", M.GAUSSIAN, mode=MeanMode.PUBLIC_N), SUB, 0.216, 0.216),
     ],
 )
@@ -156,7 +156,7 @@ def test_queries_mean_sum_over_count_has_two_parts() -> None:
     parts = qq.parts(schema(AR))
     assert [(p.name, p.sensitivity) for p in parts] == [
         # the centred sum Σ(x − m₀), m₀ = (18 + 90)/2: add/remove moves it by at most
-        # (U − L)/2 = 36, not max(|L|, |U|) = 90 (planner/statistics/mean.py, issue 18)
+        # (U − L)/2 = 36, not max(|L|, |U|) = 90 (planner/planning/statistics/mean.py, issue 18)
         ("sum", Sensitivity(36, 36)),
         ("count", Sensitivity(1, 1)),  # MATH.md §2 count
     ]

@@ -20,16 +20,16 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from planner.accounting import CompositionRule
-from planner.backends.base import CountAggregate
-from planner.backends.pandas_backend import PandasBackend
-from planner.errors import BudgetExceededError, PlannerError
+from planner.core.errors import BudgetExceededError, PlannerError
+from planner.data.backends.base import CountAggregate
+from planner.data.backends.pandas_backend import PandasBackend
+from planner.data.loader import load_table
+from planner.data.schema import Schema
 from planner.ledger import Ledger
-from planner.loader import load_table
-from planner.queries import queries_from_list
+from planner.planning.queries import queries_from_list
+from planner.planning.workload import plan
+from planner.privacy.accounting import CompositionRule
 from planner.release import ReleaseError, cmd_ledger, cmd_release, plan_hash, prepare, release
-from planner.schema import Schema
-from planner.workload import plan
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "data" / "census.csv"
@@ -78,7 +78,7 @@ def ledger(tmp_path: Path) -> Any:
 def calls(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """Count every OpenDP measurement invocation (the only place noise is drawn)."""
     counter: list[int] = []
-    import planner.noise as noise
+    import planner.privacy.noise as noise
 
     real = noise._invoke
 
@@ -295,7 +295,7 @@ def test_cmd_release_target_mode_releases_the_target_plan(tmp_path: Path) -> Non
     assert bounds["n"] == pytest.approx(50.0, rel=1e-9) and bounds["region"] == pytest.approx(200.0, rel=1e-9)
     # the spend is target mode's least total ε, not budget.epsilon
     schema = Schema.load(SCHEMA)
-    from planner.workload import plan_for_targets
+    from planner.planning.workload import plan_for_targets
 
     least = plan_for_targets(queries_from_list(queries, schema), schema, 0.0, "basic").total_epsilon
     assert out["budget"]["epsilon_spent"] == pytest.approx(least, rel=1e-9) and least != pytest.approx(1.0)

@@ -6,7 +6,7 @@ pure ε (``max_divergence``) or ρ (``zero_concentrated_divergence``), and for G
 the (ε, δ) from OpenDP's ``make_zCDP_to_approxDP`` at the spend's δ. They must agree to
 relative 1e-9 (float rounding only), and the spend the ledger records must never be
 below OpenDP's figure. Expected values are OpenDP's (an independent implementation of the
-calibration); the planner's come from :mod:`planner.allocation`.
+calibration); the planner's come from :mod:`planner.planning.allocation`.
 """
 
 from __future__ import annotations
@@ -16,12 +16,12 @@ from pathlib import Path
 
 import pytest
 
-from planner.accounting import CompositionRule, event_rho, pure_epsilon
-from planner.events import ExponentialEvent, GaussianEvent, PureEvent
-from planner.queries import queries_from_list
+from planner.data.schema import Relation, Schema
+from planner.planning.queries import queries_from_list
+from planner.planning.workload import plan
+from planner.privacy.accounting import CompositionRule, event_rho, pure_epsilon
+from planner.privacy.events import ExponentialEvent, GaussianEvent, PureEvent
 from planner.release import Draw, PreparedRelease, prepare
-from planner.schema import Relation, Schema
-from planner.workload import plan
 
 ROOT = Path(__file__).resolve().parents[2]
 REL = 1e-9
@@ -138,7 +138,7 @@ def test_release_selection_measure_follows_rule(rule: CompositionRule) -> None:
 @pytest.mark.parametrize(("relation", "d_in"), [(Relation.ADD_REMOVE, 9), (Relation.SUBSTITUTE, 10)])
 def test_release_quantile_d_in_is_the_score_sensitivity(relation: Relation, d_in: int) -> None:
     """α = 0.1 = 1/10: integer scores −|10·#{x ≤ t} − n|; L∞ sensitivity c·max(a, b − a) =
-    max(1, 9) = 9 under add/remove, c·b = 10 under substitution (planner/statistics/quantile.py)."""
+    max(1, 9) = 9 under add/remove, c·b = 10 under substitution (planner/planning/statistics/quantile.py)."""
     prep = _prepared(CompositionRule.BASIC, [q for q in WORKLOAD if q["id"] == "qt"], relation)
     by_key = {d.key: d for d in prep.draws}
     comp = by_key["qt:quantile@0.1"].components[0]
@@ -154,9 +154,9 @@ def test_a_secret_sample_at_a_rate_below_delta_records_the_epsilon_it_planned(tm
     import numpy as np
     import pandas as pd
 
-    from planner.backends import make_backend
+    from planner.data.backends import make_backend
     from planner.ledger import Ledger
-    from planner.plan_spec import build_plan, parse_plan_spec
+    from planner.planning.plan_spec import build_plan, parse_plan_spec
     from planner.release import release
 
     doc = {"schema": {"version": 1, "relation": "add_remove", "public_n": 1000,

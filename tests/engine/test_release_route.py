@@ -17,9 +17,9 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from planner import backends
-from planner.errors import BudgetExceededError, PlannerError
-from planner.loader import load_table
+from planner.core.errors import BudgetExceededError, PlannerError
+from planner.data import backends
+from planner.data.loader import load_table
 from planner.release import cmd_ledger, cmd_release
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -65,14 +65,14 @@ def engines(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
 def test_release_reads_the_data_once_without_hashing_the_file(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, engines: list[Any]
 ) -> None:
-    import planner.schema
-    import planner.sources
+    import planner.data.schema
+    import planner.data.sources
 
     def no_file_hash(*a: Any, **k: Any) -> str:
         raise AssertionError("the release route hashed the file in a pass of its own")
 
-    monkeypatch.setattr(planner.schema, "dataset_fingerprint", no_file_hash)
-    monkeypatch.setattr(planner.sources, "source_fingerprint", no_file_hash)
+    monkeypatch.setattr(planner.data.schema, "dataset_fingerprint", no_file_hash)
+    monkeypatch.setattr(planner.data.sources, "source_fingerprint", no_file_hash)
     out = cmd_release(str(spec(tmp_path, 1.0, MORE)), str(DATA), f"sqlite:///{tmp_path}/l.db", "duckdb")
     assert out["status"] == "done"
     (engine,) = engines
@@ -101,8 +101,8 @@ def test_release_keys_the_dataset_by_content_csv_and_parquet_share_a_budget(tmp_
 
 
 def test_release_report_holds_neither_the_digest_nor_the_file_hash(tmp_path: Path) -> None:
-    from planner.backends.pandas_backend import table_digest
-    from planner.schema import Schema
+    from planner.data.backends.pandas_backend import table_digest
+    from planner.data.schema import Schema
 
     out = cmd_release(str(spec(tmp_path, 1.0, COUNT)), str(DATA), f"sqlite:///{tmp_path}/l.db", "duckdb")
     text = json.dumps(out)

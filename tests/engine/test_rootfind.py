@@ -1,4 +1,4 @@
-"""``planner.rootfind.brentq``: SciPy's compiled Brent routine without importing scipy.optimize.
+"""``planner.core.rootfind.brentq``: SciPy's compiled Brent routine without importing scipy.optimize.
 
 The oracle is the public ``scipy.optimize.brentq`` of the installed SciPy: the root must be
 the same float, bit for bit (a plan's θ enter its ``plan_hash``; see the module docstring),
@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from planner import rootfind
+from planner.core import rootfind
 
 optimize = pytest.importorskip("scipy.optimize")
 
@@ -94,9 +94,10 @@ def test_release_path_solves_without_importing_scipy_optimize() -> None:
     after ``scipy.optimize.brentq`` replaces the fast path (bit for bit)."""
     code = """
 import json, sys
-from planner.plan_spec import load_plan_spec
-from planner.workload import plan
-from planner import allocation, rootfind
+from planner.planning.plan_spec import load_plan_spec
+from planner.planning.workload import plan
+from planner.planning import allocation
+from planner.core import rootfind
 spec = load_plan_spec("examples/census_plan.json")
 def make():
     p = plan(spec.queries, spec.schema, spec.epsilon, spec.delta, "zcdp", spec.error_scales or None)

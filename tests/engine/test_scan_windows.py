@@ -1,6 +1,6 @@
-"""The whole-file CSV checks read through windows of the file (``planner.sources._scan_file``)
+"""The whole-file CSV checks read through windows of the file (``planner.data.sources._scan_file``)
 give exactly the verdicts of the same checks on the whole file in memory
-(:func:`planner.loader.check_text_limits`, :func:`planner.loader.is_utf8`), whatever the
+(:func:`planner.data.loader.check_text_limits`, :func:`planner.data.loader.is_utf8`), whatever the
 window size: the windows only bound the memory (issue 17: a 1.7 GB CSV held 1.6 GB of
 resident memory through one whole-file map; now two windows at most).
 
@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from planner import sources
-from planner.errors import DataError
-from planner.loader import MAX_LINE_BYTES, check_text_limits, is_utf8
+from planner.core.errors import DataError
+from planner.data import sources
+from planner.data.loader import MAX_LINE_BYTES, check_text_limits, is_utf8
 
 PAGE = mmap.ALLOCATIONGRANULARITY
 

@@ -12,8 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from planner.errors import DataError, SchemaError
-from planner.schema import (
+from planner.core.errors import DataError, SchemaError
+from planner.data.schema import (
     OTHER_LABEL,
     SCHEMA_VERSION,
     Column,
@@ -333,7 +333,7 @@ def test_suggest_kinds_numbers_with_no_value_markers_are_numeric() -> None:
 
 def test_no_schema_function_reads_bounds_from_rows() -> None:
     """Bounds/categories cannot be produced from data: there is no such function."""
-    import planner.schema as m
+    import planner.data.schema as m
 
     public = [n for n in dir(m) if not n.startswith("_")]
     assert not [n for n in public if "infer" in n.lower() or "from_data" in n.lower()]
@@ -409,7 +409,7 @@ _ITEM = st.text(alphabet=st.sampled_from(list('ab ,"xé')), min_size=1, max_size
 @given(st.lists(_ITEM, max_size=6))
 @settings(max_examples=300, deadline=None)
 def test_a_list_of_categories_survives_the_one_line_form(items):
-    from planner.schema import format_text_list, parse_text_list
+    from planner.data.schema import format_text_list, parse_text_list
 
     assert parse_text_list(format_text_list(items)) == items
 
@@ -423,14 +423,14 @@ def test_a_list_of_categories_survives_the_one_line_form(items):
     ("", []),
 ])
 def test_a_typed_list_reads_as_a_person_means_it(text, items):
-    from planner.schema import parse_text_list
+    from planner.data.schema import parse_text_list
 
     assert parse_text_list(text) == items
 
 
 @pytest.mark.parametrize(("text", "says"), [('"Smith, John', "not closed"), ('"a"b, c', "comma must follow")])
 def test_a_malformed_list_says_what_to_fix(text, says):
-    from planner.schema import parse_text_list
+    from planner.data.schema import parse_text_list
 
     with pytest.raises(ValueError, match=says):
         parse_text_list(text)

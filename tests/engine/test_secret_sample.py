@@ -26,21 +26,21 @@ from typing import Any
 
 import pytest
 
-from planner.accounting import Spend
 from planner.cli import main
-from planner.errors import (
+from planner.core.errors import (
     BudgetExceededError,
     LedgerError,
     LedgerIntegrityError,
     PlanError,
     SchemaError,
 )
-from planner.events import PureEvent
+from planner.data.schema import Schema
 from planner.ledger import FORMAT_VERSION, Ledger, verify_ledger
-from planner.queries import queries_from_list
-from planner.sampling import Sampling, SamplingScheme, sampled_total_epsilon
-from planner.schema import Schema
-from planner.workload import manual_total, plan, plan_equal, plan_for_targets, plan_manual
+from planner.planning.queries import queries_from_list
+from planner.planning.workload import manual_total, plan, plan_equal, plan_for_targets, plan_manual
+from planner.privacy.accounting import Spend
+from planner.privacy.events import PureEvent
+from planner.privacy.sampling import Sampling, SamplingScheme, sampled_total_epsilon
 
 ROOT = Path(__file__).resolve().parents[2]
 CENSUS_SCHEMA = ROOT / "data" / "census.schema.json"
@@ -156,7 +156,7 @@ def test_schema_validation_names_the_field_and_the_fix(sampling: dict[str, Any],
 def test_schema_sampling_must_be_an_object() -> None:
     with pytest.raises(SchemaError, match=r"'sampling' must be an object such as \{\"rate\": 0\.01"):
         Schema.from_dict(census_dict() | {"sampling": 0.1})
-    with pytest.raises(SchemaError, match=re.escape("planner.sampling.Sampling")):
+    with pytest.raises(SchemaError, match=re.escape("planner.privacy.sampling.Sampling")):
         Schema(Schema.load(CENSUS_SCHEMA).columns, sampling={"rate": 0.1})  # type: ignore[arg-type]
 
 
@@ -303,7 +303,7 @@ def test_ledger_sampling_is_fixed_at_registration(ledger_url: str) -> None:
         led.register_dataset("digest-a", "a", 1.0, 1e-6, "rdp", sampling=Sampling(0.2))
     plain = led.register_dataset("digest-b", "b", 1.0, 1e-6, "rdp")
     assert plain.sampling is None and led.dataset(plain.fingerprint).to_dict()["sampling"] is None
-    with pytest.raises(LedgerError, match=re.escape("must be a planner.sampling.Sampling")):
+    with pytest.raises(LedgerError, match=re.escape("must be a planner.privacy.sampling.Sampling")):
         led.register_dataset("digest-c", "c", 1.0, 1e-6, "rdp", sampling={"rate": 0.1})  # type: ignore[arg-type]
     led.close()
 
@@ -311,7 +311,7 @@ def test_ledger_sampling_is_fixed_at_registration(ledger_url: str) -> None:
 def test_ledger_sampled_delta_is_accounted_on_the_sample(ledger_url: str) -> None:
     # Gaussian spends under zCDP on a sample at q = 0.01, population δ = 1e-6: the ledger's ε is
     # the zCDP ε of the composition at δ/q = 1e-4, amplified: the same as sampled_total_epsilon.
-    from planner.events import GaussianEvent
+    from planner.privacy.events import GaussianEvent
 
     led = Ledger(ledger_url)
     ds = led.register_dataset("digest-g", "g", 1.0, 1e-6, "zcdp", sampling=Sampling(0.01))
@@ -461,8 +461,8 @@ def test_cli_release_with_a_sampled_schema(tmp_path: Path, capsys: pytest.Captur
 
 
 def test_report_says_the_table_is_a_secret_sample() -> None:
-    from planner.plan_spec import parse_plan_spec
-    from planner.report import plan_report
+    from planner.outputs.report import plan_report
+    from planner.planning.plan_spec import parse_plan_spec
 
     spec = parse_plan_spec(_spec(census_dict(rate=0.05, scheme="poisson"), 0.5, 1.0))
     html = plan_report(spec)

@@ -4,7 +4,7 @@ For every query kind, a neighbouring table is built by adding / removing one pri
 (one row, or one person's rows — more than c of them, so truncation is exercised) or by
 substituting one unit, with values at the bounds, beyond them, NaN, ±inf, NULL, text, an
 undeclared category. The change of the PandasBackend aggregate is compared with
-``Query.parts(schema)`` (MATH.md §2 and the table in planner/queries.py):
+``Query.parts(schema)`` (MATH.md §2 and the table in planner/planning/queries.py):
 
 * scalar parts: |Δ| ≤ L1 (= L2);
 * histograms: ‖Δ‖₁ ≤ L1 and ‖Δ‖₂ ≤ L2;
@@ -23,7 +23,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from planner.backends import (
+from planner.data.backends import (
     Aggregate,
     BinCounts,
     BooleanCounts,
@@ -33,9 +33,7 @@ from planner.backends import (
     QuantileAggregate,
     SumAggregate,
 )
-from planner.mechanisms.base import MechanismName as M
-from planner.queries import MeanMode, Predicate, PredicateOp, Query, QueryKind
-from planner.schema import (
+from planner.data.schema import (
     Column,
     ColumnKind,
     MissingAction,
@@ -44,6 +42,8 @@ from planner.schema import (
     Relation,
     Schema,
 )
+from planner.planning.mechanisms.base import MechanismName as M
+from planner.planning.queries import MeanMode, Predicate, PredicateOp, Query, QueryKind
 
 TOL = 1e-9
 
@@ -119,7 +119,7 @@ def check_query(q: Query, schema: Schema, a: Aggregate, b: Aggregate) -> None:
         assert _within(abs(a.value - b.value), parts["sum"].sensitivity.l1), where
     elif isinstance(a, MeanAggregate):
         assert isinstance(b, MeanAggregate)
-        # a mean releases the centred sum S − m₀·C, m₀ the bounds' midpoint (planner/statistics/mean.py)
+        # a mean releases the centred sum S − m₀·C, m₀ the bounds' midpoint (planner/planning/statistics/mean.py)
         lo, hi = schema.column("x").bounds
         m0 = (lo + hi) / 2
         ds = abs((a.sum.value - m0 * a.count.value) - (b.sum.value - m0 * b.count.value))
@@ -205,7 +205,7 @@ def test_neighbours_adversarial_unit(relation: Relation, c: int, adversary: str,
 def test_neighbours_substitute_sum_bound_is_tight_when_lower_bound_positive() -> None:
     """[10, 20], c = 2: one row at 10 → two rows at 20 moves the sum by 30 = max(U, cU) − min(L, cL).
 
-    The naive c·(U − L) = 20 would understate it (see planner/queries.py).
+    The naive c·(U − L) = 20 would understate it (see planner/planning/queries.py).
     """
     schema = make_schema(Relation.SUBSTITUTE, 2, 10.0, 20.0, False, True)
     d1 = frame([{"pid": 1, "x": 10.0, "cat": "A", "flag": "no"}, {"pid": 2, "x": 15, "cat": "A", "flag": "no"}])
@@ -221,7 +221,7 @@ def test_neighbours_substitute_drop_rule_missing_value_replaced_at_upper() -> No
     """[10, 20], drop rule: a row with NaN (contributes 0) → a row at 20 moves the sum by 20.
 
     MATH.md §2's U − L = 10 assumes both records contribute; the schema-aware bound is
-    max(0, U) − min(0, L) = 20 (see planner/queries.py).
+    max(0, U) − min(0, L) = 20 (see planner/planning/queries.py).
     """
     schema = make_schema(Relation.SUBSTITUTE, 1, 10.0, 20.0, False, False, person=False)
     d1 = frame([{"pid": 1, "x": float("nan"), "cat": "A", "flag": "no"}])

@@ -1,4 +1,4 @@
-"""planner.simulation: Monte Carlo checks agree with the planner's closed-form predictions.
+"""planner.planning.simulation: Monte Carlo checks agree with the planner's closed-form predictions.
 
 Statistical tests use fixed seeds and tolerances of at least 5 standard errors (STYLE.md).
 """
@@ -10,8 +10,8 @@ import math
 import numpy as np
 import pytest
 
-from planner import simulation as sim
-from planner.backends.base import (
+from planner.core.errors import PlannerError, QueryError
+from planner.data.backends.base import (
     BinCounts,
     BooleanCounts,
     CountAggregate,
@@ -19,9 +19,9 @@ from planner.backends.base import (
     QuantileAggregate,
     SumAggregate,
 )
-from planner.errors import PlannerError, QueryError
-from planner.queries import queries_from_list
-from planner.schema import Schema
+from planner.data.schema import Schema
+from planner.planning import simulation as sim
+from planner.planning.queries import queries_from_list
 
 SCHEMA = Schema.from_dict({
     "version": 1, "relation": "add_remove", "public_n": 1000,
@@ -59,7 +59,7 @@ def test_simulate_query_laplace_count_by_hand():
     assert r.predicted_rmse == pytest.approx(math.sqrt(2))
     _close(r)
     # released as a whole number (the default): RMSE of round(N), by hand
-    # 2·sinh(½)·q(1 + q)/(1 − q)³ with q = e^{−1} (planner/mechanisms/laplace.py)
+    # 2·sinh(½)·q(1 + q)/(1 − q)³ with q = e^{−1} (planner/planning/mechanisms/laplace.py)
     qq = math.exp(-1.0)
     by_hand = math.sqrt(2 * math.sinh(0.5) * qq * (1 + qq) / (1 - qq) ** 3)
     r = sim.simulate_query(_q(kind="count", mechanism="laplace"), SCHEMA, CountAggregate(10), [1.0], 0.0, 40_000,
@@ -88,7 +88,7 @@ def test_simulate_query_mean_is_no_worse_than_the_worst_case_prediction():
 
 def test_simulate_query_proportion_is_no_worse_than_the_worst_case_prediction():
     # add/remove: t̃/(t̃ + f̃); the prediction √2·b/n is the worst case π ∈ {0, 1}
-    # (planner/statistics/proportion.py); near π = 0.02 it is nearly attained
+    # (planner/planning/statistics/proportion.py); near π = 0.02 it is nearly attained
     for counts, tight in (((500, 500), False), ((20, 980), True)):
         (r,) = sim.simulate_query(_q(kind="proportion", column="f", mechanism="laplace"), SCHEMA,
                                   BooleanCounts(*counts), [1.0], 0.0, 20_000, np.random.default_rng(5))
@@ -99,7 +99,7 @@ def test_simulate_query_proportion_is_no_worse_than_the_worst_case_prediction():
 
 def test_randomized_response_is_a_comparison_for_proportions_not_a_release():
     # Warner's RR is local-model: shown beside the release's curves, worst case 1/(2√n·tanh(ε/2))
-    from planner.statistics import statistic
+    from planner.planning.statistics import statistic
 
     q = _q(kind="proportion", column="f", mechanism="laplace")
     rmse, _ = statistic("proportion").comparison(q, SCHEMA, [1.0])  # type: ignore[attr-defined]

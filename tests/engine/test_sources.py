@@ -9,14 +9,12 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from planner.backends import PandasBackend
-from planner.backends.duckdb_backend import DuckDBBackend
-from planner.errors import DataError
-from planner.loader import load_table
-from planner.mechanisms.base import MechanismName as M
-from planner.queries import Query, QueryKind
-from planner.schema import Column, ColumnKind, MissingRule, Schema, dataset_fingerprint
-from planner.sources import (
+from planner.core.errors import DataError
+from planner.data.backends import PandasBackend
+from planner.data.backends.duckdb_backend import DuckDBBackend
+from planner.data.loader import load_table
+from planner.data.schema import Column, ColumnKind, MissingRule, Schema, dataset_fingerprint
+from planner.data.sources import (
     DATA_DIR_ENV,
     FileSource,
     TableSource,
@@ -26,6 +24,8 @@ from planner.sources import (
     source_fingerprint,
     spill_upload,
 )
+from planner.planning.mechanisms.base import MechanismName as M
+from planner.planning.queries import Query, QueryKind
 
 ROOT = Path(__file__).resolve().parents[2]
 CSV = "age,region\n30,A\n150,B\n,A\nabc,C\n"

@@ -1,4 +1,4 @@
-"""``planner.special``: SciPy's compiled special functions without ``scipy.special``'s package body.
+"""``planner.core.special``: SciPy's compiled special functions without ``scipy.special``'s package body.
 
 The facade must give SciPy's own objects (so every value is SciPy's, bit for bit), load
 them without SciPy's array-API layer (the 0.2 s and 16 MB it exists to save on the release
@@ -34,7 +34,7 @@ def test_preloaded_functions_are_scipys_own_without_the_package() -> None:
     functions (logsumexp) work through the facade too."""
     got = _fresh(
         "import json, sys\n"
-        "from planner import special\n"
+        "from planner.core import special\n"
         "ok = special.preload()\n"
         "objs = {n: getattr(special, n) for n in sorted(special.UFUNCS)}\n"
         "before = ['scipy.special' in sys.modules, 'scipy._lib._array_api' in sys.modules]\n"
@@ -56,7 +56,7 @@ def test_without_preload_the_facade_is_scipy_special() -> None:
     preload does nothing more."""
     got = _fresh(
         "import json, sys\n"
-        "from planner import special\n"
+        "from planner.core import special\n"
         "f = special.ndtri\n"
         "import scipy.special as sp\n"
         "print(json.dumps({'same': f is sp.ndtri, 'array_api': 'scipy._lib._array_api' in sys.modules,\n"
@@ -70,7 +70,7 @@ def test_preload_refuses_while_another_thread_could_import() -> None:
     handed the stand-in) makes preload refuse; named as quiet, it proceeds."""
     got = _fresh(
         "import json, threading\n"
-        "from planner import special\n"
+        "from planner.core import special\n"
         "stop = threading.Event()\n"
         "t = threading.Thread(target=stop.wait, name='other'); t.start()\n"
         "refused = special.preload()\n"

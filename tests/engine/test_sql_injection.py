@@ -14,15 +14,15 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from planner.backends import PandasBackend
-from planner.backends.duckdb_backend import DuckDBBackend
-from planner.backends.sql import Dialect
-from planner.errors import DataError, PlannerError
-from planner.loader import load_table
-from planner.mechanisms.base import MechanismName as M
-from planner.queries import Predicate, PredicateOp, Query, QueryKind
-from planner.schema import Column, ColumnKind, MissingRule, PrivacyUnit, Schema
-from planner.sources import DATA_DIR_ENV, open_source
+from planner.core.errors import DataError, PlannerError
+from planner.data.backends import PandasBackend
+from planner.data.backends.duckdb_backend import DuckDBBackend
+from planner.data.backends.sql import Dialect
+from planner.data.loader import load_table
+from planner.data.schema import Column, ColumnKind, MissingRule, PrivacyUnit, Schema
+from planner.data.sources import DATA_DIR_ENV, open_source
+from planner.planning.mechanisms.base import MechanismName as M
+from planner.planning.queries import Predicate, PredicateOp, Query, QueryKind
 from tests.engine.test_backends_conformance import spark  # noqa: F401  (session fixture)
 
 NASTY_NAMES = [
@@ -88,7 +88,7 @@ def data(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def test_injection_identifiers_are_quoted_with_doubled_quotes() -> None:
     d = Dialect()
     assert d.ident('a"b') == '"a""b"'
-    from planner.backends.spark_backend import SparkDialect
+    from planner.data.backends.spark_backend import SparkDialect
 
     assert SparkDialect().ident("a`b") == "`a``b`"
     assert SparkDialect().literal("it's \\d") == "'it\\'s \\\\d'"
@@ -113,7 +113,7 @@ def test_injection_nasty_names_and_values_duckdb(data: Path) -> None:
 
 
 def test_injection_nasty_names_and_values_spark(data: Path, spark: Any) -> None:  # noqa: F811
-    from planner.backends.spark_backend import SparkBackend
+    from planner.data.backends.spark_backend import SparkBackend
 
     nasty_frame().to_csv(data / "n.csv", index=False)
     schema = nasty_schema()

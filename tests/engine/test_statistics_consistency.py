@@ -31,8 +31,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from planner.accounting import CompositionRule, event_rho, pure_epsilon, total_epsilon
-from planner.backends.base import (
+from planner.core.errors import QueryError
+from planner.data.backends.base import (
     Aggregate,
     BinCounts,
     BooleanCounts,
@@ -43,15 +43,15 @@ from planner.backends.base import (
     QuantileAggregate,
     SumAggregate,
 )
-from planner.errors import QueryError
-from planner.events import ThresholdedEvent
-from planner.mechanisms.base import MechanismName as M
-from planner.queries import Query, QueryKind
+from planner.data.schema import Schema
+from planner.planning.mechanisms.base import MechanismName as M
+from planner.planning.queries import Query, QueryKind
+from planner.planning.statistics import STATISTICS
+from planner.planning.statistics.quantile import RankCounts, candidate_grid
+from planner.planning.workload import plan
+from planner.privacy.accounting import CompositionRule, event_rho, pure_epsilon, total_epsilon
+from planner.privacy.events import ThresholdedEvent
 from planner.release import prepare
-from planner.schema import Schema
-from planner.statistics import STATISTICS
-from planner.statistics.quantile import RankCounts, candidate_grid
-from planner.workload import plan
 
 K = QueryKind
 RELATIONS = ("add_remove", "substitute")
@@ -207,7 +207,7 @@ def aggregate(kind: QueryKind, s: Schema) -> Aggregate:
     if kind is K.SYNTHETIC_SAMPLE:
         return BinCounts(("[0, 20)", "[20, 40)", "[40, 60)", "[60, 80)", "[80, 100]"), (200, 200, 200, 200, 200))
     if kind in (K.GROUPED_COUNT, K.GROUPED_SUM, K.GROUPED_MEAN, K.GROUPED_QUANTILE):
-        from planner.statistics.grouped import group_labels
+        from planner.planning.statistics.grouped import group_labels
 
         q = query(kind, M.EXPONENTIAL if kind is K.GROUPED_QUANTILE else M.LAPLACE, "add_remove")
         assert q is not None

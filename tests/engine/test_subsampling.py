@@ -1,5 +1,5 @@
 """Amplification by sampling: the sampled events' Rényi curves, their pure ε, and secret
-samples (:mod:`planner.sampling`).
+samples (:mod:`planner.privacy.sampling`).
 
 Expected numbers come from: Google dp-accounting 0.6's sampled-Gaussian RDP (Mironov,
 Talwar & Zhang 2019; for sampling without replacement Wang, Balle & Kasiviswanathan 2019,
@@ -20,14 +20,14 @@ import pytest
 from dp_accounting.rdp import rdp_privacy_accountant as dpacc_rdp
 from scipy import integrate, stats
 
-from planner import divergences as dv
-from planner.accountants import Spend, total_epsilon
-from planner.accountants.basic import pure_epsilon
-from planner.accountants.pld import pld_epsilon
-from planner.accountants.rdp import rdp_epsilon, sampled_rdp
-from planner.accountants.zcdp import event_rho
-from planner.errors import BudgetError
-from planner.events import (
+from planner.core.errors import BudgetError
+from planner.privacy import divergences as dv
+from planner.privacy.accountants import Spend, total_epsilon
+from planner.privacy.accountants.basic import pure_epsilon
+from planner.privacy.accountants.pld import pld_epsilon
+from planner.privacy.accountants.rdp import rdp_epsilon, sampled_rdp
+from planner.privacy.accountants.zcdp import event_rho
+from planner.privacy.events import (
     ApproxEvent,
     GaussianEvent,
     LaplaceEvent,
@@ -38,7 +38,7 @@ from planner.events import (
     SelfComposedEvent,
     ZCDPEvent,
 )
-from planner.sampling import Sampling, SamplingScheme, sampled_total_epsilon
+from planner.privacy.sampling import Sampling, SamplingScheme, sampled_total_epsilon
 
 INT_ORDERS = np.array([2.0, 3.0, 4.0, 6.0, 8.0, 16.0, 32.0, 64.0, 256.0])
 

@@ -1,7 +1,7 @@
 """The release scan reads a CSV's numeric columns as DOUBLE (issue 17).
 
 ``planner release`` asks DuckDB for the numeric columns of a CSV as numbers instead of text
-(:meth:`planner.backends.duckdb_backend.DuckDBBackend.typed_columns`): the text route's cast
+(:meth:`planner.data.backends.duckdb_backend.DuckDBBackend.typed_columns`): the text route's cast
 of every cell is DuckDB's own ``TRY_CAST``, which the conformance tests pin to the cell-
 reading rules; the typed read must therefore (1) accept a cell only where ``TRY_CAST``
 does, with the same value, bit for bit, (2) fail (and the statement be repeated on text)
@@ -25,12 +25,12 @@ from typing import Any
 import numpy as np
 import pytest
 
-from planner import sources
-from planner.backends import BackgroundScan, PandasBackend, close_backend, make_backend
-from planner.loader import load_table, number_lookalike, scan_parts
-from planner.mechanisms.base import MechanismName as M
-from planner.queries import Query, QueryKind
-from planner.schema import Column, ColumnKind, MissingRule, PrivacyUnit, Schema
+from planner.data import sources
+from planner.data.backends import BackgroundScan, PandasBackend, close_backend, make_backend
+from planner.data.loader import load_table, number_lookalike, scan_parts
+from planner.data.schema import Column, ColumnKind, MissingRule, PrivacyUnit, Schema
+from planner.planning.mechanisms.base import MechanismName as M
+from planner.planning.queries import Query, QueryKind
 
 duckdb = pytest.importorskip("duckdb")
 
@@ -297,10 +297,10 @@ def test_prefetch_without_report_and_digest_reads_text(tmp_path: Path) -> None:
 
 def test_a_line_at_the_length_limit_is_read_through_the_smaller_buffer(tmp_path: Path) -> None:
     """DuckDB reads CSV through 8 MiB buffers (``CSV_BUFFER_BYTES``, less memory than its
-    default): a line just under :data:`planner.loader.MAX_LINE_BYTES` (a long categorical
+    default): a line just under :data:`planner.data.loader.MAX_LINE_BYTES` (a long categorical
     cell) is still read, typed and as text, with the pandas backend's answers."""
-    from planner.backends.duckdb_backend import CSV_BUFFER_BYTES
-    from planner.loader import MAX_LINE_BYTES
+    from planner.data.backends.duckdb_backend import CSV_BUFFER_BYTES
+    from planner.data.loader import MAX_LINE_BYTES
 
     assert CSV_BUFFER_BYTES >= 4 * (2 << 20)  # DuckDB's max_line_size is 2 MB
     rows = _clean_rows(400, 6)

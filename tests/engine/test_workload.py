@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from planner.queries import queries_from_list
-from planner.schema import Schema
-from planner.workload import default_error_scales, plan
+from planner.data.schema import Schema
+from planner.planning.queries import queries_from_list
+from planner.planning.workload import default_error_scales, plan
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -74,9 +74,9 @@ def test_plan_reports_the_optimised_currency(census: Schema) -> None:
 def test_a_quantile_bound_never_exceeds_the_whole_table(census: Schema) -> None:
     """Session 10: at a small ε the union bound (2Δ/ε)·ln(k/β) on a rank error passed n
     (the census median at ε = 1e-4: ±198% of the rows); ranks lie in [0, n], so it is capped at 1."""
-    from planner.mechanisms import exponential as em
-    from planner.statistics.quantile import candidate_grid
-    from planner.workload import accuracy_curves
+    from planner.planning.mechanisms import exponential as em
+    from planner.planning.statistics.quantile import candidate_grid
+    from planner.planning.workload import accuracy_curves
 
     (q,) = queries_from_list([{"id": "m", "kind": "median", "column": "age", "mechanism": "exponential"}], census)
     k, n = len(candidate_grid(q, census)), census.public_n
@@ -97,7 +97,7 @@ def test_a_quantile_bound_never_exceeds_the_whole_table(census: Schema) -> None:
 def test_a_scale_too_small_to_weigh_is_refused_naming_the_query(census: Schema, scale: float) -> None:
     """Fuzzing (session 10): the allocator weighs an MSE by weight ÷ scale²; a scale of 1e-200
     raised ZeroDivisionError (scale² underflows to 0) and 1e-160 blamed the rule (∞ weight)."""
-    from planner.errors import QueryError
+    from planner.core.errors import QueryError
 
     qs = queries_from_list([{"id": "n", "kind": "count", "mechanism": "laplace"},
                             {"id": "s", "kind": "sum", "column": "income", "mechanism": "laplace"}], census)
@@ -112,8 +112,8 @@ def test_a_scale_too_small_to_weigh_is_refused_naming_the_query(census: Schema, 
 def test_target_mode_names_every_query_without_a_target_and_where_to_type_one(census: Schema) -> None:
     """Found in the browser (session 10): the message named the first such query only and
     did not say where a target is typed."""
-    from planner.errors import QueryError
-    from planner.workload import plan_for_targets
+    from planner.core.errors import QueryError
+    from planner.planning.workload import plan_for_targets
 
     qs = queries_from_list([{"id": "n", "kind": "count", "mechanism": "laplace", "target": 50},
                             {"id": "a", "kind": "mean", "column": "age", "mechanism": "laplace"},

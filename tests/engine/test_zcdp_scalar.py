@@ -14,9 +14,9 @@ import math
 import numpy as np
 import pytest
 
-from planner import allocation
-from planner.accountants import zcdp
-from planner.errors import BudgetError
+from planner.core.errors import BudgetError
+from planner.planning import allocation
+from planner.privacy.accountants import zcdp
 
 RHOS = np.concatenate([
     np.logspace(-14, 9, 461),

@@ -23,10 +23,10 @@ from typing import Any
 from sqlalchemy import event
 from sqlalchemy.orm import Session
 
-from planner.accounting import Spend
-from planner.errors import LedgerError
-from planner.events import PureEvent
+from planner.core.errors import LedgerError
 from planner.ledger import Ledger
+from planner.privacy.accounting import Spend
+from planner.privacy.events import PureEvent
 
 EPSILON = 0.25
 

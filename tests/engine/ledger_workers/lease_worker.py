@@ -15,10 +15,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from planner.accounting import Spend
-from planner.errors import LedgerError
-from planner.events import PureEvent
+from planner.core.errors import LedgerError
 from planner.ledger import Ledger
+from planner.privacy.accounting import Spend
+from planner.privacy.events import PureEvent
 
 
 def main(argv: list[str]) -> int:

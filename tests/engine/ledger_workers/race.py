@@ -9,10 +9,10 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from planner.accounting import Spend
-from planner.errors import BudgetExceededError
-from planner.events import PureEvent
+from planner.core.errors import BudgetExceededError
 from planner.ledger import Ledger
+from planner.privacy.accounting import Spend
+from planner.privacy.events import PureEvent
 
 
 def race_release(

@@ -1,0 +1,594 @@
+"""What is asked of the table: :class:`Query`, its kinds, and row filters.
+
+One :class:`Query` carrier covers every kind of statistic: its id, kind, column,
+mechanism, weight or target, and the kind's own options. Each kind's options,
+mechanisms, sensitivity, prediction and release are declared by its statistic module
+(:mod:`planner.planning.statistics`); a query validates itself through that module. It
+round-trips through JSON (:meth:`Query.to_dict`, :meth:`Query.from_dict`) in the flat
+form the command line reads::
+
+    {"id": "q1", "kind": "mean", "column": "income", "mechanism": "laplace",
+     "mode": "sum_over_count", "weight": 2}
+
+Sensitivities come from the schema only (bounds, categories, relation, privacy unit and
+a declared public n), never from the data (MATH.md §2, §7). A query may have several
+*parts* released separately (a mean as noisy sum / noisy count; one exponential
+mechanism per quantile level); :meth:`Query.parts` lists them, each with its own
+sensitivity (the table is in each statistic's module docstring).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import TYPE_CHECKING, Any, Final
+
+import numpy as np
+import numpy.typing as npt
+
+from planner.core.errors import QueryError, SchemaError
+from planner.data.schema import OTHER_LABEL, ColumnKind, Schema
+from planner.planning.mechanisms.base import MechanismName, Sensitivity
+
+if TYPE_CHECKING:
+    from planner.planning.statistics.base import Statistic
+
+FloatArray = npt.NDArray[np.float64]
+
+#: Default number of quantile candidates when neither ``candidates`` nor ``step`` is given.
+DEFAULT_CANDIDATES: Final[int] = 1001
+#: Largest candidate grid / number of bins a query may declare.
+MAX_GRID: Final[int] = 1_000_000
+
+
+class QueryKind(StrEnum):
+    """Every kind of query (one statistic module each, :mod:`planner.planning.statistics`)."""
+
+    COUNT = "count"
+    SUM = "sum"
+    MEAN = "mean"
+    HISTOGRAM = "histogram"
+    QUANTILE = "quantile"
+    MEDIAN = "median"
+    MODE = "mode"
+    PROPORTION = "proportion"
+    SYNTHETIC_SAMPLE = "synthetic_sample"
+    GROUPED_COUNT = "grouped_count"
+    GROUPED_SUM = "grouped_sum"
+    GROUPED_MEAN = "grouped_mean"
+    GROUPED_QUANTILE = "grouped_quantile"
+    KEY_COUNT = "key_count"
+
+
+class MeanMode(StrEnum):
+    """How a mean is released."""
+
+    SUM_OVER_COUNT = "sum_over_count"
+    PUBLIC_N = "public_n"
+
+
+class PredicateOp(StrEnum):
+    """Comparison operators of a count predicate."""
+
+    EQ = "=="
+    NE = "!="
+    LT = "<"
+    LE = "<="
+    GT = ">"
+    GE = ">="
+    IN = "in"
+
+
+PredicateValue = float | str | bool | tuple[float | str | bool, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Predicate:
+    """A declarative row filter on a declared column using public constants only.
+
+    Numeric columns compare the clipped value clip(x, L, U); categorical columns compare
+    the declared label (an undeclared value without an "other" bin matches nothing, not
+    even ``!=``); boolean columns take ``==`` / ``!=`` with true or false. Rows whose
+    value the missing-value rule drops match nothing (and are counted as dropped).
+    """
+
+    column: str
+    op: PredicateOp
+    value: PredicateValue
+
+    def __post_init__(self) -> None:
+        try:
+            object.__setattr__(self, "op", PredicateOp(self.op))
+        except ValueError as exc:
+            raise QueryError(
+                f"predicate operator must be one of {[o.value for o in PredicateOp]}; "
+                f"got {self.op!r}."
+            ) from exc
+        if isinstance(self.value, list):
+            object.__setattr__(self, "value", tuple(self.value))
+
+    @property
+    def values(self) -> tuple[float | str | bool, ...]:
+        """The constant(s) as a tuple (one element unless ``op`` is ``in``)."""
+        return self.value if isinstance(self.value, tuple) else (self.value,)
+
+    def validate(self, schema: Schema, where: str) -> None:
+        """Check the predicate against the schema; :class:`QueryError` if it does not fit."""
+        try:
+            col = schema.column(self.column)
+        except SchemaError as exc:
+            raise QueryError(f"{where}: predicate {exc}") from exc
+        if col.kind is ColumnKind.IDENTIFIER:
+            raise QueryError(
+                f"{where}: a predicate on identifier column {col.name!r} would single out "
+                "people; filter on a numeric, categorical or boolean column."
+            )
+        if col.kind is ColumnKind.KEY:
+            raise QueryError(
+                f"{where}: a predicate on key column {col.name!r} would test an undeclared value; "
+                "filter on a numeric, categorical or boolean column."
+            )
+        if self.op is PredicateOp.IN:
+            if not isinstance(self.value, tuple) or len(self.value) == 0:
+                raise QueryError(f"{where}: operator 'in' needs a non-empty list of constants.")
+        elif isinstance(self.value, tuple):
+            raise QueryError(f"{where}: operator {self.op.value!r} needs a single constant.")
+        vals = self.values
+        if col.kind is ColumnKind.NUMERIC:
+            for v in vals:
+                if isinstance(v, (bool, str)) or not math.isfinite(float(v)):
+                    raise QueryError(
+                        f"{where}: predicate on numeric column {col.name!r} needs finite "
+                        "numbers as constants."
+                    )
+        elif col.kind is ColumnKind.CATEGORICAL:
+            if self.op not in (PredicateOp.EQ, PredicateOp.NE, PredicateOp.IN):
+                raise QueryError(
+                    f"{where}: categorical column {col.name!r} takes ==, != or in; got "
+                    f"{self.op.value!r}."
+                )
+            labels = set(col.labels)
+            for v in vals:
+                if not isinstance(v, str) or v not in labels:
+                    raise QueryError(
+                        f"{where}: predicate constants on {col.name!r} must be declared "
+                        "categories; add the category to the schema or fix the predicate."
+                    )
+        elif col.kind is ColumnKind.BOOLEAN:
+            if self.op not in (PredicateOp.EQ, PredicateOp.NE, PredicateOp.IN):
+                raise QueryError(
+                    f"{where}: boolean column {col.name!r} takes ==, != or in; got "
+                    f"{self.op.value!r}."
+                )
+            if not all(isinstance(v, bool) for v in vals):
+                raise QueryError(
+                    f"{where}: predicate constants on boolean column {col.name!r} must be "
+                    "true or false."
+                )
+
+    def to_dict(self) -> dict[str, Any]:
+        value: Any = list(self.value) if isinstance(self.value, tuple) else self.value
+        return {"column": self.column, "op": self.op.value, "value": value}
+
+    @classmethod
+    def from_dict(cls, data: Any, where: str = "query") -> Predicate:
+        if not isinstance(data, Mapping) or set(data) != {"column", "op", "value"}:
+            raise QueryError(
+                f'{where}: a predicate is {{"column": ..., "op": ..., "value": ...}} with '
+                "exactly those keys."
+            )
+        value = data["value"]
+        if isinstance(value, list):
+            value = tuple(value)
+        ok = (float, int, str, bool)
+        if isinstance(value, tuple):
+            if not all(isinstance(v, ok) for v in value):
+                raise QueryError(f"{where}: predicate constants must be numbers, strings or booleans.")
+        elif not isinstance(value, ok):
+            raise QueryError(f"{where}: predicate constants must be numbers, strings or booleans.")
+        if not isinstance(data["column"], str):
+            raise QueryError(f"{where}: predicate 'column' must be a column name.")
+        return cls(data["column"], data["op"], value)
+
+
+def bin_labels(edges: npt.ArrayLike) -> tuple[str, ...]:
+    """Labels of numeric bins: half-open ``[a, b)``, the last one closed ``[a, b]``.
+
+    The one place the label format is defined; every backend uses it.
+
+    Examples
+    --------
+    >>> bin_labels([0, 10, 20])
+    ('[0, 10)', '[10, 20]')
+    """
+    e = np.asarray(edges, dtype=np.float64)
+    return tuple(f"[{a:g}, {b:g}{']' if i == e.size - 2 else ')'}" for i, (a, b) in enumerate(itertools.pairwise(e)))
+
+
+@dataclass(frozen=True, slots=True)
+class QueryPart:
+    """One separately released piece of a query.
+
+    Attributes
+    ----------
+    name : str
+        ``"count"``, ``"sum"``, ``"mean"``, ``"histogram"``, ``"quantile@0.5"``, ...
+    sensitivity : Sensitivity
+        L1 / L2 sensitivity (for exponential-type mechanisms: the utility sensitivity).
+    size : int
+        How many numbers the part releases (bins of a histogram; 1 otherwise).
+    utility : bool
+        True if ``sensitivity`` is a utility sensitivity (quantile, median, mode).
+    """
+
+    name: str
+    sensitivity: Sensitivity
+    size: int = 1
+    utility: bool = False
+
+
+def _opt_float(value: Any, what: str, where: str) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise QueryError(f"{where}: {what} must be a number; got {value!r}.")
+    v = float(value)
+    if not math.isfinite(v) or v <= 0:
+        raise QueryError(f"{where}: {what} must be > 0 and finite; got {v}.")
+    return v
+
+
+class Options(Mapping[str, Any]):
+    """A query's validated options: an immutable, hashable mapping (lists as tuples)."""
+
+    __slots__ = ("_items",)
+
+    def __init__(self, items: Mapping[str, Any] | None = None) -> None:
+        self._items: tuple[tuple[str, Any], ...] = tuple(sorted((items or {}).items()))
+
+    def __getitem__(self, key: str) -> Any:
+        for k, v in self._items:
+            if k == key:
+                return v
+        raise KeyError(key)
+
+    def __iter__(self) -> Iterator[str]:
+        return (k for k, _ in self._items)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __hash__(self) -> int:
+        return hash(self._items)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Options) and self._items == other._items
+
+    def __repr__(self) -> str:
+        return f"Options({dict(self._items)!r})"
+
+
+def statistic_of(kind: QueryKind | str) -> Statistic:
+    """The statistic module registered for ``kind`` (:mod:`planner.planning.statistics`)."""
+    from planner.planning.statistics import statistic
+
+    return statistic(kind)
+
+
+class Query:
+    """One query of a plan: what is asked, with which mechanism, and its kind's options.
+
+    Parameters
+    ----------
+    id : str
+        Unique name within a plan.
+    kind : QueryKind
+        Which statistic (:mod:`planner.planning.statistics`).
+    column : str or None
+        The column queried (optional for ``count``).
+    mechanism : MechanismName
+        One of the statistic's mechanisms.
+    weight : float or None
+        Importance in the allocation (default 1 when neither weight nor target is given).
+    target : float or None
+        Target error (in the answer's units, 95%) for the inverse planning mode.
+    options : mapping, optional
+        The kind's options, validated by its statistic (e.g. ``{"alphas": [0.1, 0.9]}``);
+        they may also be given as keyword arguments.
+
+    Raises
+    ------
+    QueryError
+        Naming the query, the field and the fix.
+    """
+
+    __slots__ = ("column", "id", "kind", "mechanism", "options", "target", "weight")
+
+    id: str
+    kind: QueryKind
+    column: str | None
+    mechanism: MechanismName
+    weight: float | None
+    target: float | None
+    options: Options
+
+    def __init__(
+        self,
+        id: str,
+        kind: QueryKind | str,
+        column: str | None,
+        mechanism: MechanismName | str,
+        weight: float | None = None,
+        target: float | None = None,
+        options: Mapping[str, Any] | None = None,
+        **more: Any,
+    ) -> None:
+        if not isinstance(id, str) or not id.strip():
+            raise QueryError("every query needs a non-empty string 'id'.")
+        where = f"query {id!r}"
+        if ":" in id:
+            # a query's answers and ledger spends are named "<id>:<part>" (a mean's "m:sum"), so
+            # an id with a colon could name another query's part
+            raise QueryError(f"{where}: an id may not hold ':' (the planner names a query's parts "
+                             "'<id>:<part>', e.g. 'm:sum' for the sum of a mean 'm'); use '_' or '-' instead.")
+        try:
+            k = QueryKind(kind)
+        except ValueError as exc:
+            raise QueryError(f"{where}: kind must be one of {[q.value for q in QueryKind]}; got {kind!r}.") from exc
+        stat = statistic_of(k)
+        try:
+            mech = MechanismName(mechanism)
+        except ValueError as exc:
+            valid = ", ".join(m.value for m in stat.mechanism_names)
+            raise QueryError(f"{where}: unknown mechanism {mechanism!r}; valid for {k.value}: {valid}.") from exc
+        stat.check_mechanism(mech, where)
+        if column is not None and (not isinstance(column, str) or not column):
+            raise QueryError(f"{where}: 'column' must be a column name.")
+        if column is None and None not in stat.column_kinds:
+            raise QueryError(f"{where}: a {k.value} query needs a 'column' ({stat.column_hint}).")
+        w = _opt_float(weight, "weight", where)
+        t = _opt_float(target, "target", where)
+        if w is not None and t is not None:
+            raise QueryError(f"{where}: give either a 'weight' or a 'target', not both.")
+        raw = {**(dict(options) if options is not None else {}), **{a: b for a, b in more.items() if b is not None}}
+        opts = Options(stat.parse_options(raw, where))
+        for name, value in (("id", id), ("kind", k), ("column", column), ("mechanism", mech),
+                            ("weight", w), ("target", t), ("options", opts)):
+            object.__setattr__(self, name, value)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"Query is immutable; use Query.replace to change {name!r}.")
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {k: getattr(self, k) for k in self.__slots__}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:  # pickling (Streamlit's caches)
+        for k, v in state.items():
+            object.__setattr__(self, k, v)
+
+    def _key(self) -> tuple[Any, ...]:
+        return (self.id, self.kind, self.column, self.mechanism, self.weight, self.target, self.options)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Query) and self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __repr__(self) -> str:
+        return (f"Query({self.id!r}, {self.kind.value!r}, {self.column!r}, {self.mechanism.value!r}"
+                f"{', ' + repr(dict(self.options)) if self.options else ''})")
+
+    def replace(self, **changes: Any) -> Query:
+        """A copy with some fields changed (options merged; a None option removes it)."""
+        opts = dict(self.options)
+        for k, v in dict(changes.pop("options", {}) or {}).items():
+            if v is None:
+                opts.pop(k, None)
+            else:
+                opts[k] = v
+        fields = {"id": self.id, "kind": self.kind, "column": self.column, "mechanism": self.mechanism,
+                  "weight": self.weight, "target": self.target} | changes
+        return Query(options=opts, **fields)
+
+    # ------------------------------------------------------------------ options
+    @property
+    def statistic(self) -> Statistic:
+        return statistic_of(self.kind)
+
+    def option(self, name: str, default: Any = None) -> Any:
+        return self.options.get(name, default)
+
+    @property
+    def predicate(self) -> Predicate | None:
+        p = self.options.get("predicate")
+        return p if isinstance(p, Predicate) else None
+
+    @property
+    def mode(self) -> MeanMode | None:
+        m = self.options.get("mode")
+        return MeanMode(m) if m is not None else None
+
+    @property
+    def alphas(self) -> tuple[float, ...] | None:
+        if self.kind is QueryKind.MEDIAN:
+            return (0.5,)
+        a = self.options.get("alphas")
+        return tuple(a) if a is not None else None
+
+    @property
+    def candidates(self) -> int | None:
+        return self.options.get("candidates")
+
+    @property
+    def step(self) -> float | None:
+        return self.options.get("step")
+
+    @property
+    def bin_edges(self) -> tuple[float, ...] | None:
+        e = self.options.get("bin_edges")
+        return tuple(e) if e is not None else None
+
+    @property
+    def bins(self) -> int | None:
+        return self.options.get("bins")
+
+    @property
+    def by(self) -> tuple[str, ...]:
+        return tuple(self.options.get("by", ()))
+
+    # ------------------------------------------------------------------ schema checks
+    @property
+    def where(self) -> str:
+        return f"query {self.id!r}"
+
+    def validate(self, schema: Schema) -> None:
+        """Check the query against the schema; :class:`QueryError` naming the fix if not valid."""
+        self.statistic.check(self, schema)
+
+    def parts(self, schema: Schema) -> tuple[QueryPart, ...]:
+        """Separately released parts, each with its sensitivity under ``schema``.
+
+        Examples
+        --------
+        >>> from planner.data.schema import Column, ColumnKind, MissingRule, Schema
+        >>> s = Schema((Column("income", ColumnKind.NUMERIC, MissingRule(), 0, 1000),))
+        >>> q = Query("m", QueryKind.MEAN, "income", MechanismName.LAPLACE)
+        >>> [(p.name, p.sensitivity.l1) for p in q.parts(s)]  # the centred sum Σ(x − 500): 500
+        [('sum', 500.0), ('count', 1.0)]
+        """
+        self.validate(schema)
+        return self.statistic.parts(self, schema)
+
+    def sensitivity(self, schema: Schema) -> Sensitivity:
+        """The sensitivity shared by all parts; :class:`QueryError` if the parts differ.
+
+        A mean as sum / count has two different sensitivities: use :meth:`parts`.
+        """
+        ps = self.parts(schema)
+        first = ps[0].sensitivity
+        if any(p.sensitivity != first for p in ps[1:]):
+            raise QueryError(
+                f"{self.where}: this {self.kind.value} has parts with different "
+                f"sensitivities ({', '.join(p.name for p in ps)}); use parts()."
+            )
+        return first
+
+    def candidate_grid(self, schema: Schema) -> FloatArray:
+        """The declared candidate grid of a quantile / median over [L, U] (increasing)."""
+        from planner.planning.statistics.quantile import candidate_grid
+
+        return candidate_grid(self, schema)
+
+    def edges(self, schema: Schema) -> FloatArray | None:
+        """Bin edges of a numeric histogram / synthetic sample (``None`` for categories)."""
+        from planner.planning.statistics.histogram import edges
+
+        return edges(self, schema)
+
+    def labels(self, schema: Schema) -> tuple[str, ...]:
+        """Labels of the released bins (histogram, synthetic sample, mode)."""
+        from planner.planning.statistics.histogram import labels
+
+        return labels(self, schema)
+
+    # ------------------------------------------------------------------ JSON
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-able form (only the options that are set)."""
+        out: dict[str, Any] = {
+            "id": self.id,
+            "kind": self.kind.value,
+            "column": self.column,
+            "mechanism": self.mechanism.value,
+        }
+        if self.weight is not None:
+            out["weight"] = self.weight
+        if self.target is not None:
+            out["target"] = self.target
+        for k, v in self.options.items():
+            if isinstance(v, Predicate):
+                out[k] = v.to_dict()
+            elif isinstance(v, tuple):
+                out[k] = list(v)
+            else:
+                out[k] = v
+        return out
+
+    @classmethod
+    def from_dict(cls, data: Any) -> Query:
+        """Read the JSON form; :class:`QueryError` naming the query if malformed."""
+        if not isinstance(data, Mapping):
+            raise QueryError("every query must be an object with 'id', 'kind' and 'mechanism'.")
+        qid = data.get("id")
+        where = f"query {qid!r}"
+        for key in ("id", "kind", "mechanism"):
+            if key not in data:
+                raise QueryError(f"{where}: missing {key!r}.")
+        common = {"id", "kind", "column", "mechanism", "weight", "target", "options"}
+        options = {k: v for k, v in data.items() if k not in common}
+        nested = data.get("options")  # the Queries table's form: {"options": {"alphas": [...]}}
+        if nested is not None:
+            if not isinstance(nested, Mapping):
+                raise QueryError(f"{where}: 'options' must be an object of option names and values, "
+                                 'e.g. {"alphas": [0.1, 0.9]}.')
+            both = sorted(set(nested) & set(options))
+            if both:
+                raise QueryError(f"{where}: {both} given both inside 'options' and beside it; keep one.")
+            options = {**options, **nested}
+        return cls(
+            id=qid,  # type: ignore[arg-type]
+            kind=data["kind"],
+            column=data.get("column"),
+            mechanism=data["mechanism"],
+            weight=data.get("weight"),
+            target=data.get("target"),
+            options=options,
+        )
+
+
+def queries_from_list(items: Sequence[Any], schema: Schema | None = None) -> tuple[Query, ...]:
+    """Read a JSON list of queries; ids must be unique; validated against ``schema`` if given."""
+    if isinstance(items, (str, bytes)) or not isinstance(items, Sequence):
+        raise QueryError("'queries' must be a list of query objects.")
+    qs = tuple(Query.from_dict(d) for d in items)
+    ids = [q.id for q in qs]
+    dups = sorted({i for i in ids if ids.count(i) > 1})
+    if dups:
+        raise QueryError(f"query ids {dups} are used more than once; give each query its own id.")
+    if schema is not None:
+        for q in qs:
+            q.validate(schema)
+    return qs
+
+
+def __getattr__(name: str) -> Any:
+    """``VALID_MECHANISMS`` and ``VALID_COLUMN_KINDS``, read from the registry on first use."""
+    if name == "VALID_MECHANISMS":
+        from planner.planning.statistics import valid_mechanisms
+
+        return valid_mechanisms()
+    if name == "VALID_COLUMN_KINDS":
+        from planner.planning.statistics import STATISTICS
+
+        return {k: s.column_kinds for k, s in STATISTICS.items()}
+    raise AttributeError(name)
+
+
+__all__ = [
+    "DEFAULT_CANDIDATES",
+    "OTHER_LABEL",
+    "ColumnKind",
+    "MeanMode",
+    "Options",
+    "Predicate",
+    "PredicateOp",
+    "Query",
+    "QueryKind",
+    "QueryPart",
+    "SchemaError",
+    "bin_labels",
+    "queries_from_list",
+]

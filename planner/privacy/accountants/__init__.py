@@ -1,0 +1,86 @@
+"""The accountants: one class per composition rule, and the registry that names them.
+
+A new rule is one new module here with an :class:`~planner.privacy.accountants.base.Accountant`
+subclass, registered in :data:`ACCOUNTANTS`; planning, the ledger and the app pick it up
+through :func:`accountant` and :class:`planner.privacy.budget.CompositionRule`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from types import MappingProxyType
+from typing import Final
+
+from planner.privacy.accountants.advanced import AdvancedAccountant
+from planner.privacy.accountants.base import Accountant, Spend, as_rule
+from planner.privacy.accountants.basic import BasicAccountant
+from planner.privacy.accountants.pld import PldAccountant
+from planner.privacy.accountants.rdp import RdpAccountant
+from planner.privacy.accountants.zcdp import ZcdpAccountant
+from planner.privacy.budget import CompositionRule, check_delta
+
+#: The accountant class of every composition rule.
+ACCOUNTANTS: Final[Mapping[CompositionRule, type[Accountant]]] = MappingProxyType({
+    CompositionRule.BASIC: BasicAccountant,
+    CompositionRule.ADVANCED: AdvancedAccountant,
+    CompositionRule.RDP: RdpAccountant,
+    CompositionRule.ZCDP: ZcdpAccountant,
+    CompositionRule.PLD: PldAccountant,
+})
+
+
+def accountant(rule: CompositionRule | str) -> Accountant:
+    """An empty accountant for ``rule``.
+
+    Examples
+    --------
+    >>> from planner.privacy.events import LaplaceEvent
+    >>> accountant("basic").compose([LaplaceEvent(2.0), LaplaceEvent(2.0)]).epsilon(0.0)
+    1.0
+    """
+    return ACCOUNTANTS[as_rule(rule)]()
+
+
+def total_epsilon(spends: Sequence[Spend], rule: CompositionRule | str, delta: float) -> float:
+    """The ε the composed ``spends`` cost at total δ under ``rule`` (empty: 0).
+
+    * BASIC: Σεᵢ of the assigned (εᵢ, δᵢ); requires Σδᵢ ≤ δ.
+    * ADVANCED: :func:`~planner.privacy.accountants.advanced.advanced_best` with δ' = δ − Σδᵢ.
+    * RDP: :func:`~planner.privacy.accountants.rdp.rdp_epsilon` of the events at δ.
+    * ZCDP: Σρᵢ converted at δ, pure events by ρ or by ε, whichever is cheaper
+      (:func:`~planner.privacy.accountants.zcdp.zcdp_epsilon`).
+    * PLD: the privacy loss distributions composed by FFT, never above RDP
+      (:func:`~planner.privacy.accountants.pld.pld_epsilon`).
+
+    Raises
+    ------
+    BudgetError
+        Invalid δ or rule; BASIC/ADVANCED with Σδᵢ > δ; ZCDP with an event that has no ρ.
+
+    Examples
+    --------
+    >>> from planner.privacy.events import LaplaceEvent
+    >>> spends = [Spend(LaplaceEvent(2.0), 0.5), Spend(LaplaceEvent(4.0), 0.25)]
+    >>> total_epsilon(spends, "basic", 0.0)  # 0.5 + 0.25
+    0.75
+    """
+    d = check_delta(delta)
+    acct = accountant(rule)
+    if len(spends) == 0:
+        return 0.0
+    return acct.compose(spends).epsilon(d)
+
+
+__all__ = [
+    "ACCOUNTANTS",
+    "Accountant",
+    "AdvancedAccountant",
+    "BasicAccountant",
+    "CompositionRule",
+    "PldAccountant",
+    "RdpAccountant",
+    "Spend",
+    "ZcdpAccountant",
+    "accountant",
+    "total_epsilon",
+]
