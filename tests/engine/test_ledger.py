@@ -419,7 +419,7 @@ def test_ledger_bad_url_or_missing_driver_is_a_ledger_error() -> None:
 
 
 def test_ledger_tables_are_not_redefined_on_reimport() -> None:
-    path = Path(__file__).resolve().parents[2] / "planner" / "ledger.py"
+    path = Path(__file__).resolve().parents[2] / "planner" / "ledger" / "__init__.py"
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         again = runpy.run_path(str(path), run_name="planner._ledger_reimported")
