@@ -63,7 +63,8 @@ from planner.core.rootfind import brentq
 from planner.privacy.accountants import accountant, total_epsilon
 from planner.privacy.accountants.advanced import advanced_total, kov_root_term
 from planner.privacy.accountants.base import Spend
-from planner.privacy.accountants.basic import epsilon_array, pure_epsilon
+from planner.privacy.accountants.basic import epsilon_array
+from planner.privacy.accountants.pure import pure_epsilon
 from planner.privacy.accountants.rdp import rdp_array, rdp_epsilon
 from planner.privacy.accountants.zcdp import (
     conversion,

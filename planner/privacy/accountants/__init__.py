@@ -3,6 +3,17 @@
 A new rule is one new module here with an :class:`~planner.privacy.accountants.base.Accountant`
 subclass, registered in :data:`ACCOUNTANTS`; planning, the ledger and the app pick it up
 through :func:`accountant` and :class:`planner.privacy.budget.CompositionRule`.
+
+Composing a history one release at a time (what the ledger keeps per dataset)::
+
+    acct = accountant(rule).compose(spends)      # every recorded spend, once
+    acct2 = acct.compose(new_spends)             # costs the new spends only; acct unchanged
+    acct2.epsilon(delta)                         # the composed ε; kept, so asking again is free
+    sampled_epsilon(acct2, delta, sampling)      # a secret sample: ε at δ/q, amplified once
+                                                 # (planner.privacy.sampling)
+
+``acct2.epsilon(delta)`` is the float ``total_epsilon(spends + new_spends, rule, delta)``
+returns (``tests/engine/test_incremental.py``).
 """
 
 from __future__ import annotations
