@@ -17,13 +17,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Final
 
 import numpy as np
 import numpy.typing as npt
 
 from planner.core.errors import BudgetError
-from planner.privacy.accountants.base import Accountant, FloatArray, as_deltas, as_epsilons
+from planner.privacy.accountants.base import Accountant, FloatArray, Rule, as_deltas, as_epsilons
 from planner.privacy.accountants.basic import unassigned_error
 from planner.privacy.accountants.exact import EMPTY_SUM, ExactSum
 from planner.privacy.accountants.pure import REL_TOL
@@ -248,3 +248,18 @@ class AdvancedAccountant(Accountant):
         if self.unassigned:
             raise unassigned_error(self.rule)
         return self.sums.best(delta)[0]
+
+
+RULE: Final = Rule(
+    name=CompositionRule.ADVANCED,
+    accountant=AdvancedAccountant,
+    short="advanced",
+    full="advanced composition (Kairouz–Oh–Viswanath)",
+    gist="Kairouz–Oh–Viswanath",
+    explanation=("Many small ε add up like the square root of their number rather than the number "
+                 "itself, at the price of part of δ; never more than adding them up."),
+    source=("Peter Kairouz, Sewoong Oh and Pramod Viswanath, *The composition theorem for "
+            "differential privacy*, ICML 2015, Theorem 3.5"),
+    reads_assigned=True,
+    slack_delta=True,
+)

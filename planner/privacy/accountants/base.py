@@ -336,3 +336,69 @@ def spends_of(items: Sequence[Spend]) -> list[Spend]:
         if not isinstance(s, Spend):
             raise BudgetError(f"expected Spend records; got {type(s).__name__}.")
     return out
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    """A composition rule, registered once: its accountant, what the allocator needs to
+    know of it, and its words for people.
+
+    Each rule's module defines its ``RULE``; :data:`planner.privacy.accountants.RULES` lists
+    them (one line each). The allocator, the report, the advice, the app's labels and the
+    Learn pages read these fields; nothing else names a rule's words.
+
+    Parameters
+    ----------
+    name
+        The rule's :class:`~planner.privacy.budget.CompositionRule` (its name in PLAN.json,
+        the ledger and the command line).
+    accountant
+        The :class:`Accountant` class that composes spends under the rule.
+    short
+        The short name people read in prose ("RDP").
+    full
+        The full name, acronym expanded ("Rényi differential privacy (RDP)").
+    gist
+        A few words beside the rule's name in a selector ("Rényi DP").
+    explanation
+        One plain sentence for a data owner: what the rule adds up and when it pays off.
+    source
+        The paper the rule comes from (authors, title, venue, year).
+    surrogate
+        The rule whose separable cost the allocator optimises under: the rule itself when
+        the allocator has a solver for it (:mod:`planner.planning.allocation.solvers`), else
+        a rule it never charges more than (PLD: RDP); the shares are then fitted to this
+        rule's own accountant.
+    listed_at_zero_delta
+        Whether the rule is offered when δ = 0 (at δ = 0 every rule but basic composition
+        gives basic composition's number).
+    reads_assigned
+        Whether the rule composes the (εᵢ, δᵢ) assigned to each spend (basic, advanced)
+        rather than the events: the allocator then gives every Gaussian its own δᵢ.
+    slack_delta
+        Whether the rule also spends a δ′ beyond Σδᵢ (advanced composition): the allocator
+        searches the division of δ between the Gaussians' δᵢ and δ′.
+    """
+
+    name: CompositionRule
+    accountant: type[Accountant]
+    short: str
+    full: str
+    gist: str
+    explanation: str
+    source: str
+    surrogate: CompositionRule | None = None
+    listed_at_zero_delta: bool = False
+    reads_assigned: bool = False
+    slack_delta: bool = False
+
+    @property
+    def optimised_as(self) -> CompositionRule:
+        """The rule the allocator optimises under (:attr:`surrogate`, else this rule)."""
+        return self.surrogate if self.surrogate is not None else self.name
+
+    @property
+    def label(self) -> str:
+        """The rule's name (as PLAN.json and the command line spell it) and its gist, for a
+        selector: "rdp (Rényi DP)"."""
+        return f"{self.name.value} ({self.gist})"

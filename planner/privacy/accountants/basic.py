@@ -22,14 +22,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Final
 
 import numpy as np
 import numpy.typing as npt
 
 from planner.core.errors import BudgetError
 from planner.privacy import divergences as dv
-from planner.privacy.accountants.base import Accountant, FloatArray, as_deltas, as_epsilons
+from planner.privacy.accountants.base import Accountant, FloatArray, Rule, as_deltas, as_epsilons
 from planner.privacy.accountants.exact import EMPTY_SUM, ExactSum
 from planner.privacy.accountants.pure import PURE_KINDS, REL_TOL, pure_epsilon, pure_epsilon_array
 from planner.privacy.accountants.rdp import rdp_epsilon
@@ -204,3 +204,18 @@ class BasicAccountant(Accountant):
         if self.unassigned:
             raise unassigned_error(self.rule)
         return _fitting_sum(self.eps_sum.value, self.delta_sum.value, delta)
+
+
+RULE: Final = Rule(
+    name=CompositionRule.BASIC,
+    accountant=BasicAccountant,
+    short="basic",
+    full="basic composition",
+    gist="add up every ε",
+    explanation=("The ε of every answer are added up (and their δ): the simplest rule, exact for a "
+                 "few pure-ε answers and never wrong, but it charges many answers the most."),
+    source=("Cynthia Dwork and Aaron Roth, *The algorithmic foundations of differential privacy*, "
+            "2014, Theorem 3.16"),
+    listed_at_zero_delta=True,
+    reads_assigned=True,
+)

@@ -92,7 +92,7 @@ from planner.core.errors import BudgetError
 # scipy is imported in the functions that use it (~0.3 s): `planner release` and the app's first
 # page need none of it before the data is read (tests/engine/test_lazy_imports.py).
 from planner.privacy import divergences as dv
-from planner.privacy.accountants.base import ROUND_UP, Accountant, FloatArray, round_up
+from planner.privacy.accountants.base import ROUND_UP, Accountant, FloatArray, Rule, round_up
 from planner.privacy.accountants.exact import EMPTY_SUM, ExactSum
 from planner.privacy.accountants.pairs import (
     _MAX_LOSS,
@@ -940,5 +940,20 @@ class PldAccountant(Accountant):
         # an exact ε of ∞ (δ below the mass at +∞) leaves RDP's bound, which may be finite
         return min(res.epsilon, rdp_parts_epsilon(self.composition.rdp, d)[0])
 
+
+
+RULE: Final = Rule(
+    name=CompositionRule.PLD,
+    accountant=PldAccountant,
+    short="PLD",
+    full="the optimal accountant: privacy loss distributions (PLD)",
+    gist="optimal: privacy loss distributions",
+    explanation=("The distribution of the privacy loss of all the answers together is computed "
+                 "numerically, rounded toward more loss, so it is never looser than any other rule here."),
+    source=("Antti Koskela, Joonas Jälkö and Antti Honkela, *Computing tight differential privacy "
+            "guarantees using FFT*, AISTATS 2020; Vadym Doroshenko et al., *Connect the dots: tighter "
+            "discrete approximations of privacy loss distributions*, PETS 2022"),
+    surrogate=CompositionRule.RDP,
+)
 
 __all__ = ["PldAccountant", "PldResult", "check_relations", "event_pair", "pld_delta", "pld_epsilon"]

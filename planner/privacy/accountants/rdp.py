@@ -55,7 +55,7 @@ from planner.core.errors import BudgetError
 # scipy is imported in the functions that use it (~0.3 s): `planner release` and the app's first
 # page need none of it before the data is read (tests/engine/test_lazy_imports.py).
 from planner.privacy import divergences as dv
-from planner.privacy.accountants.base import Accountant, FloatArray, round_up
+from planner.privacy.accountants.base import Accountant, FloatArray, Rule, round_up
 from planner.privacy.accountants.exact import EMPTY_SUM, ExactSum
 from planner.privacy.accountants.pairs import connect_dots, event_pair
 from planner.privacy.accountants.pure import REL_TOL, pure_epsilon
@@ -687,3 +687,15 @@ class RdpAccountant(Accountant):
         if not len(self):
             return 0.0
         return parts_epsilon(self.parts, self.event_delta(delta))[0]
+
+
+RULE: Final = Rule(
+    name=CompositionRule.RDP,
+    accountant=RdpAccountant,
+    short="RDP",
+    full="Rényi differential privacy (RDP)",
+    gist="Rényi DP",
+    explanation=("Each answer's privacy loss is measured at many Rényi orders, added order by order "
+                 "and converted back to (ε, δ) once: tight for Gaussian noise and for many answers."),
+    source="Ilya Mironov, *Rényi differential privacy*, CSF 2017",
+)

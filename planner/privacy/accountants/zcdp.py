@@ -31,7 +31,7 @@ import numpy as np
 import numpy.typing as npt
 
 from planner.core.errors import BudgetError
-from planner.privacy.accountants.base import ROUND_UP, Accountant, FloatArray
+from planner.privacy.accountants.base import ROUND_UP, Accountant, FloatArray, Rule
 from planner.privacy.accountants.exact import EMPTY_SUM, ExactSum
 from planner.privacy.accountants.pure import pure_epsilon
 from planner.privacy.budget import CompositionRule, check_delta
@@ -382,3 +382,16 @@ class ZcdpAccountant(Accountant):
         if not len(self):
             return 0.0
         return zcdp_epsilon(self.pure_eps.array(), self.pure_rho.array(), self.other_rho.value, d)
+
+
+RULE: Final = Rule(
+    name=CompositionRule.ZCDP,
+    accountant=ZcdpAccountant,
+    short="zCDP",
+    full="zero-concentrated differential privacy (zCDP)",
+    gist="zero-concentrated DP",
+    explanation=("Each answer costs a ρ (ε²/2 for pure-ε noise), the ρ add up and the total is "
+                 "converted to (ε, δ) once: suited to Gaussian noise, the noise OpenDP certifies this way."),
+    source=("Mark Bun and Thomas Steinke, *Concentrated differential privacy: simplifications, "
+            "extensions, and lower bounds*, TCC 2016"),
+)
