@@ -20,7 +20,7 @@ import numpy.typing as npt
 
 from planner.core.errors import PlanError
 from planner.privacy.accountants.base import Spend
-from planner.privacy.budget import CompositionRule, check_delta
+from planner.privacy.budget import Budget, CompositionRule, check_delta
 from planner.privacy.events import (
     ExponentialEvent,
     GaussianEvent,
@@ -229,6 +229,11 @@ class Allocation:
 
     def spends(self) -> list[tuple[str, Spend]]:
         return [(it.id, s) for it in self.items for s in it.spends]
+
+    @property
+    def budget(self) -> Budget:
+        """The budget this allocation splits (total ε, total δ, rule)."""
+        return Budget(self.epsilon, self.delta, self.rule)
 
 
 def reserved_delta(items: Sequence[Item]) -> float:

@@ -45,7 +45,14 @@ from planner.planning.allocation.workload import _assigned, _Workload
 from planner.privacy.accountants import RULES, total_epsilon
 from planner.privacy.accountants import rule as rule_of
 from planner.privacy.accountants.base import Spend
-from planner.privacy.budget import CompositionRule, check_delta, check_epsilon
+from planner.privacy.budget import (
+    Budget,
+    CompositionRule,
+    as_budget,
+    check_delta,
+    check_epsilon,
+    within_budget,
+)
 from planner.privacy.events import ThresholdedEvent
 
 
@@ -108,12 +115,15 @@ def _validate(items: Sequence[Item], epsilon: float, delta: float, rule: Composi
 
 def allocate(
     items: Sequence[Item],
-    epsilon: float,
-    delta: float = 0.0,
-    rule: CompositionRule | str = CompositionRule.BASIC,
+    epsilon: Budget | float,
+    delta: float | None = None,
+    rule: CompositionRule | str | None = None,
     n: int | None = None,
 ) -> Allocation:
     """Weighted mode: the split of (ε, δ) minimising Σ wᵢ·MSEᵢ/sᵢ² under ``rule``.
+
+    ``epsilon`` is a :class:`~planner.privacy.budget.Budget` (then without ``delta`` and
+    ``rule``), or the total ε with its δ (default 0) and rule (default basic).
 
     Returns an :class:`Allocation` whose exact composed ε (the ledger's accountant) is
     ≤ ``epsilon`` and ≥ ``epsilon``·(1 − 1e-9), and whose objective is never above the
@@ -124,12 +134,19 @@ def allocate(
     Two Laplace counts of weights 1 and 8 under basic composition at ε = 3: εᵢ ∝ wᵢ^{1/3},
     i.e. 1 : 2, so ε = (1, 2) (MATH.md §6, by hand):
 
+    >>> from planner.planning.allocation import Family, Item
     >>> a = allocate([Item("a", Family.LAPLACE, 2.0), Item("b", Family.LAPLACE, 2.0, weight=8.0)], 3.0)
     >>> [round(i.theta, 9) for i in a.items]
     [1.0, 2.0]
+
+    The budget may travel as one value (the same split):
+
+    >>> b = allocate([Item("a", Family.LAPLACE, 2.0), Item("b", Family.LAPLACE, 2.0, weight=8.0)], Budget(3.0))
+    >>> [i.theta for i in b.items] == [i.theta for i in a.items], b.budget == Budget(3.0, 0.0, "basic")
+    (True, True)
     """
-    rule = CompositionRule(rule)
-    epsilon, delta = check_epsilon(epsilon), check_delta(delta)
+    budget = as_budget(epsilon, delta, rule)  # a Budget, or a loose (ε, δ, rule)
+    rule, epsilon, delta = budget.rule, budget.epsilon, budget.delta
     warnings = plan_warnings(epsilon, delta, n)
     delta = free_delta(items, delta)
     _validate(items, epsilon, delta, rule)
@@ -137,7 +154,7 @@ def allocate(
         # A manual split: every θ is fixed; only the share of δ left to Gaussians (advanced
         # composition) is chosen, the one that makes the composed ε smallest.
         share, used = _pinned_best(items, delta, rule)
-        if used > epsilon:  # never over budget, not even by a rounding error
+        if not budget.fits(used):  # the one test of fitting (the ledger's)
             raise PlanError(
                 f"the shares cost ε = {used:.6g} under the {rule.value} rule, more than the total "
                 f"{epsilon:g}; lower some shares or raise ε."
@@ -185,7 +202,7 @@ def _allocate_once(
 
     if not free.any():
         used = exact(pinned_theta)
-        if used > epsilon:  # never over budget, not even by a rounding error
+        if not within_budget(used, epsilon):  # the one test of fitting (the ledger's)
             raise PlanError(
                 f"the pinned shares cost ε = {used:.6g}, more than the total {epsilon:g}; lower a pinned share."
             )
@@ -309,13 +326,14 @@ def _theta_for_share(wl: _Workload, share: float, delta: float) -> FloatArray:
 
 def allocate_equal(
     items: Sequence[Item],
-    epsilon: float,
-    delta: float = 0.0,
-    rule: CompositionRule | str = CompositionRule.BASIC,
+    epsilon: Budget | float,
+    delta: float | None = None,
+    rule: CompositionRule | str | None = None,
     n: int | None = None,
 ) -> Allocation:
     """Equal split: every item gets the same standalone ε, the largest whose composition
-    under ``rule`` fits ``epsilon``.
+    under ``rule`` fits ``epsilon`` (a :class:`~planner.privacy.budget.Budget`, or the total ε
+    with its δ and rule, as :func:`allocate` takes them).
 
     Each item's standalone ε is the one :class:`ItemAllocation` reports (a pure item's ε;
     a Gaussian item's ε at its δᵢ); the common value s is found by bisection on the exact
@@ -334,12 +352,13 @@ def allocate_equal(
     --------
     Four Laplace counts under basic composition at ε = 2: each gets 2/4 (by hand):
 
+    >>> from planner.planning.allocation import Family, Item
     >>> a = allocate_equal([Item(k, Family.LAPLACE, 2.0) for k in "abcd"], 2.0)
     >>> [round(i.epsilon, 9) for i in a.items], a.method.value
     ([0.5, 0.5, 0.5, 0.5], 'equal')
     """
-    rule = CompositionRule(rule)
-    epsilon, delta = check_epsilon(epsilon), check_delta(delta)
+    budget = as_budget(epsilon, delta, rule)  # a Budget, or a loose (ε, δ, rule)
+    rule, epsilon, delta = budget.rule, budget.epsilon, budget.delta
     items = [replace(i, pinned=None) if i.pinned is not None else i for i in items]
     warnings = plan_warnings(epsilon, delta, n)
     delta = free_delta(items, delta)
@@ -385,6 +404,7 @@ def pinned_cost(items: Sequence[Item], delta: float = 0.0,
     --------
     Three Laplace counts with ε 0.1, 0.2 and 0.3 under basic composition cost 0.6:
 
+    >>> from planner.planning.allocation import Family, Item
     >>> round(pinned_cost([Item(k, Family.LAPLACE, 2.0, pinned=p) for k, p in zip("abc", (0.1, 0.2, 0.3))]), 12)
     0.6
     """
