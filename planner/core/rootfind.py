@@ -5,7 +5,7 @@ the integers.
 Every bracketing search of the engine goes through here, so each is written once:
 :func:`brentq` for a root of a continuous function, :func:`bisect` and :func:`bisect_array`
 for the crossing of a monotone yes/no question (the feasible end of a budget, a target met),
-:func:`least_integer` for the least whole number where a question turns true.
+:func:`bisect_integer` and :func:`least_integer` over the whole numbers.
 
 Brent's method
 --------------
@@ -145,10 +145,12 @@ def bisect(high: Callable[[float], bool], lo: float, hi: float, *, iterations: i
 
 
 def bisect_array(high: Callable[[Any], Any], lo: Any, hi: Any, *, iterations: int,
-                 done: Callable[[Any, Any], bool] | None = None) -> tuple[Any, Any]:
-    """:func:`bisect` on NumPy arrays of brackets at once (arithmetic midpoints): ``high``
-    maps an array of midpoints to an array of booleans; every bracket takes the same
-    number of steps, stopping early when ``done(lo, hi)`` (one bool for all).
+                 done: Callable[[Any, Any], bool] | None = None,
+                 midpoint: Callable[[Any, Any], Any] | None = None) -> tuple[Any, Any]:
+    """:func:`bisect` on NumPy arrays of brackets at once: ``high`` maps an array of
+    midpoints to an array of booleans; every bracket takes the same number of steps,
+    stopping early after a step when ``done(lo, hi)`` (one bool for all). Midpoints are
+    (lo + hi)/2, or ``midpoint(lo, hi)`` (e.g. ⌊(lo + hi)/2⌋ for a search over the integers).
 
     Examples
     --------
@@ -160,12 +162,30 @@ def bisect_array(high: Callable[[Any], Any], lo: Any, hi: Any, *, iterations: in
     import numpy as np
 
     for _ in range(iterations):
-        mid = (lo + hi) / 2.0
+        mid = (lo + hi) / 2.0 if midpoint is None else midpoint(lo, hi)
         up = high(mid)
         hi = np.where(up, mid, hi)
         lo = np.where(up, lo, mid)
         if done is not None and done(lo, hi):
             break
+    return lo, hi
+
+
+def bisect_integer(high: Callable[[int], bool], lo: int, hi: int) -> tuple[int, int]:
+    """:func:`bisect` over the whole numbers: shrink [lo, hi] to two neighbours (hi − lo ≤ 1)
+    around the point where the monotone ``high`` turns true, at mid = ⌊(lo + hi)/2⌋.
+
+    Examples
+    --------
+    >>> bisect_integer(lambda n: n * n >= 50, 0, 100)
+    (7, 8)
+    """
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if high(mid):
+            hi = mid
+        else:
+            lo = mid
     return lo, hi
 
 
@@ -186,10 +206,4 @@ def least_integer(holds: Callable[[int], bool], start: int = 1, limit: int | Non
     lo, hi = start - 1, start  # holds(lo) is false (or lo is below start)
     while not holds(hi):
         lo, hi = hi, hi * 2 if limit is None else min(hi * 2, limit)
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if holds(mid):
-            hi = mid
-        else:
-            lo = mid
-    return hi
+    return bisect_integer(holds, lo, hi)[1]

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 from planner.core.errors import PlannerError
 from planner.core.markdown import md_literal
+from planner.core.rootfind import bisect
 from planner.planning.workload import Plan, Prediction
 from planner.privacy.accountants import rule as rule_of
 
@@ -208,12 +209,12 @@ def largest_fitting_epsilon(fits: Callable[[float], bool], low: float, high: flo
     if fits(high):
         return _round_down(high, fits)
     lo, hi = low, high
-    while hi / lo - 1 > rel_tol:
-        mid = math.sqrt(lo * hi)
-        if fits(mid):
-            lo = mid
-        else:
-            hi = mid
+
+    def close(a: float, b: float) -> bool:
+        return b / a - 1 <= rel_tol
+
+    if not close(lo, hi):  # 2,000 geometric steps outlast any bracket of floats
+        lo, hi = bisect(lambda mid: not fits(mid), lo, hi, iterations=2000, geometric=True, done=close)
     return _round_down(lo, fits)
 
 

@@ -17,6 +17,7 @@ import numpy as np
 import numpy.typing as npt
 
 from planner.core.errors import PlanError
+from planner.core.rootfind import bisect, bisect_array
 from planner.planning.allocation.fit import _scale_by_secant, _scale_to_budget
 from planner.planning.allocation.model import (
     Allocation,
@@ -315,11 +316,8 @@ def _theta_for_share(wl: _Workload, share: float, delta: float) -> FloatArray:
 
     lo = np.full(gauss.size, -80.0)
     hi = np.full(gauss.size, 30.0)
-    for _ in range(90):  # 110 / 2⁹⁰: far below a float's resolution of log ρ
-        mid = (lo + hi) / 2.0
-        over = eps_at(np.exp(mid)) > share
-        hi = np.where(over, mid, hi)
-        lo = np.where(over, lo, mid)
+    # 90 steps: 110 / 2⁹⁰ is far below a float's resolution of log ρ
+    lo, hi = bisect_array(lambda mid: eps_at(np.exp(mid)) > share, lo, hi, iterations=90)
     theta[gauss] = np.exp(lo)  # the lower end: the item's ε never exceeds the share
     return theta
 
@@ -380,14 +378,7 @@ def allocate_equal(
             hi += 1.0
             if hi > 700:
                 break
-        for _ in range(200):
-            mid = (lo + hi) / 2.0
-            if over(mid):
-                hi = mid
-            else:
-                lo = mid
-            if hi - lo < 1e-13:
-                break
+        lo, hi = bisect(over, lo, hi, iterations=200, done=lambda a, b: b - a < 1e-13)
         if best is None or lo > best[0]:
             best = (lo, wl, _theta_for_share(wl, math.exp(lo), delta))
     assert best is not None
@@ -464,14 +455,10 @@ def plan_targets(
                 raise PlanError(
                     f"query {item.id!r}: the target ±{bound:g} cannot be met at any budget."
                 )
-        for _ in range(200):
-            mid = math.sqrt(lo * hi)
-            if _error_bound(item, np.array([mid]), tg.beta)[0] <= bound:
-                hi = mid
-            else:
-                lo = mid
-            if hi / lo - 1 < 1e-13:
-                break
+        def met(mid: float, item: Item = item, beta: float = tg.beta, bound: float = bound) -> bool:
+            return bool(_error_bound(item, np.array([mid]), beta)[0] <= bound)
+
+        lo, hi = bisect(met, lo, hi, iterations=200, geometric=True, done=lambda a, b: b / a - 1 < 1e-13)
         theta[k] = hi  # the upper end: the target is met
     total_delta, delta = delta, free_delta(items, delta)
     _validate(items, 1.0, delta, rule)

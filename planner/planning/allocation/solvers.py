@@ -27,6 +27,7 @@ import numpy as np
 import numpy.typing as npt
 
 from planner.core.errors import PlanError
+from planner.core.rootfind import bisect, bisect_array
 from planner.planning.allocation.dual import _Dual
 from planner.planning.allocation.model import (
     _GAUSS_FAMILIES,
@@ -446,14 +447,9 @@ def _rho_for_epsilon(epsilon: npt.ArrayLike, delta: float) -> FloatArray:
     hi = np.maximum(eps, 1.0)
     while np.any(zcdp_to_approx_epsilon(hi, delta) < eps):
         hi = np.where(zcdp_to_approx_epsilon(hi, delta) < eps, hi * 2.0, hi)
-    for _ in range(200):
-        mid = (lo + hi) / 2
-        ok = zcdp_to_approx_epsilon(mid, delta) <= eps
-        lo = np.where(ok, mid, lo)
-        hi = np.where(ok, hi, mid)
-        if np.all(hi - lo <= 1e-15 * hi):
-            break
-    return lo
+    lo, hi = bisect_array(lambda mid: ~(zcdp_to_approx_epsilon(mid, delta) <= eps), lo, hi, iterations=200,
+                          done=lambda a, b: bool(np.all(b - a <= 1e-15 * b)))
+    return np.asarray(lo, dtype=np.float64)
 
 
 def _rho_for_one_epsilon(eps: float, delta: float) -> float:
@@ -469,14 +465,7 @@ def _rho_for_one_epsilon(eps: float, delta: float) -> float:
     lo, hi = 0.0, max(eps, 1.0)
     while conv(hi) < eps:
         hi *= 2.0
-    for _ in range(200):
-        mid = (lo + hi) / 2
-        if conv(mid) <= eps:
-            lo = mid
-        else:
-            hi = mid
-        if hi - lo <= 1e-15 * hi:
-            break
+    lo, hi = bisect(lambda mid: not conv(mid) <= eps, lo, hi, iterations=200, done=lambda a, b: b - a <= 1e-15 * b)
     return lo
 
 
