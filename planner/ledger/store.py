@@ -284,17 +284,18 @@ class Store:
     def write(self, *, after_commit: str = "") -> Iterator[tuple[Session, HeadRow]]:
         """A write transaction holding the ledger head (serialises every writer), with the
         record caught up to the head under the same lock."""
-        with self.session(write=True, after_commit=after_commit) as s:
+        record = self.verified()
+        # The record's lock before the database's: a thread never holds a connection (or
+        # the write lock) while it waits for another thread of this process.
+        with record.lock, self.session(write=True, after_commit=after_commit) as s:
             head = s.exec(select(HeadRow).where(col(HeadRow.id) == 1).with_for_update()).first()
             if head is None:
                 raise LedgerIntegrityError(
                     f"the ledger at {self.url} has lost its head record; nothing was changed. "
                     "Run `planner ledger verify`."
                 )
-            record = self.verified()
-            with record.lock:
-                self._catch_up(s, head, record)
-                yield s, head
+            self._catch_up(s, head, record)
+            yield s, head
 
     def commit(self, s: Session, head: HeadRow, kind: str, dataset_id: int | None,
                rows: Sequence[Any]) -> None:
@@ -336,15 +337,16 @@ class Store:
     def reading(self) -> Iterator[tuple[Session, Record]]:
         """A read session and the record caught up to the head it sees (held locked)."""
         record = self.verified()
-        with self.session(write=False) as s:
+        # The lock first: a writer of this process applies its entry to the record under the
+        # lock after its commit, so a head read after taking the lock is never behind it.
+        with record.lock, self.session(write=False) as s:
             head = s.get(HeadRow, 1)
             if head is None:
                 raise LedgerIntegrityError(
                     f"the ledger at {self.url} has lost its head record. Run `planner ledger verify`."
                 )
-            with record.lock:
-                self._catch_up(s, head, record)
-                yield s, record
+            self._catch_up(s, head, record)
+            yield s, record
 
     def _catch_up(self, s: Session, head: HeadRow, record: Record) -> None:
         """Apply the journal entries written since the record's last one (verifying each

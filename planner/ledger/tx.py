@@ -99,6 +99,14 @@ def prepare_spends(spends: Sequence[tuple[str, Spend]]) -> Prepared:
     return out
 
 
+def _with_spent(exc: PlannerError) -> PlannerError:
+    """The same error saying what happened to the spend (it was committed before sampling)."""
+    try:
+        return type(exc)(f"{exc} {SPENT}")
+    except TypeError:  # an error type with another constructor: the generic one
+        return LedgerError(f"{exc} {SPENT}")
+
+
 def _serialise_answers(answers: Mapping[str, JSON]) -> dict[str, str]:
     """``{query_id: JSON text}``; ``TypeError``/``ValueError`` if not JSON-able."""
     if not isinstance(answers, Mapping):
@@ -156,6 +164,9 @@ class Releaser:
                 else:
                     with Heartbeat(lambda: self._renew_lease(outcome), self.lease_seconds, outcome):
                         raw_answers = sample()
+            except PlannerError as exc:
+                settled = self._mark_lost(release_id, type(exc).__name__)
+                raise _with_spent(exc) from exc
             except BaseException as exc:
                 settled = self._mark_lost(release_id, type(exc).__name__)
                 raise
