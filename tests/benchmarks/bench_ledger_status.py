@@ -28,9 +28,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from planner.ledger import Ledger  # noqa: E402
-from planner.privacy.accounting import Spend, total_epsilon  # noqa: E402
-from planner.privacy.events import ExponentialEvent, GaussianEvent, LaplaceEvent  # noqa: E402
+from planner.ledger import Ledger
+from planner.privacy.accounting import Spend, total_epsilon
+from planner.privacy.events import ExponentialEvent, GaussianEvent, LaplaceEvent
 
 DELTA = 1e-6
 

@@ -26,7 +26,7 @@ from typing import Any
 import pytest
 
 from planner.cli import main
-from planner.errors import PlannerError
+from planner.core.errors import PlannerError
 from planner.ledger import Ledger
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -42,9 +42,9 @@ TIMEOUT = 240
 
 def pure(eps: float) -> Any:
     """A pure-DP spend. The ONE import outside planner.ledger/errors/accounts/cli (re-point it
-    when the modules move): planner.accounting.Spend, planner.events.PureEvent."""
-    from planner.accounting import Spend
-    from planner.events import PureEvent
+    when the modules move): planner.privacy.accounting.Spend, planner.privacy.events.PureEvent."""
+    from planner.privacy.accounting import Spend
+    from planner.privacy.events import PureEvent
 
     return Spend(event=PureEvent(eps), epsilon=eps, delta=0.0)
 
@@ -145,7 +145,7 @@ def test_plan_refuses_or_escapes_an_unprintable_data_name(field: str, bad: str, 
 @pytest.mark.parametrize("bad", BAD, ids=BAD_IDS)
 @pytest.mark.parametrize("field", list(FIELDS))
 def test_the_html_report_survives_an_unprintable_name(field: str, bad: str, tmp_path: Path) -> None:
-    """``planner.report.plan_report`` (what the app's server builds when the HTML report is
+    """``planner.outputs.report.plan_report`` (what the app's server builds when the HTML report is
     downloaded): no abort; either a refusal (exit 2) or a report with the name escaped."""
     out = tmp_path / "report.html"
     proc = _child([str(WORKER), "report", str(write_plan(tmp_path, field, bad)), str(out)], ROOT)
@@ -161,7 +161,7 @@ def test_the_html_report_survives_an_unprintable_name(field: str, bad: str, tmp_
 @pytest.mark.parametrize("field", list(FIELDS))
 @pytest.mark.parametrize("kind", ["script", "notebook"])
 def test_the_generated_code_survives_an_unprintable_name(kind: str, field: str, bad: str, tmp_path: Path) -> None:
-    """``planner.codegen``: generation refuses (exit 2), or the generated code runs to its
+    """``planner.outputs.codegen``: generation refuses (exit 2), or the generated code runs to its
     end (plan only: no data read, nothing spent; exit 0) without an abort. Three of the
     five characters (the worker starts a Python process each)."""
     proc = _child([str(WORKER), kind, str(write_plan(tmp_path, field, bad)), str(tmp_path / "generated.py")], ROOT)

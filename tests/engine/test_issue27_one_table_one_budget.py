@@ -39,7 +39,7 @@ from typing import Any
 import pytest
 
 from planner.cli import main
-from planner.errors import LedgerError
+from planner.core.errors import LedgerError
 from planner.ledger import Ledger
 
 REGIONS = ("North", "South", "Zürich")

@@ -34,7 +34,7 @@ from typing import Any
 
 import pytest
 
-from planner.errors import PlannerError
+from planner.core.errors import PlannerError
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures" / "hostile_files"
@@ -46,13 +46,13 @@ CASES = sorted(make_files.KIN)
 
 def _engine() -> dict[str, Any]:
     """The ONE helper importing modules outside planner.ledger/errors/accounts/cli (re-point
-    it when the modules move): planner.backends (make_backend, check_backend,
-    close_backend, BackgroundScan), planner.backends.spark_backend (SparkBackend,
-    java_available, get_session), planner.sources (open_source, DATA_DIR_ENV),
-    planner.schema.Schema, planner.queries (Query, QueryKind)."""
-    from planner import backends, sources
-    from planner.queries import Query, QueryKind
-    from planner.schema import Schema
+    it when the modules move): planner.data.backends (make_backend, check_backend,
+    close_backend, BackgroundScan), planner.data.backends.spark_backend (SparkBackend,
+    java_available, get_session), planner.data.sources (open_source, DATA_DIR_ENV),
+    planner.data.schema.Schema, planner.planning.queries (Query, QueryKind)."""
+    from planner.data import backends, sources
+    from planner.data.schema import Schema
+    from planner.planning.queries import Query, QueryKind
 
     return {"backends": backends, "sources": sources, "Query": Query, "QueryKind": QueryKind, "Schema": Schema}
 
@@ -82,7 +82,7 @@ def verdict(kind: str, name: str, spark: Any = None) -> dict[str, Any]:
     b = e["backends"]
     try:
         if kind == "spark":
-            from planner.backends.spark_backend import SparkBackend
+            from planner.data.backends.spark_backend import SparkBackend
 
             engine: Any = SparkBackend(name, schema(), spark=spark)
         elif kind == "deferred":
@@ -128,12 +128,12 @@ def corpus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
 
 @pytest.fixture(scope="module")
 def spark() -> Any:
-    from planner.backends.spark_backend import java_available
+    from planner.data.backends.spark_backend import java_available
 
     if not java_available():
         pytest.skip("no Java runtime: Spark tests need Java 17+ (apt-get install default-jre-headless)")
     pytest.importorskip("pyspark")
-    from planner.backends.spark_backend import get_session
+    from planner.data.backends.spark_backend import get_session
 
     return get_session("local[2]")
 

@@ -29,10 +29,10 @@ from typing import Any
 import pytest
 from sqlalchemy import create_engine, inspect, text
 
-from planner.accounts import Principal, Role, principal_from_oidc
 from planner.cli import main
-from planner.errors import PermissionDenied
+from planner.core.errors import PermissionDenied
 from planner.ledger import Ledger
+from planner.ledger.accounts import Principal, Role, principal_from_oidc
 
 PW = "correct horse battery staple"
 OLGA = Principal("user:olga", Role.OWNER, "olga")
@@ -45,9 +45,9 @@ WINDOW_MINUTES = 15
 
 def pure(eps: float) -> Any:
     """A pure-DP spend. The ONE import outside planner.ledger/errors/accounts/cli (re-point it
-    when the modules move): planner.accounting.Spend, planner.events.PureEvent."""
-    from planner.accounting import Spend
-    from planner.events import PureEvent
+    when the modules move): planner.privacy.accounting.Spend, planner.privacy.events.PureEvent."""
+    from planner.privacy.accounting import Spend
+    from planner.privacy.events import PureEvent
 
     return Spend(event=PureEvent(eps), epsilon=eps, delta=0.0)
 

@@ -41,18 +41,18 @@ from typing import Any
 import pytest
 from sqlalchemy import create_engine, text
 
-from planner.accounts import Principal, Role
-from planner.errors import LedgerIntegrityError, PermissionDenied
+from planner.core.errors import LedgerIntegrityError, PermissionDenied
 from planner.ledger import Ledger, verify_ledger
+from planner.ledger.accounts import Principal, Role
 
 pytestmark = pytest.mark.fault  # each case injects one edit (run summary)
 
 
 def pure(eps: float) -> Any:
     """A pure-DP spend of ``eps``. The ONE import outside planner.ledger/errors/accounts/cli
-    (re-point it when the modules move): planner.accounting.Spend, planner.events.PureEvent."""
-    from planner.accounting import Spend
-    from planner.events import PureEvent
+    (re-point it when the modules move): planner.privacy.accounting.Spend, planner.privacy.events.PureEvent."""
+    from planner.privacy.accounting import Spend
+    from planner.privacy.events import PureEvent
 
     return Spend(event=PureEvent(eps), epsilon=eps, delta=0.0)
 

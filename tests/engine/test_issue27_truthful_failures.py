@@ -17,7 +17,7 @@ Finding 7 (extreme numbers as internal errors). ``planner compose`` with a Gauss
 σ = 1e-300 and ``planner dpsgd --sigma 1e-300`` exit 3 ("internal error
 (ZeroDivisionError)") today; the README (*Command line*) gives exit 2 and a message to an
 input the planner cannot use, and the engine's messages name the parameter
-(``planner/errors.py``).
+(``planner/core/errors.py``).
 """
 
 from __future__ import annotations

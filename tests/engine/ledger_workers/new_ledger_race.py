@@ -14,15 +14,15 @@ import threading
 import time
 from typing import Any
 
-from planner.errors import BudgetExceededError
+from planner.core.errors import BudgetExceededError
 from planner.ledger import Ledger
 
 
 def pure(eps: float) -> Any:
     """A pure-DP spend. The ONE import outside planner.ledger/errors/accounts/cli (re-point it
-    when the modules move): planner.accounting.Spend, planner.events.PureEvent."""
-    from planner.accounting import Spend
-    from planner.events import PureEvent
+    when the modules move): planner.privacy.accounting.Spend, planner.privacy.events.PureEvent."""
+    from planner.privacy.accounting import Spend
+    from planner.privacy.events import PureEvent
 
     return Spend(event=PureEvent(eps), epsilon=eps, delta=0.0)
 

@@ -5,10 +5,10 @@ Usage: ``python render_worker.py MODE PLAN.json OUT``
 
 Modes
 -----
-report     ``planner.report.plan_report`` of the plan; the HTML is written to OUT
-script     ``planner.codegen.python_script`` of the plan, written to OUT and then run in
+report     ``planner.outputs.report.plan_report`` of the plan; the HTML is written to OUT
+script     ``planner.outputs.codegen.python_script`` of the plan, written to OUT and then run in
            this process as ``python OUT --chart OUT.svg`` (plan only: no data, no spend)
-notebook   ``planner.codegen.notebook_json`` of the plan; its code cells (all but the
+notebook   ``planner.outputs.codegen.notebook_json`` of the plan; its code cells (all but the
            IPython display cell; the release cell keeps ``RELEASE = False``) are written
            to OUT as one Python file and run in this process
 
@@ -29,12 +29,12 @@ from typing import Any
 
 def _engine() -> tuple[Any, Any, Any, Any, Any]:
     """The ONE helper importing modules outside planner.ledger/errors/accounts/cli
-    (re-point it when the modules move): planner.plan_spec.load_plan_spec,
-    planner.report.plan_report, planner.codegen.python_script / notebook_json."""
-    from planner.codegen import notebook_json, python_script
-    from planner.errors import PlannerError
-    from planner.plan_spec import load_plan_spec
-    from planner.report import plan_report
+    (re-point it when the modules move): planner.planning.plan_spec.load_plan_spec,
+    planner.outputs.report.plan_report, planner.outputs.codegen.python_script / notebook_json."""
+    from planner.core.errors import PlannerError
+    from planner.outputs.codegen import notebook_json, python_script
+    from planner.outputs.report import plan_report
+    from planner.planning.plan_spec import load_plan_spec
 
     return load_plan_spec, plan_report, python_script, notebook_json, PlannerError
 
