@@ -229,10 +229,18 @@ class Active:
         computes in its scan, so the same table is one budget in the app and the CLI
         whatever its file format, row order or line endings. ``None`` until a schema is
         declared (the digest covers the declared columns)."""
+        ck = self.content
+        if ck is None:
+            return None
+        return resolved_key(ck, self.fingerprint) or ck
+
+    @functools.cached_property
+    def content(self) -> str | None:
+        """The key of the table's content under the declared schema (what a release records
+        as the version it was made on); ``None`` until a schema is declared."""
         if self.schema_json is None:
             return None
-        ck = content_key(self.fingerprint, self.schema_json, self.df)
-        return resolved_key(ck, self.fingerprint) or ck
+        return content_key(self.fingerprint, self.schema_json, self.df)
 
 
 def resolved_key(content: str, file_fp: str) -> str | None:

@@ -506,6 +506,13 @@ class Ledger:
         """
         return self._reader.releases(self._actor(actor), fingerprint)
 
+    def stored_release(self, fingerprint: str, plan_hash: str, *, digest: str | None = None,
+                       actor: Principal | None = None) -> ReleaseRecord | None:
+        """The release of plan ``plan_hash`` on this content (``digest``, a version of the
+        dataset; any version when ``None``), or ``None``: what a rerun shows instead of
+        sampling. A plan is released once per content version of its dataset."""
+        return self._reader.stored(self._actor(actor), fingerprint, plan_hash, digest)
+
     def history(self, fingerprint: str, *, actor: Principal | None = None) -> list[HistoryPoint]:
         """Cumulative spent ε (under the dataset's rule) after each release, in time order,
         with the lifetime ε in force at each."""

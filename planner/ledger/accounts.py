@@ -324,7 +324,8 @@ def principal_from_oidc(claims: Mapping[str, Any], roles: Mapping[str, Any]) -> 
     >>> p.subject, p.role.value
     ('oidc:ana@example.org', 'analyst')
     """
-    if not isinstance(claims, Mapping) or claims.get("is_logged_in") is False:
+    if not isinstance(claims, Mapping) or claims.get("is_logged_in", True) is not True:
+        # strict: only the boolean true (a string "false" or a 0 is not a sign-in)
         raise PermissionDenied("not signed in. Sign in with your organisation's account.")
     email = claims.get("email")
     if not isinstance(email, str) or "@" not in email or len(email) > 320:

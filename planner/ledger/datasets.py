@@ -226,6 +226,7 @@ class Datasets:
         smp = _check_sampling(sampling)
         with self.store.write() as (s, head):
             record = self.store.verified()
+            self.store.prove(s, f"registering dataset {label!r}", self.actors.proofs(record, who))
             eff = self.actors.effective(record, who)
             ident = self._identify(record, eff, dg, label, sh)
             if ident.dataset is not None:
@@ -234,10 +235,10 @@ class Datasets:
                 self._same_budget(ds, eps, dlt, rl, smp)
                 if ident.known:
                     return ident.dataset
-                eff, _ = self.actors.authorize(record, eff, Action.ADD_VERSION, ds)
                 fp = self.keyed(dg)
-                self.store.prove(s, f"adding a version to dataset {ds['name']!r}", [
-                    *self.proof(ds), *self._version_proof(record, fp), *self.actors.proofs(record, eff, ds)])
+                eff, _ = self.actors.decide(s, record, who, Action.ADD_VERSION,
+                                            f"adding a version to dataset {ds['name']!r}", ds,
+                                            [*self.proof(ds), *self._version_proof(record, fp)])
                 ver = VersionRow(dataset_id=int(ds["id"]), fingerprint=fp, rows=_rows(rows), schema_hash=sh,
                                  added_by=eff.subject, created_at=utcnow())
                 s.add(ver)
@@ -280,7 +281,7 @@ class Datasets:
         dg = None if digest is None else check_text(digest, "digest")
         with self.store.write() as (s, head):
             record = self.store.verified()
-            eff, _ = self.actors.authorize(record, who, Action.DECLARE)
+            eff, _ = self.actors.decide(s, record, who, Action.DECLARE, f"declaring dataset {label!r}")
             if dg is not None:
                 known = self.find(record, dg)
                 if known is not None:
@@ -329,10 +330,9 @@ class Datasets:
         with self.store.write() as (s, head):
             record = self.store.verified()
             ds = self.row(record, ref)
-            eff, _ = self.actors.authorize(record, who, Action.ADD_VERSION, ds)
             fp = self.keyed(dg)
-            self.store.prove(s, f"adding a version to dataset {ds['name']!r}", [
-                *self.proof(ds), *self._version_proof(record, fp), *self.actors.proofs(record, eff, ds)])
+            eff, _ = self.actors.decide(s, record, who, Action.ADD_VERSION, f"adding a version to dataset {ds['name']!r}",
+                                        ds, [*self.proof(ds), *self._version_proof(record, fp)])
             ver, added = self.version_in(s, record, ds, dg, rows, sh, eff)
             if added:
                 self.store.commit(s, head, "version.add", int(ds["id"]), [ver])
@@ -371,11 +371,10 @@ class Datasets:
         with self.store.write() as (s, head):
             record = self.store.verified()
             ds = self.row(record, ref)
-            eff, _ = self.actors.authorize(record, who, Action.RAISE, ds)
             changes = {int(c["id"]): c for c in record.changes_of(int(ds["id"]))}
-            self.store.prove(s, f"raising the lifetime budget of dataset {ds['name']!r}", [
-                *self.proof(ds), ("budget_changes", col(BudgetChangeRow.dataset_id) == int(ds["id"]), changes),
-                *self.actors.proofs(record, eff)])
+            eff, _ = self.actors.decide(
+                s, record, who, Action.RAISE, f"raising the lifetime budget of dataset {ds['name']!r}", ds,
+                [*self.proof(ds), ("budget_changes", col(BudgetChangeRow.dataset_id) == int(ds["id"]), changes)])
             cur_eps, cur_dlt = float(ds["epsilon"]), float(ds["delta"])
             if eps < cur_eps or dlt < cur_dlt:
                 raise LedgerError(

@@ -25,7 +25,7 @@ not locked out for good.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
@@ -147,6 +147,15 @@ class Actors:
         authorize(eff, action, grant, dataset=str(ds["name"]) if ds is not None else "")
         return eff, grant
 
+    def decide(self, s: Any, record: Record, who: Principal, action: Action, what: str,
+               ds: Row | None = None, more: Sequence[Proof] = ()) -> tuple[Principal, GrantInfo | None]:
+        """The start of every decision: prove that the rows it reads about the actor (their
+        account and grant) and ``more`` agree with the journal, then authorise the actor as
+        the record knows them. Proving first: an edited role refuses the decision as an
+        edit, not as a lack of permission."""
+        self.store.prove(s, what, [*self.proofs(record, who, ds), *more])
+        return self.authorize(record, who, action, ds)
+
     def proofs(self, record: Record, actor: Principal, ds: Row | None = None) -> list[Proof]:
         """What a decision by ``actor`` (on ``ds``) reads about people: their account row
         and their grant rows on the dataset (for :meth:`Store.prove`)."""
@@ -203,8 +212,7 @@ class Actors:
             if first and who.subject.startswith("local:"):
                 eff = who
             else:
-                eff, _ = self.authorize(record, who, Action.MANAGE_ACCOUNTS)
-                self.store.prove(s, "creating an account", self.proofs(record, eff))
+                eff, _ = self.decide(s, record, who, Action.MANAGE_ACCOUNTS, "creating an account")
             if first and rl is not Role.OWNER:
                 raise AccountError("the first account of a ledger must be an owner.")
             if record.account(name) is not None:
@@ -297,9 +305,9 @@ class Actors:
         name = check_username(username)
         with self.store.write() as (s, head):
             record = self.store.verified()
-            eff, _ = self.authorize(record, who, Action.MANAGE_ACCOUNTS)
             accounts = dict(record.table("accounts"))
-            self.store.prove(s, "disabling an account", [("accounts", None, accounts), *self.proofs(record, eff)])
+            self.decide(s, record, who, Action.MANAGE_ACCOUNTS, "disabling an account",
+                        more=[("accounts", None, accounts)])
             acc = record.account(name)
             if acc is None:
                 raise AccountError(f"no account named {name!r}.")
@@ -333,10 +341,8 @@ class Actors:
         with self.store.write() as (s, head):
             record = self.store.verified()
             ds = ds_of(record)
-            eff, _ = self.authorize(record, who, Action.GRANT, ds)
-            self.store.prove(s, f"granting {subj} access to dataset {ds['name']!r}", [
-                *_dataset_proof(ds), *self.proofs(record, eff),
-                *self.proofs(record, Principal(subj, rl, subj, "grant"), ds)])
+            eff, _ = self.decide(s, record, who, Action.GRANT, f"granting {subj} access to dataset {ds['name']!r}",
+                                 ds, [*_dataset_proof(ds), *self.proofs(record, Principal(subj, rl, subj, "grant"), ds)])
             eps: float | None = None
             dlt: float | None = None
             if rl is Role.ANALYST:
@@ -368,10 +374,8 @@ class Actors:
         with self.store.write() as (s, head):
             record = self.store.verified()
             ds = ds_of(record)
-            eff, _ = self.authorize(record, who, Action.GRANT, ds)
-            self.store.prove(s, f"revoking the grant of {subj}", [
-                *_dataset_proof(ds), *self.proofs(record, eff),
-                *self.proofs(record, Principal(subj, Role.VIEWER, subj, "grant"), ds)])
+            eff, _ = self.decide(s, record, who, Action.GRANT, f"revoking the grant of {subj}", ds,
+                                 [*_dataset_proof(ds), *self.proofs(record, Principal(subj, Role.VIEWER, subj, "grant"), ds)])
             old = record.grant(int(ds["id"]), subj)
             if old is None:
                 raise AccountError(f"{subj} has no grant on this dataset.")

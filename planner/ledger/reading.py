@@ -23,7 +23,7 @@ from planner.ledger.check import Lifetime, composed_epsilon, preview
 from planner.ledger.datasets import Datasets
 from planner.ledger.liveness import alive
 from planner.ledger.people import Actors
-from planner.ledger.record import Record
+from planner.ledger.record import Record, plan_of
 from planner.ledger.records import (
     BudgetStatus,
     HistoryPoint,
@@ -41,7 +41,14 @@ from planner.ledger.records import (
     version_info,
 )
 from planner.ledger.store import Store
-from planner.ledger.tables import AnswerRow, DatasetRow, ReleaseRow, ReleaseStatus, SpendRow
+from planner.ledger.tables import (
+    AnswerRow,
+    BudgetChangeRow,
+    DatasetRow,
+    ReleaseRow,
+    ReleaseStatus,
+    SpendRow,
+)
 from planner.privacy.accounting import Spend
 
 __all__ = ["Reader", "lifetime_of"]
@@ -120,6 +127,20 @@ class Reader:
         self.store.prove(s, f"{what} of dataset {ds['name']!r}", history_proofs(record, ds))
         return ds
 
+    def stored(self, who: Principal, ref: Any, plan_hash: str, digest: str | None) -> ReleaseRecord | None:
+        """The release of this plan on this content (``digest``; any content when ``None``),
+        if it was made: what a rerun, a reload or a second tab shows instead of sampling."""
+        with self.store.reading() as (s, record):
+            ds = self.datasets.row(record, ref)
+            self.actors.authorize(record, who, Action.READ, ds)
+            version = None if digest is None else record.version(self.datasets.keyed(digest))
+            if digest is not None and version is None:
+                return None
+            for r in record.releases_by_plan(int(ds["id"]), plan_hash):
+                if version is None or r.get("version_id") in (None, int(version["id"])):
+                    return release_records(s, record, ds, only=int(r["id"]))[0]
+            return None
+
     def export(self, who: Principal, ref: Any, include_answers: bool) -> dict[str, Any]:
         with self.store.reading() as (s, record):
             ds = self._history(s, record, who, ref, "exporting the ledger")
@@ -162,8 +183,10 @@ def history_proofs(record: Record, ds: Row) -> list[tuple[str, Any, dict[int, Ro
     ds_id = int(ds["id"])
     releases = {int(r["id"]): r for r in record.releases_of(ds_id)}
     spends = {sid: record.table("spends")[sid] for rid in releases for sid in record.spend_ids_of_release(rid)}
+    changes = {int(c["id"]): c for c in record.changes_of(ds_id)}
     return [
         ("datasets", col(DatasetRow.id) == ds_id, {ds_id: ds}),
+        ("budget_changes", col(BudgetChangeRow.dataset_id) == ds_id, changes),
         ("releases", col(ReleaseRow.dataset_id) == ds_id, releases),
         ("spends", col(SpendRow.release_id).in_(select(ReleaseRow.id).where(col(ReleaseRow.dataset_id) == ds_id)),
          spends),
@@ -204,7 +227,7 @@ def release_records(s: Session, record: Record, ds: Row, *, only: int | None = N
         st = statuses[rid]
         vid = r.get("version_id")
         out.append(ReleaseRecord(
-            release_id=rid, fingerprint=str(ds["fingerprint"]), plan_hash=str(r["plan_hash"]),
+            release_id=rid, fingerprint=str(ds["fingerprint"]), plan_hash=plan_of(str(r["plan_hash"])),
             schema_hash=str(r["schema_hash"]), created_at=parse_time(r["created_at"], f"release {rid}"),
             status=st, spends=spends,
             answers=stored.get(rid, {}) if st is ReleaseStatus.DONE and answers else None,

@@ -93,7 +93,7 @@ class Record:
         self._versions_of: dict[int, list[int]] = {}
         self._changes_of: dict[int, list[int]] = {}
         self._releases_of: dict[int, list[int]] = {}
-        self._release_by_plan: dict[tuple[int, str], int] = {}
+        self._releases_by_plan: dict[tuple[int, str], list[int]] = {}
         self._spends_of_release: dict[int, list[int]] = {}
         self._spends_of: dict[tuple[int, str | None], list[int]] = {}
         self._answers_of: dict[int, list[int]] = {}
@@ -158,7 +158,7 @@ class Record:
         elif table == "releases" and new:
             ds = int(row["dataset_id"])
             _insort(self._releases_of.setdefault(ds, []), rid)
-            self._release_by_plan[(ds, str(row["plan_hash"]))] = rid
+            self._releases_by_plan.setdefault((ds, plan_of(str(row["plan_hash"]))), []).append(rid)
         elif table == "spends" and new:
             rel = self.rows.get("releases", {}).get(int(row["release_id"]))
             if rel is None:
@@ -226,9 +226,9 @@ class Record:
     def release_ids_of(self, ds: int) -> Sequence[int]:
         return self._releases_of.get(ds, ())
 
-    def release_by_plan(self, ds: int, plan_hash: str) -> Row | None:
-        rid = self._release_by_plan.get((ds, plan_hash))
-        return None if rid is None else self.rows["releases"][rid]
+    def releases_by_plan(self, ds: int, plan_hash: str) -> list[Row]:
+        """The dataset's releases of this plan, oldest first (one per content version)."""
+        return [self.rows["releases"][rid] for rid in self._releases_by_plan.get((ds, plan_hash), ())]
 
     def spend_ids_of_release(self, rid: int) -> Sequence[int]:
         return self._spends_of_release.get(rid, ())
@@ -310,6 +310,16 @@ class Record:
         if delta not in memo:
             memo[delta] = float(acct.epsilon(delta))
         return memo[delta]
+
+
+#: How a plan released again on another content version of its dataset is stored: the
+#: plan's hash, this separator and the version's id (a plan is released once per version).
+VERSION_SEPARATOR = "/v"
+
+
+def plan_of(stored: str) -> str:
+    """The plan hash of a stored release key (:data:`VERSION_SEPARATOR`)."""
+    return stored.split(VERSION_SEPARATOR, 1)[0]
 
 
 def _insort(ids: list[int], rid: int) -> None:

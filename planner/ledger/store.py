@@ -577,8 +577,18 @@ class Store:
         if self.engine.dialect.name == "postgresql":
             conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": _CREATE_LOCK})
 
-    def _check_head(self, marker: MarkerState | None) -> list[str]:
+    @contextmanager
+    def snapshot(self) -> Iterator[Session]:
+        """A read session whose every statement sees one snapshot of the database (SQLite's
+        read transaction does; PostgreSQL needs REPEATABLE READ, its default READ COMMITTED
+        gives each statement its own)."""
         with self.session(write=False) as s:
+            if self.engine.dialect.name == "postgresql":
+                s.connection(execution_options={"isolation_level": "REPEATABLE READ"})
+            yield s
+
+    def _check_head(self, marker: MarkerState | None) -> list[str]:
+        with self.snapshot() as s:
             head = s.get(HeadRow, 1)
             if head is None:
                 return [f"the ledger at {self.url} has no head record: it is damaged or was "
@@ -640,11 +650,21 @@ class Store:
         """Read the whole journal once, verifying every link, into the record; then check
         each table's row count against it (a row deleted or added outside the planner).
         Values edited in place are refused at the decision that reads them
-        (:meth:`prove`) and listed by ``verify``."""
+        (:meth:`prove`) and listed by ``verify``.
+
+        The head, the journal and the counts are read in one snapshot (SQLite's read
+        transaction; REPEATABLE READ on PostgreSQL), so a release committed meanwhile by
+        another process is either wholly in what is read or wholly not.
+        """
         record = Record(head.ledger_id, self.key())
-        with self.session(write=False) as s:
+        names = self.table_names()
+        with self.snapshot() as s:
+            now = s.get(HeadRow, 1)
+            if now is None or now.ledger_id != head.ledger_id or now.seq < head.seq:
+                return [f"the ledger at {self.url} changed identity or went back while it was being opened. "
+                        "Run `planner ledger verify` and restore it from a backup."]
             try:
-                for e in s.exec(select(JournalRow).where(col(JournalRow.seq) <= head.seq)
+                for e in s.exec(select(JournalRow).where(col(JournalRow.seq) <= now.seq)
                                 .order_by(col(JournalRow.seq))):
                     record.apply(Entry(e.seq, e.kind, e.prev, e.body, e.mac))
             except LedgerIntegrityError:
@@ -652,7 +672,10 @@ class Store:
                         "entries were changed, forged or deleted outside the planner. Nothing "
                         "was changed now; run `planner ledger verify` and restore the ledger "
                         "from a backup."]
-            names = self.table_names()
+            if (record.seq, record.mac) != (now.seq, now.mac):
+                return [f"the ledger at {self.url} lost journal entries: its head records entry "
+                        f"{now.seq}, its journal leads to entry {record.seq}. It was truncated or "
+                        "edited; restore it from a backup."]
             counts = {t: s.exec(select(func.count()).select_from(MODELS[t])).one() if t in names else 0
                       for t in TRACKED}
         wrong = [t for t in TRACKED if counts[t] != len(record.table(t))]

@@ -42,7 +42,7 @@ from planner.ledger.datasets import Datasets, check_text
 from planner.ledger.liveness import Heartbeat, alive, claim, owner_token, settle
 from planner.ledger.people import Actors
 from planner.ledger.reading import check_release, history_proofs, release_records
-from planner.ledger.record import Record
+from planner.ledger.record import VERSION_SEPARATOR, Record
 from planner.ledger.records import ReleaseRecord, with_status
 from planner.ledger.store import Store, utcnow
 from planner.ledger.tables import AnswerRow, ReleaseRow, ReleaseStatus, SpendRow
@@ -190,26 +190,32 @@ class Releaser:
         with self.store.write() as (s, head):
             record = self.store.verified()
             ds = self.datasets.row(record, ref)
-            eff, grant = self.actors.authorize(record, who, Action.RELEASE, ds)
+            eff, grant = self.actors.decide(s, record, who, Action.RELEASE, f"this release on dataset {ds['name']!r}",
+                                            ds, self._proofs(record, ds, digest))
             ds_id = int(ds["id"])
-            self.store.prove(s, f"this release on dataset {ds['name']!r}", self._proofs(record, ds, eff, digest))
-            existing = record.release_by_plan(ds_id, plan_hash)
-            if existing is not None:
-                return self._existing(s, head, record, ds, existing, plan_hash, prepared)
             journal: list[Any] = []
-            version_id = None
+            version_id: int | None = None
             if digest is not None:
                 ver, added = self.datasets.version_in(s, record, ds, digest, rows, schema_hash, eff)
                 if added:
                     s.flush()
                     journal.append(ver)
                 version_id = int(ver["id"]) if isinstance(ver, dict) else ver.id
+            earlier = record.releases_by_plan(ds_id, plan_hash)
+            same = [r for r in earlier if digest is None or r.get("version_id") in (None, version_id)]
+            if same:  # this plan on this content: its stored answers (never a second draw)
+                if journal:
+                    s.rollback()
+                return self._existing(s, head, record, ds, same[0], plan_hash, prepared)
+            # a plan is released once per content version: the same plan on new content is a
+            # new release, spending again (the new content's answers are new answers)
+            stored_hash = plan_hash if not earlier else f"{plan_hash}{VERSION_SEPARATOR}{version_id}"
             new = [sp for _, sp, _, _ in prepared]
             verdict = check_release(record, ds, eff, grant, new)
             if not verdict.fits:
                 raise BudgetExceededError(verdict.reason + " Nothing was spent.")
             now = utcnow()
-            row = ReleaseRow(dataset_id=ds_id, plan_hash=plan_hash, schema_hash=schema_hash, created_at=now,
+            row = ReleaseRow(dataset_id=ds_id, plan_hash=stored_hash, schema_hash=schema_hash, created_at=now,
                              status=ReleaseStatus.PENDING.value, owner=owner_token(nonce), actor=eff.subject,
                              version_id=version_id, lease_expires_at=now + timedelta(seconds=self.lease_seconds),
                              heartbeat_at=now)
@@ -226,13 +232,10 @@ class Releaser:
             self.store.commit(s, head, "release.reserve", ds_id, journal)
             return release_id
 
-    def _proofs(self, record: Record, ds: Row, eff: Principal, digest: str | None) -> list[Any]:
-        """The rows a release decision reads: the dataset, its releases and their spends,
-        the actor's account and grant, and the version of the content released."""
-        out: list[Any] = [
-            *history_proofs(record, ds),
-            *self.actors.proofs(record, eff, ds),
-        ]
+    def _proofs(self, record: Record, ds: Row, digest: str | None) -> list[Any]:
+        """The rows a release decision reads besides the actor's: the dataset, its budget
+        changes, its releases and their spends, and the version of the content released."""
+        out: list[Any] = list(history_proofs(record, ds))
         if digest is not None:
             out += self.datasets._version_proof(record, self.datasets.keyed(digest))
         return out

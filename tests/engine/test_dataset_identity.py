@@ -23,12 +23,12 @@ from planner.privacy.accounting import Spend
 from planner.privacy.events import PureEvent
 
 SCHEMA = {
+    "version": 1, "relation": "add_remove", "public_n": 400,
+    "privacy_unit": {"column": "pid", "max_rows": 1},
     "columns": [
         {"name": "pid", "kind": "identifier"},
-        {"name": "age", "kind": "numeric", "lower": 0, "upper": 100},
+        {"name": "age", "kind": "numeric", "lower": 0, "upper": 100, "missing": {"action": "drop"}},
     ],
-    "privacy_unit": {"kind": "person", "id_column": "pid", "max_rows": 1},
-    "public_n": 400,
 }
 
 
@@ -137,14 +137,19 @@ def test_identity_a_changed_file_draws_on_the_same_budget(tmp_path: Path, capsys
         later.to_csv(second, index=False, sep=";", encoding="latin-1")
     else:
         later.to_csv(second, index=False)
-    # 0.6 + 0.6 > the lifetime 1: the second release is refused on the one budget
-    code, out = _release(capsys, _plan(tmp_path, 0.6, "people"), second, url)
+    # 0.6 + 0.5 > the lifetime 1: another plan on the changed file is refused on the one budget
+    code, out = _release(capsys, _plan(tmp_path, 0.5, "people"), second, url)
     assert code == 2 and "only ε = 0.4" in out["error"], out
     code, out = _release(capsys, _plan(tmp_path, 0.4, "people"), second, url)
     assert code == 0, out
     led = Ledger(url)
     (only,) = led.datasets()
     assert led.status(only.fingerprint).epsilon_spent == pytest.approx(1.0)
+    # the first plan again on the changed file: new content is a new release (refused, the
+    # budget is spent); on content the ledger knows, the stored answers (nothing sampled)
+    code, out = _release(capsys, _plan(tmp_path, 0.6, "people"), second, url)
+    same_content = change in ("reordered", "latin-1 semicolons", "parquet", "extra column")
+    assert (code, out.get("status")) == ((0, "reused") if same_content else (2, None)), out
 
 
 def test_identity_an_unnamed_changed_file_is_told_which_dataset_it_resembles(

@@ -37,8 +37,9 @@ from planner.ledger.accounts import Principal, Role, principal_from_oidc
 PW = "correct horse battery staple"
 OLGA = Principal("user:olga", Role.OWNER, "olga")
 BOSS = Principal("oidc:boss@example.org", Role.OWNER, "Boss", "oidc")
-#: the throttle the README must state: this many wrong passwords for one account ...
-MAX_FAILURES = 5
+#: the throttle the README states: this many wrong passwords for one account ...
+#: (planner.ledger.people.MAX_ACCOUNT_FAILURES; NIST SP 800-63B §5.2.2 asks for at most 100)
+MAX_FAILURES = 10
 #: ... within this many minutes lock its sign-in for a while
 WINDOW_MINUTES = 15
 
