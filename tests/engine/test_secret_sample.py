@@ -391,7 +391,7 @@ def test_editing_a_sampling_declaration_outside_the_planner_is_found(tmp_path: P
     # the budget is read from the journal: the edit changes nothing it shows ...
     assert led.dataset(ds.fingerprint).sampling is None and led.dataset(smp.fingerprint).sampling == Sampling(0.1)
     # ... and a release on the edited row is refused, naming what disagrees
-    with pytest.raises(LedgerIntegrityError, match="row 1 differs from the journal in column.s. sampling_rate"):
+    with pytest.raises(LedgerIntegrityError, match=r"row 1 differs from the journal in column\(s\) sampling_rate"):
         led.release(ds.fingerprint, "p", "s", [("q", pure(0.1))], lambda: {"q": 1})
     led.close()
 
