@@ -26,7 +26,7 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Final
 
-from planner.core.errors import PlannerError
+from planner.outputs.render import render_svg
 from planner.planning.plan_spec import PlanOutcome, PlanSpec, build_plan, compare_spec
 from planner.planning.queries import Predicate, Query
 from planner.planning.workload import Plan, Prediction, SplitMode
@@ -82,23 +82,7 @@ MODE_WORDS: Final = {
 
 
 # --------------------------------------------------------------------------- charts
-def render_svg(spec: Mapping[str, Any]) -> str:
-    """An SVG drawing of a Vega-Lite specification, rendered offline (vl-convert).
-
-    Raises
-    ------
-    PlannerError
-        vl-convert is not installed, or the specification cannot be rendered.
-    """
-    try:
-        import vl_convert as vlc
-    except ImportError as exc:  # pragma: no cover - a declared dependency
-        raise PlannerError("the report's charts need vl-convert-python (pip install vl-convert-python).") from exc
-    try:
-        svg = str(vlc.vegalite_to_svg(dict(spec)))
-    except Exception as exc:  # vl-convert raises ValueError with the Vega message
-        raise PlannerError(f"a chart of the report could not be drawn ({type(exc).__name__}).") from exc
-    return svg[svg.index("<svg"):] if "<svg" in svg else svg
+# drawn by planner.outputs.render.render_svg: in a worker process, text made printable
 
 
 def _base(title: str, values: list[dict[str, Any]]) -> dict[str, Any]:
