@@ -42,6 +42,7 @@ from typing import Any, Final
 
 from sqlalchemy import Engine, create_engine, event, func, inspect, text
 from sqlalchemy import exc as sa_exc
+from sqlalchemy import select as sa_select
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.pool import StaticPool
 from sqlmodel import Session, col, select
@@ -53,6 +54,7 @@ from planner.ledger.integrity import (
     Marker,
     MarkerState,
     canonical,
+    canonical_value,
     chain_key,
     compare,
     entry_mac,
@@ -61,8 +63,10 @@ from planner.ledger.record import Entry, Record
 from planner.ledger.tables import (
     LEDGER_METADATA,
     MODELS,
+    OPTIONAL,
     TRACKED,
     V1_TABLES,
+    VOLATILE,
     HeadRow,
     JournalRow,
     row_dict,
@@ -386,14 +390,11 @@ class Store:
         """
         problems: list[str] = []
         for table, where, expected in checks:
-            model = MODELS[table]
-            stmt = select(model) if where is None else select(model).where(where)
-            actual = {}
-            for r in s.exec(stmt).all():
-                _, d = row_dict(r)
-                actual[d["id"]] = d
-            problems.extend(compare({table: {k: _comparable(table, v) for k, v in expected.items()}},
-                                    {table: {k: _comparable(table, v) for k, v in actual.items()}}, (table,)))
+            actual = {d["id"]: d for d in journal_form(s, table, where)}
+            if table == "answers":
+                expected = {k: _comparable(table, v) for k, v in expected.items()}
+                actual = {k: _comparable(table, v) for k, v in actual.items()}
+            problems.extend(compare({table: dict(expected)}, {table: actual}, (table,)))
         if problems:
             raise LedgerIntegrityError(
                 f"{what} was refused: the ledger at {self.url} disagrees with its own journal — "
@@ -686,6 +687,20 @@ class Store:
                     "verify` for details and restore the ledger from a backup."]
         self.record = record
         return []
+
+
+def journal_form(s: Session, table: str, where: Any = None) -> Iterator[dict[str, Any]]:
+    """The rows of ``table`` (matching ``where``) as the journal holds them (the columns
+    :func:`planner.ledger.tables.row_dict` keeps, canonical values), read as plain rows: a
+    release proves thousands of them, and building ORM objects for each cost most of it."""
+    tab = LEDGER_METADATA.tables[table]
+    skip = VOLATILE.get(table, frozenset())
+    optional = OPTIONAL.get(table, frozenset())
+    stmt = sa_select(*[c for c in tab.columns if c.name not in skip])
+    if where is not None:
+        stmt = stmt.where(where)
+    for m in s.connection().execute(stmt).mappings():
+        yield {k: canonical_value(v) for k, v in m.items() if not (k in optional and v is None)}
 
 
 def _comparable(table: str, row: dict[str, Any]) -> dict[str, Any]:
