@@ -88,7 +88,7 @@ def _private_dir() -> Path:
 def data_dir() -> Path:
     """The allow-listed data directory (``$PLANNER_DATA_DIR`` or the repository's ``data/``)."""
     env = os.environ.get(DATA_DIR_ENV)
-    base = Path(env) if env and env.strip() else Path(__file__).resolve().parents[1] / "data"
+    base = Path(env) if env and env.strip() else Path(__file__).resolve().parents[2] / "data"
     try:
         return base.resolve(strict=True)
     except OSError as exc:
