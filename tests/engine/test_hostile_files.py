@@ -35,6 +35,7 @@ from planner.data.schema import Column, ColumnKind, MissingRule, Schema
 from planner.data.sources import DATA_DIR_ENV, open_cli_source, open_source
 from planner.planning.mechanisms.base import MechanismName as M
 from planner.planning.queries import Query, QueryKind
+from planner.planning.statistics import exact_aggregates, plan_requests
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests" / "fixtures" / "hostile_files"))
@@ -74,12 +75,13 @@ def verdict(kind: str, name: str, spark: Any = None) -> dict[str, Any]:
         elif kind == "deferred":  # planner release's route: DuckDB reads while the whole-file checks run
             from planner.data.backends import BackgroundScan
 
-            engine = BackgroundScan("duckdb", open_source(name, defer_check=True), schema(), QUERIES).result()
+            engine = BackgroundScan("duckdb", open_source(name, defer_check=True), schema(),
+                                    plan_requests(QUERIES, schema())).result()
         else:
             engine = make_backend(kind, name, schema())
         try:
             check_backend(engine)
-            got = engine.aggregate_all(QUERIES)
+            got = exact_aggregates(engine, QUERIES)
         finally:
             close_backend(engine)
     except PlannerError as exc:
@@ -297,7 +299,7 @@ def _duck(spec: Any) -> dict[str, Any]:
 
     try:
         with DuckDBBackend(spec, schema()) as b:
-            got = b.aggregate_all(QUERIES)
+            got = exact_aggregates(b, QUERIES)
     except PlannerError as exc:
         return {"error": str(exc)}
     return {"ok": {"n": got["n"].value, "age_sum": got["age_sum"].value,

@@ -21,19 +21,17 @@ from collections.abc import Sequence
 from typing import IO, TYPE_CHECKING, Any, Final, Literal
 
 from planner.core.errors import DataError, PlannerError
-from planner.data.backends.base import (
-    Aggregate,
-    Backend,
+from planner.data.backends.base import Backend
+from planner.data.requests import (
     BinCounts,
     BooleanCounts,
     ColumnStats,
     CountAggregate,
-    MeanAggregate,
     QuantileAggregate,
+    Request,
     SumAggregate,
 )
 from planner.data.schema import Schema
-from planner.planning.queries import Query
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -192,9 +190,9 @@ def _spilled(upload: bytes | bytearray | memoryview | IO[bytes], schema: Schema,
 
 
 class BackgroundScan:
-    """A backend built and filled in a worker thread: every aggregate of a plan, the column
-    report and the content digest, in one pass over the data (one statement where the
-    engine allows it).
+    """A backend built and filled in a worker thread: every aggregate a plan requests, the
+    column report and the content digest, in one pass over the data (one statement where
+    the engine allows it).
 
     The command line starts it as soon as the plan spec is read and imports the release
     machinery and plans meanwhile: DuckDB and Spark release the GIL while they scan.
@@ -215,14 +213,16 @@ class BackgroundScan:
     ----------
     kind, source, schema, spark_master
         As for :func:`make_backend`.
-    queries : sequence of Query
-        The plan's queries (their aggregates are computed in the same pass).
+    requests : sequence of Request
+        Every aggregate the plan needs (:mod:`planner.data.requests`; a plan's queries give
+        theirs through :func:`planner.planning.statistics.plan_requests`), computed in the
+        same pass.
     """
 
     #: the name of the scan's thread
     THREAD = "planner-scan"
 
-    def __init__(self, kind: str, source: Any, schema: Schema, queries: Sequence[Query], *,
+    def __init__(self, kind: str, source: Any, schema: Schema, requests: Sequence[Request[Any]], *,
                  spark_master: str | None = None) -> None:
         self.kind = kind
         self.source = source
@@ -230,15 +230,15 @@ class BackgroundScan:
         self._error: BaseException | None = None
         self._reading = threading.Event()
         self._thread = threading.Thread(
-            target=self._run, args=(schema, tuple(queries), spark_master), name=self.THREAD,
+            target=self._run, args=(schema, tuple(requests), spark_master), name=self.THREAD,
             daemon=True,
         )
         self._thread.start()
 
-    def _run(self, schema: Schema, queries: tuple[Query, ...], spark_master: str | None) -> None:
+    def _run(self, schema: Schema, requests: tuple[Request[Any], ...], spark_master: str | None) -> None:
         try:
             try:
-                self._engine = self._scan(self.source, schema, queries, spark_master)
+                self._engine = self._scan(self.source, schema, requests, spark_master)
             except BaseException as exc:
                 self._error = exc
             pending = getattr(self.source, "pending", None)
@@ -258,36 +258,31 @@ class BackgroundScan:
                 self._discard()
                 self._error = None
                 self.source = file_source(self.source.files, self.source.label)
-                self._engine = self._scan(self.source, schema, queries, spark_master)
+                self._engine = self._scan(self.source, schema, requests, spark_master)
             elif getattr(self._engine, "typed", ()) and not numbers_plain(self.source):
                 # numbers read as DOUBLE, and the checks found a cell DuckDB reads as a
                 # number and the rules as text ('1_000'): read the file again as text
                 self._discard()
                 self._error = None
-                self._engine = self._scan(self.source, schema, queries, spark_master, typed=False)
+                self._engine = self._scan(self.source, schema, requests, spark_master, typed=False)
         except BaseException as exc:  # re-raised by result(), in the caller's thread
             self._error = exc
         finally:
             self._reading.set()
 
-    def _scan(self, source: Any, schema: Schema, queries: tuple[Query, ...], spark_master: str | None,
+    def _scan(self, source: Any, schema: Schema, requests: tuple[Request[Any], ...], spark_master: str | None,
               *, typed: bool = True) -> Backend:
-        """A backend of ``source`` with every aggregate of ``queries`` computed (``typed``:
-        DuckDB may read a CSV's numeric columns as numbers)."""
+        """A backend of ``source`` with every request computed (``typed``: DuckDB may read a
+        CSV's numeric columns as numbers)."""
         if self.kind.strip().lower() == "pandas":  # pandas reads the file in make_backend
             self._reading.set()
         engine = make_backend(self.kind, source, schema, spark_master=spark_master, typed_csv=typed)
         self._engine = engine
-        prefetch = getattr(engine, "prefetch", None)
-        if callable(prefetch):
-            from planner.data.backends.sql import SqlBackend
+        from planner.data.backends.sql import SqlBackend
 
-            if isinstance(engine, SqlBackend):
-                engine.on_read = self._reading.set
-            prefetch(queries, report=True, digest=True)
-        else:
-            engine.column_report()
-            engine.content_digest()
+        if isinstance(engine, SqlBackend):
+            engine.on_read = self._reading.set
+        engine.prefetch(requests, report=True, digest=True)
         return engine
 
     def _discard(self) -> None:
@@ -355,7 +350,6 @@ def close_backend(backend: Backend) -> None:
 
 __all__ = [
     "BACKENDS",
-    "Aggregate",
     "Backend",
     "BackendKind",
     "BackgroundScan",
@@ -363,7 +357,6 @@ __all__ = [
     "BooleanCounts",
     "ColumnStats",
     "CountAggregate",
-    "MeanAggregate",
     "PandasBackend",
     "QuantileAggregate",
     "SumAggregate",

@@ -19,7 +19,7 @@ import shutil
 import tempfile
 import uuid
 import weakref
-from collections.abc import Iterable
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from planner.core.errors import DataError, PlannerError
@@ -31,7 +31,7 @@ if TYPE_CHECKING:  # pandas and pyarrow are imported only for in-memory sources
     import pandas as pd
     import pyarrow as pa
 
-    from planner.planning.queries import Query
+    from planner.data.requests import Request
 
 
 #: DuckDB's CSV read buffer: 8 MiB, four times its longest line (``max_line_size``, 2 MB;
@@ -90,8 +90,9 @@ class DuckDBBackend(SqlBackend):
     >>> from planner.data.schema import Column, ColumnKind, MissingRule, Schema
     >>> s = Schema((Column("age", ColumnKind.NUMERIC, MissingRule(), 0, 100),))
     >>> import pandas as pd
+    >>> from planner.data.requests import ClippedSum
     >>> b = DuckDBBackend(pd.DataFrame({"age": ["30", "150", None]}), s)
-    >>> b.clipped_sum("age")
+    >>> b.result(ClippedSum("age"))
     SumAggregate(value=130.0, n=2, clipped=1, dropped=1)
     """
 
@@ -185,14 +186,15 @@ class DuckDBBackend(SqlBackend):
         # a refused cell already in the file's head (an NA token): text at once, no wasted pass
         return names if head_numbers_plain(source, names) else ()
 
-    def prefetch(self, queries: Iterable[Query], *, report: bool = False, digest: bool = False) -> None:
+    def prefetch(self, requests: Sequence[Request[Any]] = (), *, report: bool = False,
+                 digest: bool = False) -> None:
         """:meth:`SqlBackend.prefetch`; with :attr:`typed` columns, the statement that
         proves every cell converts (``report`` and ``digest``: it reads them all), and on
         failure the same on the file read as text."""
         if not self.typed or self._typed_proven:
-            super().prefetch(queries, report=report, digest=digest)
+            super().prefetch(requests, report=report, digest=digest)
             return
-        qs = list(queries)
+        qs = list(requests)
         if not (report and digest):  # a statement that skips a column proves nothing of it
             self._read_as_text()
             super().prefetch(qs, report=report, digest=digest)

@@ -79,18 +79,9 @@ from typing import Any, ClassVar, Final
 import numpy as np
 
 from planner.core.errors import DataError, QueryError
+from planner.data import requests as rq
 from planner.data.backends import digest as dg
-from planner.data.backends.base import (
-    Aggregate,
-    Backend,
-    BinCounts,
-    BooleanCounts,
-    ColumnStats,
-    CountAggregate,
-    KeyCounts,
-    QuantileAggregate,
-    SumAggregate,
-)
+from planner.data.backends.base import Backend
 from planner.data.backends.cells import (
     _BOOL_LOOKUP,
     _NUMBER_RE,
@@ -101,8 +92,21 @@ from planner.data.backends.cells import (
     salt_key,
     sum_from_parts,
 )
+from planner.data.requests import (
+    BinCounts,
+    BooleanCounts,
+    ColumnStats,
+    CountAggregate,
+    GroupResults,
+    KeyCounts,
+    Predicate,
+    PredicateOp,
+    QuantileAggregate,
+    Request,
+    Result,
+    SumAggregate,
+)
 from planner.data.schema import Column, ColumnKind, MissingAction, Schema
-from planner.planning.queries import Predicate, PredicateOp, Query, bin_labels
 
 #: pyarrow's default CSV null tokens: the pandas loader reads these cells as NULL.
 CSV_NULL_TOKENS: Final[tuple[str, ...]] = (
@@ -356,21 +360,37 @@ class _Digest:
 
 
 @dataclass(frozen=True, slots=True)
-class _InGroup:
-    """A request over the rows of one group (:meth:`SqlBackend.where`).
+class _Keys:
+    """Rows per key of key column k (a ``GROUP BY`` of its own: :meth:`SqlBackend._key_counts`)."""
 
-    ``by`` says how each condition keys a row: an int k, the usable code of categorical or
-    boolean column k (−1 when not usable: in no group); a :class:`Predicate`, 1 where it
-    holds and −1 elsewhere. ``codes`` are the group's key values, one per condition.
-    Every group of one ``by`` is computed by one ``GROUP BY`` (:meth:`SqlBackend._run_groups`).
+    k: int
+
+
+@dataclass(frozen=True, slots=True)
+class _InGroup:
+    """A request over the rows of one group (:class:`~planner.data.requests.Grouped`).
+
+    ``by`` are the grouping columns: a row's key for column k is its usable code (the
+    category index, or 0 / 1), −1 when not usable (in no group). ``codes`` are the group's
+    key values, one per column. Every group of one ``by`` is computed by one ``GROUP BY``
+    (:meth:`SqlBackend._run_groups`).
     """
 
-    by: tuple[int | Predicate, ...]
+    by: tuple[int, ...]
     codes: tuple[int, ...]
     req: _Stats | _Rows | _Count | _Sum | _Bins
 
 
-_Request = _Stats | _Rows | _Count | _Sum | _Bins | _Digest | _InGroup
+_Request = _Stats | _Rows | _Count | _Sum | _Bins | _Digest | _Keys | _InGroup
+_Inner = _Stats | _Rows | _Count | _Sum | _Bins
+
+
+def _in_group(by: tuple[int, ...], codes: tuple[int, ...], inner: _Request) -> _InGroup:
+    """``inner`` over the rows of one group (only row, count, sum, stats and bins requests
+    are computed in groups: :meth:`planner.data.requests.Grouped.validate`)."""
+    if not isinstance(inner, (_Stats, _Rows, _Count, _Sum, _Bins)):
+        raise QueryError("the content digest and key counts cover the whole table, not one group of it.")
+    return _InGroup(by, codes, inner)
 
 
 def _default(req: _Request) -> Any:
@@ -561,7 +581,6 @@ class SqlBackend(Backend):
         self._csv = csv_text
         self._salt = schema.salt if salt is None else salt
         self._cache: dict[_Request, Any] = {}
-        self._collect: set[_Request] | None = None
         self._uid = uuid.uuid4().hex[:12]
         for col in schema.columns:
             if col.kind is ColumnKind.CATEGORICAL:
@@ -634,15 +653,6 @@ class SqlBackend(Backend):
             ) from exc
 
     # ------------------------------------------------------------------ compiler
-    def _col(self, column: str, *kinds: ColumnKind) -> tuple[int, Column]:
-        col = self.schema.column(column)
-        if kinds and col.kind not in kinds:
-            raise QueryError(
-                f"column {column!r} is {col.kind.value}; this aggregate needs "
-                f"{' or '.join(k.value for k in kinds)}."
-            )
-        return self.schema.columns.index(col), col
-
     def _canon(self, a: str, tc: TypeClass, p: Params) -> str:
         """The canonical key of a cell (NULL when missing) — see the module docstring."""
         d = self.dialect
@@ -1263,15 +1273,6 @@ class SqlBackend(Backend):
         return total, over > 0
 
     # ------------------------------------------------------------------ execution
-    def _values(self, reqs: Sequence[_Request]) -> list[Any]:
-        missing = [r for r in reqs if r not in self._cache]
-        if missing:
-            if self._collect is not None:
-                self._collect.update(missing)
-                return [self._cache.get(r, _default(r)) for r in reqs]
-            self._run(missing)
-        return [self._cache[r] for r in reqs]
-
     def _run(self, reqs: Iterable[_Request]) -> None:
         """Compute requests, normally in ONE statement and one scan of the data.
 
@@ -1282,12 +1283,17 @@ class SqlBackend(Backend):
         over the bounded rows (the content digest stays: it covers every row).
         """
         reqs = list(reqs)
-        in_group = [r for r in reqs if isinstance(r, _InGroup)]
-        if in_group:  # the whole-table requests first: they decide whether bounding is needed
-            plain = [r for r in reqs if not isinstance(r, _InGroup)]
+        later = [r for r in reqs if isinstance(r, (_InGroup, _Keys))]
+        if later:  # the whole-table requests first: they decide whether bounding is needed
+            plain = [r for r in reqs if not isinstance(r, (_InGroup, _Keys))]
             if plain or self._bounding is None:
                 self._run(plain)
-            self._run_groups(in_group)
+            in_group = [r for r in later if isinstance(r, _InGroup)]
+            if in_group:
+                self._run_groups(in_group)
+            for r in later:
+                if isinstance(r, _Keys):  # a GROUP BY key of its own
+                    self._cache[r] = self._key_counts(r.k)
             return
         todo: list[_Request] = list(dict.fromkeys([_Rows(), *reqs]))
         if self._bounding is None:
@@ -1379,14 +1385,12 @@ class SqlBackend(Backend):
             units = tuple(0 if v is None else int(v) for v in scalar_row[unit_at:unit_at + 3])  # type: ignore[assignment]
         return res, units
 
-    def _used_columns(self, reqs: Iterable[_Request | int | Predicate]) -> set[int]:
-        """The columns that requests (and grouping keys: a column k or a predicate) read."""
+    def _used_columns(self, reqs: Iterable[_Request | int]) -> set[int]:
+        """The columns that requests (and grouping keys: a column k) read."""
         used: set[int] = set()
         for r in reqs:
             if isinstance(r, int):
                 used.add(r)
-            elif isinstance(r, Predicate):
-                used.add(self.schema.names.index(r.column))
             elif isinstance(r, (_Stats, _Sum, _Bins)):
                 used.add(r.k)
             elif isinstance(r, _Count):
@@ -1713,7 +1717,8 @@ class SqlBackend(Backend):
         ]
 
     def _predicate_sql(self, pr: Predicate, p: Params) -> str:
-        k, col = self._col(pr.column)
+        k = self.schema.names.index(pr.column)
+        col = self.schema.columns[k]
         op = pr.op
         if col.kind is ColumnKind.NUMERIC:
             consts = [float(c) for c in pr.values]
@@ -1724,10 +1729,7 @@ class SqlBackend(Backend):
                 if op is PredicateOp.NE:
                     cond = f"v{k} <> {p(consts[0])}"
         elif col.kind in (ColumnKind.CATEGORICAL, ColumnKind.BOOLEAN):
-            if col.kind is ColumnKind.BOOLEAN:
-                wanted = [int(bool(c)) for c in pr.values]
-            else:
-                wanted = [col.labels.index(str(c)) for c in pr.values]
+            wanted = pr.codes(col)
             if op is PredicateOp.EQ:
                 cond = f"v{k} = {p(wanted[0])}"
             elif op is PredicateOp.NE:
@@ -1954,19 +1956,143 @@ class SqlBackend(Backend):
             f"(CASE WHEN {i} >= {n1} THEN {last} ELSE CAST({i} AS DOUBLE) * {st} + {e0} END)"
         )
 
+    # ------------------------------------------------------------------ the request compiler
+    def _k(self, column: str) -> int:
+        return self.schema.names.index(column)
+
+    def _needs(self, r: Request[Any]) -> list[_Request]:
+        """The internal requests a request is computed from (each computed once, in the
+        statement of every request asked together)."""
+        if isinstance(r, rq.Count):
+            return [_Rows(), _Count(None if r.column is None else self._k(r.column), r.where)]
+        if isinstance(r, rq.ClippedSum):
+            return [_Rows(), _Sum(self._k(r.column)), _Stats(self._k(r.column))]
+        if isinstance(r, rq.Bins):
+            return [_Rows(), _Bins(self._k(r.column), edges=r.edges), _Stats(self._k(r.column))]
+        if isinstance(r, rq.Candidates):
+            return [_Rows(), _Bins(self._k(r.column), grid=r.grid), _Stats(self._k(r.column))]
+        if isinstance(r, rq.Booleans):
+            return [_Rows(), _Bins(self._k(r.column)), _Stats(self._k(r.column))]
+        if isinstance(r, rq.Keys):
+            return [_Keys(self._k(r.column))]
+        if isinstance(r, rq.Stats):
+            return [_Rows(), _Stats(self._k(r.column))]
+        if isinstance(r, rq.Grouped):
+            by = tuple(self._k(n) for n in r.by)
+            return [_in_group(by, codes, inner) for codes in r.codes(self.schema)
+                    for sub in r.requests for inner in self._needs(sub)]
+        raise rq.unknown(r)
+
+    def _finish(self, r: Request[Any], get: Callable[[_Request], Any]) -> Result:
+        """The result of a request from the values of its internal requests (``get``)."""
+        if isinstance(r, rq.Count):
+            value, usable = get(_Count(None if r.column is None else self._k(r.column), r.where))
+            return CountAggregate(int(value), int(get(_Rows()) - usable))
+        if isinstance(r, rq.ClippedSum):
+            ih, il, f1, f2 = get(_Sum(self._k(r.column)))
+            st = self._stats(self._k(r.column), get)
+            return SumAggregate(sum_from_parts(ih, il, f1, f2), st.usable, st.clipped, st.dropped)
+        if isinstance(r, rq.Bins):
+            k = self._k(r.column)
+            col = self.schema.columns[k]
+            counts, st = get(_Bins(k, edges=r.edges)), self._stats(k, get)
+            labels = r.labels(col)
+            if r.edges is not None:
+                return BinCounts(labels, tuple(counts.get(i, 0) for i in range(len(labels))), r.edges,
+                                 counts.get(-2, 0), st.dropped)
+            unbinned = st.invalid if col.kind is ColumnKind.CATEGORICAL and not col.other_bin else 0
+            return BinCounts(labels, tuple(counts.get(i, 0) for i in range(len(labels))), None, unbinned,
+                             st.dropped)
+        if isinstance(r, rq.Candidates):
+            k = self._k(r.column)
+            counts = get(_Bins(k, grid=r.grid))
+            return QuantileAggregate(r.grid, tuple(counts.get(i, 0) for i in range(len(r.grid))),
+                                     self._stats(k, get).dropped)
+        if isinstance(r, rq.Booleans):
+            k = self._k(r.column)
+            counts = get(_Bins(k))
+            return BooleanCounts(counts.get(1, 0), counts.get(0, 0), self._stats(k, get).dropped)
+        if isinstance(r, rq.Keys):
+            keys: KeyCounts = get(_Keys(self._k(r.column)))
+            return keys
+        if isinstance(r, rq.Stats):
+            return self._stats(self._k(r.column), get)
+        if isinstance(r, rq.Grouped):
+            by = tuple(self._k(n) for n in r.by)
+
+            def in_group(codes: tuple[int, ...]) -> Callable[[_Request], Any]:
+                return lambda inner: get(_in_group(by, codes, inner))
+
+            return GroupResults(r.labels(self.schema), tuple(
+                tuple(self._finish(sub, in_group(codes)) for sub in r.requests) for codes in r.codes(self.schema)))
+        raise rq.unknown(r)
+
+    def _stats(self, k: int, get: Callable[[_Request], Any]) -> ColumnStats:
+        """Column k's stats from the row count and its flag counts."""
+        col = self.schema.columns[k]
+        rows, (usable, clipped, invalid, missing) = get(_Rows()), get(_Stats(k))
+        replace = col.missing.action is MissingAction.REPLACE
+        if col.kind is ColumnKind.CATEGORICAL:
+            return ColumnStats(rows, usable, 0, invalid, missing,
+                               missing if replace else 0, 0 if replace else missing)
+        if col.kind in (ColumnKind.IDENTIFIER, ColumnKind.KEY):
+            return ColumnStats(rows, rows - missing, 0, 0, missing, 0, missing)
+        bad = invalid + missing
+        return ColumnStats(rows, usable, clipped, invalid, missing,
+                           bad if replace else 0, 0 if replace else bad)
+
     # ------------------------------------------------------------------ Backend API
     counts_keys: ClassVar[bool] = True
 
+    def evaluate(self, requests: Sequence[Request[Any]]) -> tuple[Result, ...]:
+        """Every request compiled into one statement over one scan (those not yet computed:
+        results are kept), then each result read from it."""
+        self.prefetch(requests)
+        return tuple(self._finish(r, self._cache.__getitem__) for r in requests)
+
+    def prefetch(self, requests: Sequence[Request[Any]] = (), *, report: bool = False,
+                 digest: bool = False) -> None:
+        """Compute every request in one statement (one pass); with ``report`` the column
+        report's counts and with ``digest`` the content digest too, in the same scan."""
+        for r in requests:
+            r.validate(self.schema)
+        todo = [n for r in requests for n in self._needs(r)]
+        if report:
+            todo += [_Rows(), *(_Stats(k) for k in range(len(self.schema.columns)))]
+        if digest:
+            todo.append(_Digest())
+        self._compute(todo)
+
+    def _compute(self, reqs: Iterable[_Request]) -> None:
+        todo = [r for r in dict.fromkeys(reqs) if r not in self._cache]
+        if todo:
+            self._run(todo)
+
     @property
     def rows(self) -> int:
-        return int(self._values([_Rows()])[0])
+        self._compute([_Rows()])
+        return int(self._cache[_Rows()])
 
-    def key_counts(self, column: str) -> KeyCounts:
+    @property
+    def rows_truncated(self) -> int:
+        rows = self.rows  # the first statement also learns the rows before bounding
+        return 0 if self._total < 0 else self._total - rows
+
+    def column_report(self) -> dict[str, Any]:
+        self.prefetch(report=True)
+        return super().column_report()
+
+    def content_digest(self) -> dg.ContentDigest:
+        """The content digest (:mod:`planner.data.backends.digest`) of every row, computed in the
+        engine; in the same scan as the aggregates when requested with :meth:`prefetch`."""
+        self._compute([_Digest()])
+        rows, s1, s2 = self._cache[_Digest()]
+        return dg.finish(self.schema.names, rows, s1, s2)
+
+    def _key_counts(self, k: int) -> KeyCounts:
         """Rows per key label over the bounded rows: one ``GROUP BY`` of the key column's
-        value (its label, :meth:`_identifier_cells`); the NULL group is the missing keys."""
-        k, _ = self._col(column, ColumnKind.KEY)
-        if self._bounding is None:  # the first statement decides whether anybody is over c
-            _ = self.rows
+        value (its label, :meth:`_identifier_cells`); the NULL group is the missing keys.
+        A statement of its own, after the first (which decides whether to bound)."""
         p = Params(self.dialect)
         ctes = self._kept_with(p, [k])
         rows = self._run_sql(f"{ctes} SELECT CASE WHEN u{k} THEN v{k} END AS key_, count(*) FROM kept GROUP BY 1", p)
@@ -1982,132 +2108,7 @@ class SqlBackend(Backend):
         keys = tuple(sorted(counts))
         return KeyCounts(keys, tuple(counts[x] for x in keys), dropped)
 
-    @property
-    def rows_truncated(self) -> int:
-        rows = self.rows  # the first statement also learns the rows before bounding
-        return 0 if self._total < 0 else self._total - rows
-
-    def column_stats(self, column: str) -> ColumnStats:
-        k, col = self._col(column)
-        rows, (usable, clipped, invalid, missing) = self._values([_Rows(), _Stats(k)])
-        replace = col.missing.action is MissingAction.REPLACE
-        if col.kind is ColumnKind.CATEGORICAL:
-            return ColumnStats(rows, usable, 0, invalid, missing,
-                               missing if replace else 0, 0 if replace else missing)
-        if col.kind in (ColumnKind.IDENTIFIER, ColumnKind.KEY):
-            return ColumnStats(rows, rows - missing, 0, 0, missing, 0, missing)
-        bad = invalid + missing
-        return ColumnStats(rows, usable, clipped, invalid, missing,
-                           bad if replace else 0, 0 if replace else bad)
-
-    def count(self, column: str | None = None, predicate: Predicate | None = None) -> CountAggregate:
-        k = None
-        if column is not None:
-            k, _ = self._col(column)
-        if predicate is not None:
-            predicate.validate(self.schema, "count")
-        rows, (value, usable) = self._values([_Rows(), _Count(k, predicate)])
-        return CountAggregate(int(value), int(rows - usable))
-
-    def clipped_sum(self, column: str) -> SumAggregate:
-        k, _ = self._col(column, ColumnKind.NUMERIC)
-        (ih, il, f1, f2), _st = self._values([_Sum(k), _Stats(k)])
-        stats = self.column_stats(column)
-        return SumAggregate(sum_from_parts(ih, il, f1, f2), stats.usable, stats.clipped, stats.dropped)
-
-    def bin_counts(self, column: str, edges: Sequence[float] | None = None) -> BinCounts:
-        k, col = self._col(column, ColumnKind.CATEGORICAL, ColumnKind.BOOLEAN, ColumnKind.NUMERIC)
-        if col.kind is ColumnKind.NUMERIC:
-            if edges is None:
-                raise QueryError(f"bin counts of numeric column {column!r} need declared bin edges.")
-            e = np.asarray(edges, dtype=np.float64)
-            if e.ndim != 1 or e.size < 2 or np.any(np.diff(e) <= 0) or not np.all(np.isfinite(e)):
-                raise QueryError("bin edges must be at least 2 strictly increasing finite numbers.")
-            req = _Bins(k, edges=tuple(float(x) for x in e))
-            counts, _ = self._values([req, _Stats(k)])
-            stats = self.column_stats(column)
-            labels = bin_labels(e)
-            return BinCounts(
-                labels, tuple(counts.get(i, 0) for i in range(e.size - 1)),
-                tuple(float(v) for v in e), counts.get(-2, 0), stats.dropped,
-            )
-        if edges is not None:
-            raise QueryError(f"column {column!r} is {col.kind.value}; its bins are declared, not edges.")
-        labels = col.labels
-        counts, _ = self._values([_Bins(k), _Stats(k)])
-        stats = self.column_stats(column)
-        unbinned = stats.invalid if col.kind is ColumnKind.CATEGORICAL and not col.other_bin else 0
-        return BinCounts(labels, tuple(counts.get(i, 0) for i in range(len(labels))), None,
-                         unbinned, stats.dropped)
-
-    def candidate_counts(self, column: str, candidates: Sequence[float]) -> QuantileAggregate:
-        k, col = self._col(column, ColumnKind.NUMERIC)
-        lo, hi = col.bounds
-        grid = np.asarray(candidates, dtype=np.float64)
-        if grid.ndim != 1 or grid.size < 1 or np.any(np.diff(grid) <= 0):
-            raise QueryError("quantile candidates must be a strictly increasing list.")
-        if grid[0] > lo or grid[-1] < hi:
-            raise QueryError(
-                f"quantile candidates must cover the declared bounds [{lo:g}, {hi:g}] of {column!r}."
-            )
-        counts, _ = self._values([_Bins(k, grid=tuple(float(x) for x in grid)), _Stats(k)])
-        stats = self.column_stats(column)
-        return QuantileAggregate(
-            tuple(float(v) for v in grid), tuple(counts.get(i, 0) for i in range(grid.size)),
-            stats.dropped,
-        )
-
-    def boolean_counts(self, column: str) -> BooleanCounts:
-        k, _ = self._col(column, ColumnKind.BOOLEAN)
-        counts, _ = self._values([_Bins(k), _Stats(k)])
-        stats = self.column_stats(column)
-        return BooleanCounts(counts.get(1, 0), counts.get(0, 0), stats.dropped)
-
-    def column_report(self) -> dict[str, Any]:
-        self._values([_Rows(), *(_Stats(k) for k in range(len(self.schema.columns)))])
-        return super().column_report()
-
-    # ------------------------------------------------------------------ batching
-    def prefetch(self, queries: Iterable[Query], *, report: bool = False, digest: bool = False) -> None:
-        """Compute every aggregate the queries need in one statement (one pass); with
-        ``report`` the column report's counts and with ``digest`` the content digest too."""
-        self._collect = set()
-        try:
-            for q in queries:
-                self.aggregate(q)
-            todo = self._collect
-        finally:
-            self._collect = None
-        if report:
-            todo |= {_Rows(), *(_Stats(k) for k in range(len(self.schema.columns)))}
-        if digest:
-            todo.add(_Digest())
-        todo = {r for r in todo if r not in self._cache}
-        if todo:
-            self._run(todo)
-
-    def content_digest(self) -> dg.ContentDigest:
-        """The content digest (:mod:`planner.data.backends.digest`) of every row, computed in the
-        engine; in the same scan as the aggregates when requested with :meth:`prefetch`."""
-        rows, s1, s2 = self._values([_Digest()])[0]
-        return dg.finish(self.schema.names, rows, s1, s2)
-
-    def aggregate_all(self, queries: Iterable[Query]) -> dict[str, Aggregate]:
-        qs = list(queries)
-        self.prefetch(qs)
-        return {q.id: self.aggregate(q) for q in qs}
-
     # ------------------------------------------------------------------ groups
-    def where(self, conditions: Sequence[Predicate]) -> Backend:
-        """The (contribution-bounded) rows matching every condition, as a backend.
-
-        The view computes nothing itself: its requests go to this backend, which answers
-        every group of the same conditions' columns in one ``GROUP BY`` over the bounded
-        rows (:meth:`_run_groups`): the grouped statistics of a plan cost one statement
-        together, whatever their groupings and numbers of groups (:meth:`prefetch`).
-        """
-        return _GroupView(self, tuple(conditions))
-
     def _run_groups(self, reqs: Sequence[_InGroup]) -> None:
         """Compute in-group requests: every group of every grouping in ONE statement.
 
@@ -2118,8 +2119,7 @@ class SqlBackend(Backend):
         binned = {by: {r.req for r in reqs if r.by == by and isinstance(r.req, _Bins)} for by in bys}
         found = self._group_statement(bys, inners, binned)
         for by in bys:
-            domains = [range(1, 2) if isinstance(key, Predicate)
-                       else range(len(self.schema.columns[key].labels)) for key in by]
+            domains = [range(len(self.schema.columns[key].labels)) for key in by]
             # only what this grouping asked for: its statement computed no other bins
             mine = list(dict.fromkeys([_Rows(), *(r.req for r in reqs if r.by == by)]))
             for codes in itertools.product(*domains):
@@ -2129,10 +2129,10 @@ class SqlBackend(Backend):
         for r in reqs:  # codes outside the declared values (none from grouped statistics)
             self._cache.setdefault(r, _default(r.req))
 
-    def _group_statement(self, bys: Sequence[tuple[int | Predicate, ...]],
+    def _group_statement(self, bys: Sequence[tuple[int, ...]],
                          inners: Sequence[_Stats | _Rows | _Count | _Sum | _Bins],
-                         binned: dict[tuple[int | Predicate, ...], set[_Bins]],
-                         ) -> dict[tuple[tuple[int | Predicate, ...], tuple[int, ...]], dict[_Request, Any]]:
+                         binned: dict[tuple[int, ...], set[_Bins]],
+                         ) -> dict[tuple[tuple[int, ...], tuple[int, ...]], dict[_Request, Any]]:
         """Per grouping ``by`` and group (key values ``codes``), the values of ``inners``.
 
         ONE statement: ``SELECT keys, aggregates FROM kept GROUP BY GROUPING SETS ((keys of
@@ -2158,14 +2158,11 @@ class SqlBackend(Backend):
         layers[5].cols += [(f"gk{j}", key_sql) for j, key_sql in enumerate(self._bin_keys(plan, p, layers))]
         gcols = [f"gw{i}" for i in range(len(keys))]
         for col_, key in zip(gcols, keys, strict=True):
-            if isinstance(key, int):
-                layers[5].add(col_, f"CASE WHEN u{key} THEN v{key} ELSE -1 END")
-            else:
-                layers[5].add(col_, f"CASE WHEN {self._predicate_sql(key, p)} THEN 1 ELSE -1 END")
+            layers[5].add(col_, f"CASE WHEN u{key} THEN v{key} ELSE -1 END")
         kcols = [f"gk{j}" for j in range(len(plan.groups))]
         # a grouping set per distinct set of keys (two groupings may share one)
         at = {by: [keys.index(key) for key in by] for by in bys}
-        patterns: dict[frozenset[int], list[tuple[int | Predicate, ...]]] = {}
+        patterns: dict[frozenset[int], list[tuple[int, ...]]] = {}
         for by in bys:
             patterns.setdefault(frozenset(at[by]), []).append(by)
         sets: list[str] = []
@@ -2185,14 +2182,14 @@ class SqlBackend(Backend):
 
     def _read_groups(self, rows: Sequence[tuple[Any, ...]], nw: int, plan: _BinPlan,
                      slots: Sequence[tuple[_Request, int, int]],
-                     at: dict[tuple[int | Predicate, ...], list[int]],
-                     patterns: dict[frozenset[int], list[tuple[int | Predicate, ...]]],
-                     ) -> dict[tuple[tuple[int | Predicate, ...], tuple[int, ...]], dict[_Request, Any]]:
+                     at: dict[tuple[int, ...], list[int]],
+                     patterns: dict[frozenset[int], list[tuple[int, ...]]],
+                     ) -> dict[tuple[tuple[int, ...], tuple[int, ...]], dict[_Request, Any]]:
         """The rows of :meth:`_group_statement` as values per (grouping, group codes): a
         row's grouping set is the set of its non-NULL group keys (``nw`` of them); a row
         with a bin key holds that bin's count, the others the scalar aggregates."""
         nk = len(plan.groups)
-        out: dict[tuple[tuple[int | Predicate, ...], tuple[int, ...]], dict[_Request, Any]] = {}
+        out: dict[tuple[tuple[int, ...], tuple[int, ...]], dict[_Request, Any]] = {}
         for row in rows:
             pat = frozenset(i for i in range(nw) if row[i] is not None)
             which = [j for j in range(nk) if row[nw + j] is not None]
@@ -2207,77 +2204,3 @@ class SqlBackend(Backend):
                     continue
                 res.update(self._slot_results(slots, row[nw + nk:]))
         return out
-
-
-class _GroupView(SqlBackend):
-    """The rows of one group of a :class:`SqlBackend` (:meth:`SqlBackend.where`).
-
-    Every aggregate method is the SQL backend's own; the requests are wrapped as
-    :class:`_InGroup` and answered by the parent, which owns the engine (closing a view
-    closes nothing).
-    """
-
-    counts_keys: ClassVar[bool] = False  # keys are counted over the whole table only
-
-    def __init__(self, parent: SqlBackend, conditions: tuple[Predicate, ...]) -> None:
-        self.schema = parent.schema
-        self.kind = parent.kind
-        self.dialect = parent.dialect
-        self._parent = parent
-        self._conditions = conditions
-        self._types = parent._types
-        self._cache = {}
-        self._collect = None
-        by: list[int | Predicate] = []
-        codes: list[int] = []
-        for pr in conditions:
-            pr.validate(self.schema, "group")
-            k, col = self._col(pr.column)
-            if pr.op is PredicateOp.EQ and col.kind is ColumnKind.CATEGORICAL:
-                by.append(k)
-                codes.append(col.labels.index(str(pr.values[0])))
-            elif pr.op is PredicateOp.EQ and col.kind is ColumnKind.BOOLEAN:
-                by.append(k)
-                codes.append(int(bool(pr.values[0])))
-            else:
-                by.append(pr)
-                codes.append(1)
-        self._by = tuple(by)
-        self._codes = tuple(codes)
-
-    def _execute(self, sql: str, params: dict[str, Any]) -> list[tuple[Any, ...]]:
-        raise QueryError("internal error: a group view runs no statement of its own.")
-
-    def _values(self, reqs: Sequence[_Request]) -> list[Any]:
-        inner: list[_Request] = []
-        for r in reqs:
-            if not isinstance(r, (_Stats, _Rows, _Count, _Sum, _Bins)):
-                raise QueryError("the content digest covers the whole table, not one group of it.")
-            inner.append(_InGroup(self._by, self._codes, r))
-        return self._parent._values(inner)
-
-    @property
-    def rows_truncated(self) -> int:
-        return 0  # bounding happened before grouping, in the parent
-
-    def where(self, conditions: Sequence[Predicate]) -> Backend:
-        return self._parent.where((*self._conditions, *conditions))
-
-    def prefetch(self, queries: Iterable[Query], *, report: bool = False, digest: bool = False) -> None:
-        """Collect the group's requests in the parent and compute them in one statement."""
-        if digest:
-            raise QueryError("the content digest covers the whole table, not one group of it.")
-        parent = self._parent
-        parent._collect = set()
-        try:
-            for q in queries:
-                self.aggregate(q)
-            todo = parent._collect
-        finally:
-            parent._collect = None
-        if report:
-            whole: list[_Stats | _Rows] = [_Rows(), *(_Stats(k) for k in range(len(self.schema.columns)))]
-            todo |= {_InGroup(self._by, self._codes, r) for r in whole}
-        todo = {r for r in todo if r not in parent._cache}
-        if todo:
-            parent._run(todo)
