@@ -28,7 +28,7 @@ from planner.data.backends import PandasBackend, available_backends, make_backen
 from planner.data.backends.base import Backend, BinCounts, SumAggregate
 from planner.data.backends.duckdb_backend import DuckDBBackend
 from planner.data.backends.pandas_backend import bound_contributions
-from planner.data.backends.sql import _arithmetic_step
+from planner.data.backends.sql import arithmetic_step
 from planner.data.loader import load_table
 from planner.data.requests import Bins, Candidates, ClippedSum, Count
 from planner.data.schema import Column, ColumnKind, MissingAction, MissingRule, PrivacyUnit, Schema
@@ -405,7 +405,7 @@ def test_spark_session_available_or_clear_error() -> None:
 
 
 # ------------------------------------------------------------------ typed Parquet = CSV text
-# The SQL compiler specialises on the engine's column types (planner/data/backends/sql.py):
+# The SQL compiler specialises on the engine's column types (planner/data/backends/sql/reading.py):
 # integer person ids are checked for duplicates with a bitmap, integer-valued columns are
 # binned per value in Python and summed without fractional parts, evenly spaced edges
 # are computed arithmetically. The same cells as typed Parquet and as CSV text must give
@@ -532,7 +532,7 @@ def test_typed_parquet_and_csv_identical_in_every_backend(
 
 def test_typed_parquet_takes_the_specialised_paths(data_dir: Path) -> None:
     """The typed file really exercises the person check, per-value bins and integer sums."""
-    from planner.data.backends.sql import _arithmetic_step
+    from planner.data.backends.sql import arithmetic_step
 
     typed_files(data_dir, TYPED_ROWS)
     schema = typed_schema(1)
@@ -545,9 +545,9 @@ def test_typed_parquet_takes_the_specialised_paths(data_dir: Path) -> None:
     for b in (duck, text):
         assert exact_aggregates(b, qs) is not None
         assert b.unit_check == "grouping" and b.rows_truncated == 1
-    assert duck._value_counted(k_n) and not duck._value_counted(k_x)
-    assert not text._value_counted(k_n)  # CSV text: the SQL bin keys
-    assert _arithmetic_step(bin_edges(typed_queries()[8], schema)) == 50_000.0  # type: ignore[arg-type]
+    assert duck._bins.value_counted(k_n) and not duck._bins.value_counted(k_x)
+    assert not text._bins.value_counted(k_n)  # CSV text: the SQL bin keys
+    assert arithmetic_step(bin_edges(typed_queries()[8], schema)) == 50_000.0  # type: ignore[arg-type]
     assert exact_aggregates(duck, qs) == exact_aggregates(text, qs)
     # without person 1's second row nobody is over c: proven inside the one statement
     typed_files(data_dir, TYPED_ROWS[1:], "unique")
@@ -629,30 +629,30 @@ def test_exact_sums_identical_in_every_backend(
         assert (s.value, sum(xs)) == (0.400000001, 0.40000000100000005)
 
 
-def test_arithmetic_step_recognises_linspace_and_step_grids() -> None:
-    from planner.data.backends.sql import _arithmetic_step
+def testarithmetic_step_recognises_linspace_and_step_grids() -> None:
+    from planner.data.backends.sql import arithmetic_step
 
     # numpy.linspace computes i·step + start (the last point is set to stop)
-    assert _arithmetic_step(np.linspace(18, 90, 1001)) == (90 - 18) / 1000
-    assert _arithmetic_step(np.linspace(0, 200_000, 1001)) == 200.0
+    assert arithmetic_step(np.linspace(18, 90, 1001)) == (90 - 18) / 1000
+    assert arithmetic_step(np.linspace(0, 200_000, 1001)) == 200.0
     # a declared step: L + step·i, with U appended
     grid = np.append(18 + 7.0 * np.arange(11, dtype=np.float64), 90.0)
-    assert _arithmetic_step(grid) == 7.0
+    assert arithmetic_step(grid) == 7.0
     # one edge one ulp off: no formula (the edge array is read instead)
     e = np.linspace(0, 1, 11)
     e[4] = np.nextafter(e[4], 1)
-    assert _arithmetic_step(e) is None
-    assert _arithmetic_step(np.array([0.0, 1.0, 3.0, 4.0])) is None
+    assert arithmetic_step(e) is None
+    assert arithmetic_step(np.array([0.0, 1.0, 3.0, 4.0])) is None
 
 
 def test_edges_read_from_the_array_identical_in_every_backend(data_dir: Path, spark: Any) -> None:
     """Evenly spaced but not ``i·step + e₀`` edges: ties one ulp either side of every edge."""
     e = np.linspace(0, 1, 11)
     e[4] = np.nextafter(e[4], 1)  # still evenly spaced enough for the guess, not arithmetic
-    from planner.data.backends.sql import _arithmetic_step, _uniform_guess_ok
+    from planner.data.backends.sql import arithmetic_step, uniform_guess_ok
 
-    assert _arithmetic_step(e) is None
-    assert _uniform_guess_ok(e, "right") and _uniform_guess_ok(e, "left")
+    assert arithmetic_step(e) is None
+    assert uniform_guess_ok(e, "right") and uniform_guess_ok(e, "left")
     xs = sorted({float(v) for t in e for v in (np.nextafter(t, -1), t, np.nextafter(t, 2))})
     lines = "".join(f"{i},{v!r}\n" for i, v in enumerate(xs))
     (data_dir / "ties.csv").write_text("pid,x\n" + lines)
@@ -686,7 +686,7 @@ def test_grid_ties_on_arithmetic_edges_identical_in_every_backend(data_dir: Path
     bound (range tests kept) and for a median, whose candidate counts and histogram over
     ``[*grid, top]`` share one key (top above the bound: range tests left out)."""
     grid = np.linspace(0, 1, 11)
-    assert _arithmetic_step(grid) is not None and _arithmetic_step(np.append(grid, 1.1)) is not None
+    assert arithmetic_step(grid) is not None and arithmetic_step(np.append(grid, 1.1)) is not None
     xs = sorted({float(v) for t in grid for v in (np.nextafter(t, -1), t, np.nextafter(t, 2), t + 0.05)})
     lines = "".join(f"{i},{v!r}\n" for i, v in enumerate(xs))
     (data_dir / "grid.csv").write_text("pid,x\n" + lines)
@@ -800,7 +800,7 @@ def test_bounding_with_ties_and_missing_cells_identical_in_every_backend(
     duck = csv["duckdb"]
     assert isinstance(duck, DuckDBBackend)
     # some person's c-th and (c+1)-th rows are identical: the ranked branch runs
-    assert duck._bounding and duck._thresholds()[1]
+    assert duck._scan.bounded and duck._bound.thresholds()[1]
     parquet = {"pandas": pandas_b, "duckdb": DuckDBBackend(open_source("ties.parquet"), schema)}
     assert assert_identical(parquet, qs) == expected
     # the kept rows themselves: per kept row key, the same number of rows
@@ -823,7 +823,7 @@ def test_bounding_without_ties_takes_the_single_pass(data_dir: Path) -> None:
         )
         duck = DuckDBBackend(open_source("distinct.csv"), schema)
         assert duck.rows_truncated > 0  # the first statement finds people over c
-        assert duck._bounding and not duck._thresholds()[1]
+        assert duck._scan.bounded and not duck._bound.thresholds()[1]
         pand = PandasBackend(load_table(data_dir / "distinct.csv"), schema)
         assert duck.result(ClippedSum("x")) == pand.result(ClippedSum("x"))
         assert (duck.rows, duck.rows_truncated) == (pand.rows, pand.rows_truncated)
@@ -857,7 +857,7 @@ def digests(source: str, schema: Schema, spark: Any = None) -> dict[str, str]:
     out = {"pandas": PandasBackend(frame, schema).content_digest().hexdigest}
     duck = DuckDBBackend(src, schema)
     out["duckdb"] = duck.content_digest().hexdigest
-    assert duck._native_hash()  # DuckDB's hash() is the digest's row hash (self-test)
+    assert duck._compiler.native_hash()  # DuckDB's hash() is the digest's row hash (self-test)
     arith = DuckDBBackend(src, schema)
     arith._hash_native = False
     out["duckdb arithmetic"] = arith.content_digest().hexdigest
@@ -1023,7 +1023,7 @@ def test_content_digest_is_private_in_repr() -> None:
 
 
 def test_csv_fast_paths_read_odd_cells_like_pandas(data_dir: Path) -> None:
-    """The fast paths' guard (planner/data/backends/sql.py: Dialect.number_guard) on every one-
+    """The fast paths' guard (planner/data/backends/sql/dialect.py: Dialect.number_guard) on every one-
     and two-character string over the characters a number can contain and the ones
     DuckDB's cast also takes ('_', '(', signs, blanks, letters), and on 4,000 numbers
     with one or two characters inserted, replaced or removed (a fixed seed): pandas and

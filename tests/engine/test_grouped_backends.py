@@ -1,7 +1,7 @@
 """Grouped statistics are computed identically by pandas, DuckDB and Spark.
 
 The SQL backends answer a :class:`~planner.data.requests.Grouped` request with one ``GROUP BY``
-per grouping (``planner/data/backends/sql``, ``_group_statement``); pandas restricts its
+per grouping (``planner/data/backends/sql/statement.py``, ``group_statement``); pandas restricts its
 bounded rows with a mask (``PandasBackend._grouped``). The aggregates of every group must be
 equal, not close: counts, exact sums, column stats and quantile rank counts, on tables with
 NULL and undeclared values in the grouping columns and people beyond c rows (contribution

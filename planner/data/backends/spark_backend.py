@@ -287,7 +287,7 @@ class SparkBackend(SqlBackend):
         """Spark re-computes CTEs: the conformed, bounded rows are cached once, on the executors."""
         if self._kept_view is None:
             q = Params(self.dialect)
-            ctes = self._kept_ctes(q, list(range(len(self.schema.columns))))
+            ctes = self._bound.kept_ctes(q, list(range(len(self.schema.columns))), bounded=bool(self._scan.bounded))
             try:
                 df = self._spark.sql(f"{ctes} SELECT * FROM kept", args=q.values)
                 # eager local checkpoint: later statements scan the rows, not re-plan the SQL
