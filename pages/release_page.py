@@ -20,6 +20,7 @@ from pages._ui.preamble import require_dataset
 from planner import release as rel
 from planner.core.errors import PlannerError
 from planner.data.backends import check_backend
+from planner.planning.statistics import exact_aggregates
 
 st.title("Release")
 
@@ -65,7 +66,7 @@ def _do_release() -> None:
         engine = cached.backend(data.fingerprint, sj, cached.backend_name(), data)
         # Every exact aggregate first, as `planner release` does: a plan this backend cannot
         # compute is refused here, before the ledger records any spend.
-        engine.aggregate_all(cached.parse_queries(v.wl_json, sj))
+        exact_aggregates(engine, cached.parse_queries(v.wl_json, sj))
         # ... and the same refusal of unreadable cells as `planner release` and the scripts
         check_backend(engine)
         # the content key: the release is recorded on this version of the dataset

@@ -44,11 +44,12 @@ from typing import Any
 
 from planner.core.errors import LedgerError, ReleaseError
 from planner.core.strict_json import JSON
-from planner.data.backends.base import Aggregate, Backend
+from planner.data.backends.base import Backend
 from planner.data.schema import Schema
 from planner.ledger import Ledger, resolve_dataset
 from planner.planning.queries import Query
-from planner.planning.statistics.base import AnswerRow, ItemRelease
+from planner.planning.statistics import plan_requests, statistic
+from planner.planning.statistics.base import Aggregate, AnswerRow, ItemRelease
 from planner.planning.workload import Plan
 from planner.privacy.accounting import CompositionRule, Spend, event_rho
 from planner.privacy.noise import Draw
@@ -106,7 +107,7 @@ class PreparedRelease:
         for it in self.items:
             q = it.part.query
             if q.id not in aggregates:
-                aggregates[q.id] = q.statistic.aggregate(q, backend)
+                aggregates[q.id] = statistic(q.kind).aggregate(q, backend)
             ans = it.answer(aggregates[q.id])
             if counts[q.id] > 1:
                 bucket = out.setdefault(q.id, {"parts": {}})
@@ -157,7 +158,7 @@ def prepare(plan: Plan, schema: Schema) -> PreparedRelease:
     if not (len(parts) == len(shares) == len(preds)):
         raise ReleaseError("the plan's parts, shares and predictions do not line up; re-plan.")
     rule = plan.allocation.rule
-    items = tuple(p.query.statistic.release(p, s, pr, schema, rule) for p, s, pr in zip(parts, shares, preds, strict=True))
+    items = tuple(statistic(p.query.kind).release(p, s, pr, schema, rule) for p, s, pr in zip(parts, shares, preds, strict=True))
     return PreparedRelease(plan_hash(plan, schema), schema.schema_hash(), rule, items)
 
 
@@ -313,8 +314,8 @@ def _result(
                 rho=float(sum(event_rho(d.recorded.event) for d in draws)),
                 opendp=tuple(d.describe() for d in draws),
                 predictions=tuple(it.prediction.to_dict() for it in its),
-                notes=q.statistic.notes(q, schema),
-                rows=q.statistic.answer_rows(q, answers.get(q.id)),
+                notes=statistic(q.kind).notes(q, schema),
+                rows=statistic(q.kind).answer_rows(q, answers.get(q.id)),
                 schema_hash=prepared.schema_hash,
             )
         )
@@ -419,7 +420,7 @@ def release(
         raise ReleaseError("the backend's schema differs from the plan's schema; load the data with the plan's schema.")
     prepared = prepare(plan, schema)
     for q in dict.fromkeys(item.part.query for item in prepared.items):
-        q.statistic.check_backend(q, backend)  # before anything is spent
+        statistic(q.kind).check_backend(q, backend)  # before anything is spent
     record = ledger.release(
         registered.fingerprint,
         prepared.plan_hash,
@@ -484,8 +485,8 @@ def cmd_release(
     schema, eps, delta, rl = spec.schema, spec.epsilon, spec.delta, spec.rule
     kind = (backend or default_backend()).strip().lower()
     if scan is None:  # read the data while planning
-        scan = BackgroundScan(kind, open_cli_source(data_path, defer_check=True), schema, spec.queries,
-                              spark_master=spark_master)
+        scan = BackgroundScan(kind, open_cli_source(data_path, defer_check=True), schema,
+                              plan_requests(spec.queries, schema), spark_master=spark_master)
     try:
         if spec.mode == "target":  # release the plan that meets every target (not a weighted split)
             the_plan = plan_for_targets(spec.queries, schema, delta, rl, spec.error_scales or None).plan
