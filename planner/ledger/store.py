@@ -65,7 +65,6 @@ from planner.ledger.tables import (
     MODELS,
     OPTIONAL,
     TRACKED,
-    V1_TABLES,
     VOLATILE,
     HeadRow,
     JournalRow,
@@ -445,41 +444,7 @@ class Store:
             problems.append(str(exc))
             return None
 
-    def open(self) -> list[str]:
-        """The integrity gate run on every open; creates or migrates when appropriate, and
-        builds the verified record. Returns the problems found (empty when usable)."""
-        from planner.ledger import migrate
-
-        problems: list[str] = []
-        marker = self.read_marker(problems)
-        if problems:
-            return problems
-        path = self.path
-        if path is not None and not path.exists():
-            if marker is not None:
-                return [self._forgotten(marker, "missing")]
-            self._create_sqlite_file(path)
-        problems = self.sqlite_file_problems()
-        if problems:
-            return problems
-        names = self.table_names()
-        if path is not None and names:
-            problems.extend(self._quick_check())
-            if problems:
-                return problems
-        if "ledger_head" not in names:
-            if marker is not None:
-                return [self._forgotten(marker, "empty" if not names else "missing its journal")]
-            if names & V1_TABLES:
-                migrate.migrate_v1(self, names)
-            else:
-                self._create_in_place()
-        problems = self._check_head(marker)
-        if not problems:
-            migrate.migrate_columns(self)
-        return problems
-
-    def _forgotten(self, marker: MarkerState, what: str) -> str:
+    def forgotten(self, marker: MarkerState, what: str) -> str:
         return (
             f"the ledger at {self.url} is {what}, but this machine recorded ledger "
             f"{marker.ledger_id} there with {marker.seq} journal entries (marker "
@@ -488,7 +453,7 @@ class Store:
             "retired it deliberately, delete the marker."
         )
 
-    def _quick_check(self) -> list[str]:
+    def quick_check(self) -> list[str]:
         try:
             with self.engine.connect() as conn:
                 rows = [str(r[0]) for r in conn.exec_driver_sql("PRAGMA quick_check")]
@@ -506,7 +471,7 @@ class Store:
                        secret_check=secret_check(secret=self.secret), seq=0, mac=GENESIS_MAC,
                        created_at=utcnow())
 
-    def _create_sqlite_file(self, path: Path) -> None:
+    def create_sqlite_file(self, path: Path) -> None:
         """Build a complete new ledger beside ``path`` and link it into place (atomic for
         every other opener: see the module docstring); a creator that loses the race
         discards its file and opens the winner's."""
@@ -540,7 +505,7 @@ class Store:
                 with contextlib.suppress(OSError):
                     Path(f"{tmp}{suffix}").unlink()
 
-    def _create_in_place(self) -> None:
+    def create_in_place(self) -> None:
         """Tables and head in one transaction (in memory, or a server database under an
         advisory lock); an opener that finds them made meanwhile uses them."""
         try:
@@ -588,7 +553,7 @@ class Store:
                 s.connection(execution_options={"isolation_level": "REPEATABLE READ"})
             yield s
 
-    def _check_head(self, marker: MarkerState | None) -> list[str]:
+    def check_head(self, marker: MarkerState | None) -> list[str]:
         with self.snapshot() as s:
             head = s.get(HeadRow, 1)
             if head is None:
