@@ -34,7 +34,7 @@ from __future__ import annotations
 import contextlib
 import os
 import uuid
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
@@ -202,6 +202,9 @@ class Store:
         self.ledger_id: str | None = None
         self.chain_key: bytes | None = None
         self.record: Record | None = None
+        #: table → row id → (the row as the database returned it, the journal's row it was
+        #: proven equal to): see :meth:`prove`
+        self._proven: dict[str, dict[Any, tuple[tuple[Any, ...], dict[str, Any]]]] = {}
         self.engine = self._make_engine(self.parsed)
 
     @property
@@ -388,12 +391,30 @@ class Store:
             refused (``what``), and how to recover.
         """
         problems: list[str] = []
+        newly: list[tuple[str, Any, tuple[Any, ...], dict[str, Any]]] = []
         for table, where, expected in checks:
-            actual = {d["id"]: d for d in journal_form(s, table, where)}
+            memo = self._proven.setdefault(table, {})
+            keys, rows = raw_rows(s, table, where)
+            at = keys.index("id")
+            seen: set[Any] = set()
+            actual: dict[Any, dict[str, Any]] = {}
+            fresh: dict[Any, tuple[Any, ...]] = {}
+            for raw in rows:
+                i = raw[at]
+                seen.add(i)
+                hit = memo.get(i)
+                if hit is not None and hit[0] == raw and hit[1] == expected.get(i):
+                    continue  # these very values were proven equal to this very journal row
+                fresh[i] = raw
+            typed = processed_rows(s, table, fresh) if fresh else {}
+            for i, raw in fresh.items():
+                actual[i] = journal_row(table, keys, typed[i])
+                newly.append((table, i, raw, expected.get(i, {})))
+            open_rows = {i: v for i, v in expected.items() if i in actual or i not in seen}
             if table == "answers":
-                expected = {k: _comparable(table, v) for k, v in expected.items()}
+                open_rows = {k: _comparable(table, v) for k, v in open_rows.items()}
                 actual = {k: _comparable(table, v) for k, v in actual.items()}
-            problems.extend(compare({table: dict(expected)}, {table: actual}, (table,)))
+            problems.extend(compare({table: open_rows}, {table: actual}, (table,)))
         if problems:
             raise LedgerIntegrityError(
                 f"{what} was refused: the ledger at {self.url} disagrees with its own journal — "
@@ -402,6 +423,8 @@ class Store:
                 "secret): run `planner ledger verify` for the full list, then restore the ledger "
                 "from a backup, or restore the rows as the journal has them."
             )
+        for table, i, raw, row in newly:
+            self._proven[table][i] = (raw, dict(row))
 
     # ------------------------------------------------------------------ open
 
@@ -652,6 +675,50 @@ class Store:
                     "verify` for details and restore the ledger from a backup."]
         self.record = record
         return []
+
+
+def raw_rows(s: Session, table: str, where: Any = None) -> tuple[list[str], list[tuple[Any, ...]]]:
+    """The column names the journal keeps for ``table`` and its rows matching ``where``,
+    as the database returns them (plain tuples; :func:`journal_row` gives the journal's form).
+
+    Why a release can prove its history without re-reading it into the journal's form: a
+    row's journal form is a function of the values the database returns, so values once
+    proven equal to a journal row stay proven while both are unchanged; :meth:`Store.prove`
+    re-derives the form only for rows whose values or journal row changed (or are new).
+    Every row is still read and compared on every decision: an in-place edit changes the
+    values returned, and is caught."""
+    tab = LEDGER_METADATA.tables[table]
+    skip = VOLATILE.get(table, frozenset())
+    cols = [c for c in tab.columns if c.name not in skip]
+    stmt = sa_select(*cols)
+    if where is not None:
+        stmt = stmt.where(where)
+    result = s.connection().execute(stmt)
+    # the driver's own tuples: the values as stored, without SQLAlchemy's per-row processing
+    # (:func:`journal_row` reads them through :func:`processed_rows` when it needs the form)
+    return [c.name for c in cols], [tuple(r) for r in result.cursor.fetchall()]
+
+
+def processed_rows(s: Session, table: str, ids: Collection[Any]) -> dict[Any, tuple[Any, ...]]:
+    """The rows of ``table`` with these ids, as SQLAlchemy types them (datetimes, booleans),
+    in the columns of :func:`raw_rows`."""
+    tab = LEDGER_METADATA.tables[table]
+    skip = VOLATILE.get(table, frozenset())
+    cols = [c for c in tab.columns if c.name not in skip]
+    at = [c.name for c in cols].index("id")
+    out: dict[Any, tuple[Any, ...]] = {}
+    ordered = sorted(ids)
+    for start in range(0, len(ordered), 500):
+        stmt = sa_select(*cols).where(tab.c.id.in_(ordered[start:start + 500]))
+        out.update({r[at]: tuple(r) for r in s.connection().execute(stmt)})
+    return out
+
+
+def journal_row(table: str, keys: Sequence[str], raw: Sequence[Any]) -> dict[str, Any]:
+    """One row of :func:`raw_rows` in the journal's form (canonical values, unset optional
+    columns left out)."""
+    optional = OPTIONAL.get(table, frozenset())
+    return {k: canonical_value(v) for k, v in zip(keys, raw, strict=True) if not (k in optional and v is None)}
 
 
 def journal_form(s: Session, table: str, where: Any = None) -> Iterator[dict[str, Any]]:

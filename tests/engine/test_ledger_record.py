@@ -151,3 +151,21 @@ def test_record_role_is_the_records_not_the_principals(org: dict[str, Any]) -> N
     forged = Principal("user:ana", Role.OWNER, "ana", "password")
     with pytest.raises(PermissionDenied):
         org["led"].raise_budget(org["ds"].fingerprint, 2.0, 0.0, reason="r", actor=forged)
+
+
+@pytest.mark.parametrize("edit", [
+    "UPDATE spends SET epsilon = epsilon / 10",
+    # the same length of text: only the values differ
+    "UPDATE spends SET event_json = replace(event_json, '0.3', '0.1')",
+    "UPDATE releases SET dataset_id = (SELECT id FROM datasets WHERE name = 'b') WHERE plan_hash = 'plan-2'",
+], ids=["spend_value", "event_text", "release_moved"])
+def test_record_an_edit_after_a_proof_in_the_same_process_is_refused(org: dict[str, Any], edit: str) -> None:
+    """A release proves its history once and remembers which stored values it proved (the
+    store's memo, so that the next release re-derives only new rows); an in-place edit made
+    afterwards, while the same Ledger object stays open, changes the stored values, so the
+    next decision re-derives that row and is refused."""
+    led, ds = org["led"], org["ds"]
+    led.release(ds.fingerprint, "plan-2", "s", [("q", pure(0.1))], lambda: {"q": 3}, actor=org["owner"])
+    _sql(org["url"], edit)
+    with pytest.raises(LedgerIntegrityError, match="disagrees with its own journal"):
+        led.release(ds.fingerprint, "plan-3", "s", [("q", pure(0.1))], lambda: {"q": 4}, actor=org["owner"])
