@@ -186,7 +186,7 @@ def _cmd_release(args: argparse.Namespace) -> Any:
     except BaseException:
         scan.cancel()
         raise
-    return cmd_release(args.spec, args.data, args.ledger, args.backend, args.spark_master, scan=scan)
+    return cmd_release(spec, args.data, args.ledger, args.backend, args.spark_master, scan=scan)
 
 
 def _cmd_ledger(args: argparse.Namespace) -> Any:

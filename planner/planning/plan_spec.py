@@ -117,9 +117,8 @@ class PlanSpec:
 
     ``pinned`` maps allocation item ids (a query id, or ``"<query>:<part>"`` for a query
     released in parts) to fixed shares: the file's pins in weighted mode, every share in
-    manual mode, and in equal mode the equal split's shares, resolved when the file is
-    read, so that any reader that pins them (``planner release``) releases exactly the
-    equal split.
+    manual mode, none in equal and target mode. Reading a file plans nothing: every mode is
+    applied by :func:`build_plan`, the one place that makes a spec's plan.
     """
 
     schema: Schema
@@ -303,11 +302,8 @@ def parse_plan_spec(data: Any, base_dir: Path | None = None) -> PlanSpec:
     queries = queries_from_list(cleaned, schema)
     if mode == "manual":
         _check_manual_shares(queries, schema, pinned)
-    if mode == "equal":
-        from planner.planning.workload import plan_equal
-
-        pinned = {a.id: a.theta for a in plan_equal(queries, schema, epsilon, delta, rule,
-                                                     scales or None).allocation.items}
+    if mode == "equal":  # the equal split is made by build_plan; a share has no meaning here
+        pinned = {}
     name = data.get("dataset_name")
     if name is not None:
         name = _text(name, "'dataset_name'")
