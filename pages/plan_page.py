@@ -7,7 +7,7 @@ import json
 import pandas as pd
 import streamlit as st
 
-from pages._ui import cached, charts, fmt, frame, lifetime, planfiles, planning
+from pages._ui import cached, charts, fmt, frame, lifetime, planfiles, planning, results
 from pages._ui import state as S
 from pages._ui.preamble import require_dataset
 from planner.core.errors import PlannerError
@@ -148,6 +148,10 @@ noisy = advice.noise_warnings(plan.predictions, cached.error_scales(qs, schema))
 if noisy:
     st.warning("At this budget some answers will be mostly noise: " + "; ".join(noisy)
                + ". Raise ε, give these queries more weight, or drop queries.", icon=":material/blur_on:")
+
+# ----------------------------------------------------------------------------- what each answer can support
+st.subheader("What each answer can support")
+results.verdict_table(plan, schema)
 
 # ----------------------------------------------------------------------------- the plan
 if view.target is not None:

@@ -46,6 +46,9 @@ st.dataframe(pd.DataFrame([{
     "ε share": p.epsilon, "±95% error": p.error_bound_95, "unit": p.unit} for p in plan.predictions]),
     hide_index=True, width="stretch", height=35 * (len(plan.predictions) + 1) + 3,
     column_config={c: st.column_config.NumberColumn(format="%.4g") for c in ("ε share", "±95% error", "weight", "target ±")})
+with st.expander("What each answer can support (judged before the release, from public facts only)",
+                 expanded=True):
+    results.verdict_table(plan, schema)
 
 
 # ------------------------------------------------------------------------- actions

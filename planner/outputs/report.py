@@ -32,6 +32,7 @@ from planner.planning.queries import Predicate, Query
 from planner.planning.workload import Plan, Prediction, SplitMode
 
 if TYPE_CHECKING:
+    from planner.data.schema import Schema
     from planner.ledger import BudgetStatus, HistoryPoint
     from planner.release import ReleaseResult
 
@@ -298,11 +299,13 @@ def _num(value: Any, digits: int = 4) -> str:
     return f"{float(value):,.{digits}g}"
 
 
-def _table(header: Sequence[str], rows: Sequence[Sequence[Any]], numeric: Sequence[int] = ()) -> str:
+def _table(header: Sequence[str], rows: Sequence[Sequence[Any]], numeric: Sequence[int] = (),
+           raw: Sequence[int] = ()) -> str:
+    """An HTML table; ``numeric`` columns are numbers, ``raw`` columns are HTML made here."""
     head = "".join(f"<th>{_e(h)}</th>" for h in header)
     body = "".join(
-        "<tr>" + "".join(f'<td class="n">{_num(v)}</td>' if i in numeric else f"<td>{_e(v)}</td>"
-                         for i, v in enumerate(r)) + "</tr>" for r in rows)
+        "<tr>" + "".join(f'<td class="n">{_num(v)}</td>' if i in numeric else f"<td>{v}</td>" if i in raw
+                         else f"<td>{_e(v)}</td>" for i, v in enumerate(r)) + "</tr>" for r in rows)
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
@@ -340,7 +343,7 @@ table{border-collapse:collapse;margin:.6em 0 1em;font-size:.92em}th,td{border:1p
 text-align:left;vertical-align:top}th{background:#f3f5fa}td.n{text-align:right;font-variant-numeric:tabular-nums}
 .meta{color:#555}.note{background:#f3f5fa;border-left:4px solid #3b5bdb;padding:.5em .8em}
 .warn{background:#fff4e6;border-left:4px solid #f08c00;padding:.5em .8em}figure{margin:1em 0}
-figure svg{max-width:100%;height:auto}.sources li{margin:.3em 0}
+figure svg{max-width:100%;height:auto}.headline{font-size:1.4em;font-weight:600;margin:.2em 0}.sources li{margin:.3em 0}
 """
 
 
@@ -382,10 +385,11 @@ def plan_report(
                         else f"Privacy plan for {name}")
     out = _head_section(spec, plan, heading, generated, released=release is not None)
     out += _questions_section(spec)
+    if release is not None:
+        out += _release_section(release, plan, spec.schema)
+    out += _verdict_section(plan, spec.schema) if release is None else []
     out += _budget_section(plan)
     out += _rules_section(spec, plan)
-    if release is not None:
-        out += _release_section(release)
     out.append("<h2>The privacy guarantee in plain words</h2>")
     out += [f"<p>{p}</p>" for p in guarantee_text(spec)]
     out += _ledger_section(status, history)
@@ -504,26 +508,52 @@ def _rule_sentence(rows: Sequence[Mapping[str, Any]], mode: str) -> str:
     return text + "</p>"
 
 
-def _release_section(result: ReleaseResult) -> list[str]:
+def _verdict_section(plan: Plan, schema: Schema) -> list[str]:
+    """Before any release: what each answer can support (:func:`planner.planning.advice.verdicts`)."""
+    from planner.planning.advice import verdicts
+
+    vs = verdicts(plan, schema)
+    return ["<h2>What each answer can support</h2>",
+            "<p>Judged from public facts only (the declared bounds, categories and row count, and this plan's "
+            "noise), never from the data: the same verdicts the released answers carry.</p>",
+            _table(["answer", "verdict", "error (in the owner's units)", "what it can support", "to improve it"],
+                   [[qid, _grade_html(v.grade.value), v.error, v.supports, v.fix] for qid, v in vs.items()],
+                   raw=[1])]
+
+
+def _grade_html(grade: str) -> str:
+    colour = {"usable": "#2b8a3e", "rough": "#e67700", "mostly noise": "#c92a2a"}.get(grade, "#555")
+    return f'<b style="color:{colour}">{_e(grade)}</b>'
+
+
+def _release_section(result: ReleaseResult, plan: Plan, schema: Schema) -> list[str]:
+    """Per query a headline value with its error bar and its verdict, its chart, then every
+    released number in one table (:func:`planner.outputs.results.answer_views`)."""
+    from planner.outputs.results import answer_views
+
     out = ["<h2>The released answers</h2>",
            f"<p>Release #{result.release_id} ({_e(result.status)}). The released values are noisy by design; "
-           "the ± column is their predicted 95% error.</p>"]
+           "each comes with its predicted 95% error and a verdict on what it can support.</p>"]
+    for v in answer_views(result, plan, schema):
+        out.append(f"<h3>{_e(v.title)} <code>{_e(v.query_id)}</code> · {_grade_html(v.verdict.grade.value)}</h3>")
+        out.append(f'<p class="headline">{_e(v.headline)}</p>')
+        out.append(f"<p>{_e(v.verdict.supports)}" + (f" <i>{_e(v.verdict.fix)}</i>" if v.verdict.fix else "")
+                   + "</p>")
+        vals = [{"item": n.label or v.query_id, "value": float(n.value), "error_bound_95": float(n.high) - float(n.value)}
+                for n in v.numbers if isinstance(n.value, float) and n.high is not None]
+        if vals and v.chart in ("value", "sample"):
+            out.append(f"<figure>{render_svg(answers_chart(vals, v.unit or 'value'))}</figure>")
+        if v.chart == "sample":
+            out.append(f"<p>The bin counts are shown with negatives as 0, as the sample is drawn from them; "
+                       f"{len(v.sample):,} synthetic values were drawn (in the JSON report and the Release page's "
+                       "CSV of values).</p>")
+        for n in v.verdict.notes:
+            out.append(f'<p class="meta">{_e(n)}</p>')
     rows = result.rows()
+    out.append("<h3>Every released number</h3>")
     out.append(_table(["question", "part", "label", "released value", "± 95% error", "unit"],
                       [[r["query"], r["part"], r["label"], r["value"], r["error_bound_95"], r["unit"]] for r in rows],
                       numeric=[3, 4]))
-    by_unit: dict[str, list[dict[str, Any]]] = {}
-    for r in rows:
-        v, b = r.get("value"), r.get("error_bound_95")
-        if r["unit"].startswith("rank") or "utility" in r["unit"] or "gap" in r["unit"]:
-            continue  # ranks and mode gaps are not in the value's unit: the table shows them
-        if isinstance(v, (int, float)) and not isinstance(v, bool) and isinstance(b, (int, float)) \
-                and math.isfinite(v) and math.isfinite(b):
-            item = " · ".join(x for x in (str(r["query"]), str(r["label"] or r["part"] or "")) if x)
-            by_unit.setdefault(f"{r['unit']}, {r['kind']}", []).append({"item": item, "value": float(v),
-                                                                        "error_bound_95": float(b)})
-    for unit, vals in by_unit.items():
-        out.append(f"<figure>{render_svg(answers_chart(vals, unit))}</figure>")
     for w in result.warnings:
         out.append(f'<p class="warn">{_e(w)}</p>')
     return out

@@ -454,8 +454,8 @@ def verdict(preds: Sequence[Prediction], q: Query, schema: Schema, scale: float 
     err = f"±{_fmt(e)} {unit}"
     if p.unit == "proportion":
         grade = _grade(e, USABLE_AT_UNIT, ROUGH_AT_UNIT)
-        supports = (f"the released share is within ±{e:.2g} (±{100 * e:.2g} percentage points) of the true share "
-                    "19 times in 20.")
+        supports = (f"the released share is within ±{e:.2g} (±{100 * e:.3g} percentage points) of the true share "
+                    "19 times in 20" + (", more than the whole 0 to 1 range: it says nothing." if e >= 1 else "."))
         return Verdict(q.id, grade, err, supports, _fix(grade, "measure a rarer or commoner event with a count"))
     many = kind in ("histogram", "synthetic_sample") or kind.startswith("grouped") or kind == "count_by_key"
     if scale is None:

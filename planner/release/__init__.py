@@ -190,6 +190,7 @@ class QueryAnswer:
     schema_hash: str
     notes: tuple[str, ...] = ()
     rows: tuple[AnswerRow, ...] = ()
+    verdict: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -203,6 +204,7 @@ class QueryAnswer:
             "opendp": list(self.opendp),
             "predictions": list(self.predictions),
             "notes": list(self.notes),
+            "verdict": self.verdict,
             "schema_hash": self.schema_hash,
         }
 
@@ -311,7 +313,11 @@ def _result(
     release_id: int,
     warnings: tuple[str, ...],
 ) -> ReleaseResult:
+    from planner.planning.advice import verdict
+    from planner.planning.workload import default_error_scales
+
     out: list[QueryAnswer] = []
+    scales = default_error_scales(prepared.queries(), schema) or {}
     for q in prepared.queries():
         its = [it for it in prepared.items if it.part.query.id == q.id]
         draws = [d for it in its for d in it.draws]
@@ -329,6 +335,8 @@ def _result(
                 notes=q.statistic.notes(q, schema),
                 rows=q.statistic.answer_rows(q, answers.get(q.id)),
                 schema_hash=prepared.schema_hash,
+                # data-independent: the schema, the plan's noise and the public sizes
+                verdict=verdict([it.prediction for it in its], q, schema, scales.get(q.id)).to_dict(),
             )
         )
     st = ledger.status(fingerprint)
