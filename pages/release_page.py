@@ -37,7 +37,7 @@ mode_txt = (f"the least ε meeting every target, **ε = {a.used_epsilon:.4g}**" 
             else f"**ε = {a.used_epsilon:.4g}**, " + {"weighted": "split by weight", "equal": "split equally",
                                                     "manual": "split by hand"}.get(s.mode, s.mode))
 st.markdown(f"**The plan in force** (set on the Queries and Planner pages): {mode_txt}, δ = {a.delta:g}, "
-            f"**{a.rule.value}** rule, {len({p.query_id for p in plan.predictions})} queries on **{fmt.plain(data.name)}**.")
+            f"**{fmt.rule(a.rule)}**, {len({p.query_id for p in plan.predictions})} queries on **{fmt.plain(data.name)}**.")
 rows_by_id = {r.get("id"): r for r in S.clean_rows(ss[S.WORKLOAD])}
 st.dataframe(pd.DataFrame([{
     "query": p.query_id, "kind": p.kind, "mechanism": p.mechanism,
@@ -124,7 +124,7 @@ if result is None:
         @st.dialog("Confirm the release", on_dismiss=_cancel)
         def _confirm() -> None:
             st.markdown(f"This spends **ε = {fmt.eps(pv.epsilon_release)}** of the lifetime budget of "
-                        f"**{fmt.plain(data.name)}** ({pv.rule.value} rule, δ = {a.delta:g}). "
+                        f"**{fmt.plain(data.name)}** ({fmt.rule(pv.rule)}, δ = {a.delta:g}). "
                         f"Remaining afterwards: **ε = {fmt.eps(max(pv.epsilon_remaining_after, 0.0))}** "
                         f"of {pv.epsilon_total:g}." + (f" {composed}" if composed else ""))
             st.warning("This cannot be undone: the spend is recorded before any noise is drawn.")

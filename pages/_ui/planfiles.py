@@ -25,7 +25,7 @@ import streamlit as st
 
 from planner.core.errors import PlanError, PlannerError
 
-from . import cached, planning
+from . import cached, fmt, planning
 from . import state as S
 
 if TYPE_CHECKING:
@@ -84,8 +84,8 @@ def restore(spec: PlanSpec, data: cached.Active) -> list[str]:
     ss[S.DELTA] = float(spec.delta)
     status = planning.lifetime(fp)
     if status is not None and status.rule is not spec.rule:
-        notes.append(f"The plan file says the {spec.rule.value} rule, but this dataset's lifetime budget is accounted "
-                     f"under {status.rule.value}: the plan in force uses {status.rule.value}, so its shares differ "
+        notes.append(f"The plan file says {fmt.rule(spec.rule)}, but this dataset's lifetime budget is accounted "
+                     f"under {fmt.rule(status.rule)}: the plan in force uses it, so its shares differ "
                      "from the file's.")
     else:
         ss[S.RULE] = spec.rule.value
@@ -117,7 +117,7 @@ def upload_form(data: cached.Active, page: str) -> None:
         else:
             ss[S.PLAN_FILE_NOTE] = {"page": page, "ok": (
                 f"Restored {up.name}: {len(spec.queries)} queries, {S.MODE_LABELS[spec.mode]}, "
-                f"ε = {spec.epsilon:g}, δ = {spec.delta:g}, {spec.rule.value} rule.") + "".join(" " + n for n in notes)}
+                f"ε = {spec.epsilon:g}, δ = {spec.delta:g}, {fmt.rule(spec.rule)}.") + "".join(" " + n for n in notes)}
         st.rerun()  # the sidebar (drawn before this page) shows the restored plan
     note = ss[S.PLAN_FILE_NOTE]
     if note and note.get("page") == page:

@@ -114,3 +114,16 @@ def verdict_table(plan: Plan, schema: Schema) -> None:
     counts = {g: sum(v.grade is g for v in vs.values()) for g in Grade}
     st.caption(" · ".join(f"{n} {g.value}" for g, n in counts.items() if n) + " — judged from public facts only "
                "(the declared bounds, categories and row count, and this plan's noise), never from the data.")
+
+
+def epsilon_context(epsilon: float | None, rule: str) -> None:
+    """ε in context where ε is chosen: what it means for one person, what deployed systems used,
+    why the spent total differs from the ε typed (the engine's words, as in the HTML report and
+    the command line's output)."""
+    from planner.outputs import words
+
+    with st.expander("What does this ε mean for one person, and what have others used?"):
+        if epsilon is not None:
+            st.markdown(fmt.plain(words.epsilon_meaning(epsilon)))
+        st.markdown("**What others used.**\n" + "\n".join(f"- {fmt.plain(d)}" for d in words.DEPLOYED))
+        st.markdown("**Why the spent total differs from the ε typed.** " + fmt.plain(words.composition_note(rule)))

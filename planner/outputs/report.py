@@ -146,14 +146,15 @@ def rules_chart(rows: Sequence[Mapping[str, Any]], mode: str) -> dict[str, Any]:
     (weighted and equal splits), or the ε it charges (manual and target)."""
     errors = mode in (SplitMode.WEIGHTED.value, SplitMode.EQUAL.value)
     field = "factor" if errors else "epsilon"
-    values = [{"rule": r["rule"], field: r[field], "in force": "in force" if r["in_force"] else "alternative"}
+    values = [{"rule": _rule_words(r["rule"]), field: r[field],
+               "in force": "in force" if r["in_force"] else "alternative"}
               for r in rows if r.get(field) is not None]
     title = ("Typical error under each rule, relative to the best rule (1 = best)" if errors
              else "ε charged under each rule")
     return _base(title, values) | {
         "mark": "bar", "width": 420, "height": {"step": 26},
         "encoding": {
-            "y": {"field": "rule", "type": "nominal", "sort": None, "title": None},
+            "y": {"field": "rule", "type": "nominal", "sort": None, "title": None, "axis": {"labelLimit": 360}},
             "x": {"field": field, "type": "quantitative", "title": "× the best rule's error" if errors else "ε"},
             "color": {"field": "in force", "type": "nominal", "title": None,
                       "scale": {"domain": ["in force", "alternative"], "range": ["#3b5bdb", "#adb5bd"]}},
@@ -251,7 +252,10 @@ def secret_sample_text(plan: Plan) -> str:
 
 
 def guarantee_text(spec: PlanSpec) -> list[str]:
-    """The privacy guarantee of a plan in plain words (paragraphs of HTML)."""
+    """The privacy guarantee of a plan in plain words (paragraphs of HTML), with ε in context
+    (:mod:`planner.outputs.words`: the same words the app and the command line show)."""
+    from planner.outputs.words import DEPLOYED, composition_note, epsilon_meaning
+
     s = spec.schema
     eps, delta = spec.epsilon, spec.delta
     unit = ("one row of the table" if s.unit.column is None
@@ -268,7 +272,7 @@ def guarantee_text(spec: PlanSpec) -> list[str]:
         f"it changes by at most a factor <b>e<sup>ε</sup></b> depending on {relation}"
         + (f", except with a probability of at most <b>δ = {delta:g}</b>." if delta > 0 else "."),
         f"<b>How much.</b> This plan spends <b>ε = {eps:g}</b> in all (composed under "
-        f"{html.escape(RULE_WORDS.get(spec.rule.value, spec.rule.value))}): any published outcome is at most "
+        f"{html.escape(_rule_words(spec.rule.value))}): any published outcome is at most "
         f"{factor:,.3g} times more (or less) likely with the person's data than without it. An attacker who "
         "already knows everything about everybody else cannot learn much more about the person than that bound "
         "allows, whatever they know or compute (Garivier; Borealis AI)." + sample,
@@ -277,12 +281,22 @@ def guarantee_text(spec: PlanSpec) -> list[str]:
         "release of the same data spends more of the dataset's lifetime budget; the ledger adds those costs up "
         "under the rule above and refuses a release that would exceed it. Anything computed from the published "
         "answers alone is covered by the same guarantee (post-processing).",
+        "<b>What this ε means for one person.</b> " + html.escape(epsilon_meaning(eps)),
+        "<b>Why the spent total differs from the ε typed.</b> " + html.escape(composition_note(spec.rule.value)),
+        "<b>What others used.</b> " + " ".join(html.escape(d) for d in DEPLOYED),
         "<b>How accurate.</b> Each answer carries noise calibrated to the most one person can change it "
         "(its sensitivity). The predicted errors come from public facts only — the declared schema and bounds, "
         "ε, δ and the declared public row count — never from the data: the true value lies within the ±95% "
         "error 19 times in 20, and the typical error (RMSE) is smaller (Wasserman and Zhou; Yu).",
     ]
     return out
+
+
+def _rule_words(rule: str) -> str:
+    """A rule in words: the report's own label, else the engine's (never a bare acronym)."""
+    from planner.outputs.words import rule_name
+
+    return RULE_WORDS.get(rule) or rule_name(rule)
 
 
 def _e(value: Any) -> str:
@@ -383,7 +397,8 @@ def plan_report(
     name = spec.dataset_name or (status.name if status is not None else "the dataset")
     heading = title or (f"Release #{release.release_id} of {name}" if release is not None
                         else f"Privacy plan for {name}")
-    out = _head_section(spec, plan, heading, generated, released=release is not None)
+    out = _head_section(spec, plan, heading, generated, released=release is not None,
+                        added=_added_by(release, history))
     out += _questions_section(spec)
     if release is not None:
         out += _release_section(release, plan, spec.schema)
@@ -399,8 +414,21 @@ def plan_report(
     return "\n".join(out)
 
 
+def _added_by(release: ReleaseResult | None, history: Sequence[HistoryPoint]) -> float | None:
+    """What ``release`` added to the dataset's spent total (the ledger's composition), if known."""
+    if release is None:
+        return None
+    prev = 0.0
+    for h in history:
+        if h.release_id == release.release_id:
+            return float(h.epsilon_spent - prev)
+        prev = h.epsilon_spent
+    return None
+
+
 def _head_section(
-    spec: PlanSpec, plan: Plan, heading: str, generated: datetime | None, *, released: bool
+    spec: PlanSpec, plan: Plan, heading: str, generated: datetime | None, *, released: bool,
+    added: float | None = None,
 ) -> list[str]:
     """The document's head, title, when and how it was made, the ε spent, the secret
     sample (if any) and the plan's warnings."""
@@ -413,10 +441,14 @@ def _head_section(
         f"<title>{_e(heading)}</title><style>{CSS}</style></head><body>",
         f"<h1>{_e(heading)}</h1>",
         f'<p class="meta">Made with the Privacy Budget Planner on {when}. Mode: {_e(MODE_WORDS[spec.mode])}; '
-        f"composition rule: {_e(RULE_WORDS.get(a.rule.value, a.rule.value))}; δ = {a.delta:g}.</p>",
+        f"composition rule: {_e(_rule_words(a.rule.value))}; δ = {a.delta:g}.</p>",
         '<p class="note">' + (
-            f"This release spent <b>ε = {_num(plan.used_epsilon)}</b> of the dataset's privacy budget on "
-            f"{n_questions} questions." if released else
+            f"The answers of this release cost <b>ε = {_num(plan.used_epsilon)}</b> on their own "
+            f"({n_questions} questions)"
+            + ("." if added is None or abs(added - plan.used_epsilon) <= 1e-9 * max(1.0, plan.used_epsilon) else
+               f"; composed with the dataset's earlier releases under the rule, they added <b>ε = {_num(added)}</b> "
+               "to its spent total (see “Why the spent total differs from the ε typed” below).")
+            if released else
             f"This plan spends <b>ε = {_num(plan.used_epsilon)}</b> of the dataset's privacy budget on "
             f"{n_questions} questions. Nothing has been released by this plan yet.") + "</p>",
     ]
@@ -461,10 +493,10 @@ def _rules_section(spec: PlanSpec, plan: Plan) -> list[str]:
     out = ["<h2>The composition rule, and what the alternatives would have cost</h2>"]
     rows = rule_rows(spec.rule.value, compare_spec(spec))
     out.append(f"<p>The budget of all the answers together is accounted under "
-               f"<b>{_e(RULE_WORDS.get(a.rule.value, a.rule.value))}</b>. The same plan under the other rules:</p>")
+               f"<b>{_e(_rule_words(a.rule.value))}</b>. The same plan under the other rules:</p>")
     errors = spec.mode in ("weighted", "equal")
     out.append(_table(["rule", "ε charged", *(["typical error × the best rule's"] if errors else []), "note"],
-                      [[RULE_WORDS.get(r["rule"], r["rule"]) + (" (in force)" if r["in_force"] else ""),
+                      [[_rule_words(r["rule"]) + (" (in force)" if r["in_force"] else ""),
                         r["epsilon"], *([r["factor"]] if errors else []), r["note"]] for r in rows],
                       numeric=[1, 2] if errors else [1]))
     out.append(_rule_sentence(rows, spec.mode))
@@ -499,11 +531,12 @@ def _rule_sentence(rows: Sequence[Mapping[str, Any]], mode: str) -> str:
     winners = [r["rule"] for r in ok if float(r[key]) <= best * 1.005]
     force = next((r for r in ok if r["in_force"]), None)
     what = "the smallest errors" if key == "factor" else "the least ε"
-    text = f"<p>{_e(', '.join(winners))} give{'s' if len(winners) == 1 else ''} {what} for this plan."
+    text = (f"<p>{_e(', '.join(_rule_words(w) for w in winners))} give{'s' if len(winners) == 1 else ''} {what} "
+            "for this plan.")
     if force is not None and force["rule"] not in winners:
         worse = (f"{float(force['factor']):.2f}× larger errors" if key == "factor"
                  else f"{float(force['epsilon']) / best:.2f}× the ε")
-        text += f" The rule in force, {_e(force['rule'])}, costs {worse}; it was fixed when the dataset's lifetime " \
+        text += f" The rule in force, {_e(_rule_words(force['rule']))}, costs {worse}; it was fixed when the dataset's lifetime " \
                 "budget was set (every release of a dataset is accounted under one rule)."
     return text + "</p>"
 

@@ -272,7 +272,7 @@ def _unknown_keys(obj: dict[str, Any], allowed: frozenset[str], where: str) -> N
     unknown = sorted(set(obj) - allowed)
     if unknown:
         shown = ", ".join(repr(k[:40]) for k in unknown[:5])
-        raise PlanError(f"{where} has unknown field(s) {shown}; the fields are {sorted(allowed)}.")
+        raise PlanError(f"{where} has unknown field(s) {shown}; the fields are {', '.join(sorted(allowed))}.")
 
 
 def _text(value: Any, name: str, *, max_chars: int = MAX_NAME_CHARS) -> str:
@@ -334,7 +334,7 @@ def _parse_budget(data: dict[str, Any]) -> tuple[str, float, float, CompositionR
     mode = data.get("mode", "weighted")
     modes = [m.value for m in SplitMode]
     if not isinstance(mode, str) or mode not in modes:
-        raise PlanError(f"'mode' must be one of {modes}; got "
+        raise PlanError(f"'mode' must be one of {', '.join(modes)}; got "
                         f"{value_class(mode) if not isinstance(mode, str) else repr(mode[:40])}.")
     if "epsilon" not in budget and mode != "target":
         raise PlanError(f"budget.epsilon is missing: a {mode} plan splits this ε across its queries.")
@@ -345,7 +345,7 @@ def _parse_budget(data: dict[str, Any]) -> tuple[str, float, float, CompositionR
         rule = CompositionRule(composition)
     except ValueError as exc:
         raise PlanError(
-            f"budget.composition must be one of basic, advanced, rdp, zcdp; got {composition[:40]!r}."
+            f"budget.composition must be one of {', '.join(r.value for r in CompositionRule)}; got {composition[:40]!r}."
         ) from exc
     return mode, epsilon, delta, rule
 
