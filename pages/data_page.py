@@ -9,6 +9,7 @@ import streamlit as st
 
 from pages._ui import auth, cached, datasets, fmt, frame
 from pages._ui import state as S
+from pages._ui.guard import guard
 from pages._ui.preamble import require_planner
 from planner.core.errors import PlannerError
 from planner.data.loader import refuse_invalid_cells
@@ -101,11 +102,9 @@ elif picker == "upload":
                                                           {"name": ss[S.UPLOAD_NAME], "bytes": ss[S.UPLOAD_BYTES],
                                                            "file_id": ss[S.UPLOAD_FILE_ID]}))
 elif picker == "server":
-    try:
+    files = []
+    with guard(stop=False):
         files = cached.server_files() if auth.is_owner() else cached.granted_server_files()
-    except PlannerError as exc:
-        st.error(fmt.plain(str(exc)))
-        files = []
     if files:
         ss["data:server_file"] = act.get("file") if act.get("source") == "server" and act.get("file") in files else None
         st.selectbox("File in the server's data directory", files, key="data:server_file", index=None,
@@ -222,11 +221,9 @@ if data.source in ("upload", "server"):
                                  key=f"data:schema_upload:{ss[S.UPLOADER_VERSION]}")
     if schema_up is not None and ss.get("data:schema_loaded") != schema_up.file_id:
         ss["data:schema_loaded"] = schema_up.file_id
-        try:
+        with guard(f"{schema_up.name}: ", stop=False) as g:
             loaded, from_plan = datasets.load_schema_file(schema_up.getvalue())
-        except PlannerError as exc:
-            st.error(fmt.plain(f"{schema_up.name}: {exc}"))
-        else:
+        if g.ok:
             ss[S.DRAFTS][fp] = datasets.draft_from_schema(loaded, kinds)
             _commit()
             saved = S.pop_notice(PAGE)  # "Schema saved: …", when the file's columns fit this one
@@ -382,11 +379,8 @@ if not auth.is_owner():
     st.caption("🔒 The column report (counts computed from the raw data) is shown to owners only.")
     frame.stop()
 st.caption("🔒 **Visible to you only — computed from your raw data.** Counts only; never exported.")
-try:
+with guard():
     rep: dict[str, Any] = cached.report(data.fingerprint, data.schema_json or "", data.df)
-except PlannerError as exc:
-    st.error(fmt.plain(str(exc)))
-    frame.stop()
 c1, c2, c3 = st.columns(3)
 c1.metric("Rows", f"{rep['rows']:,}")
 c2.metric("Columns", f"{len(data.df.columns)}")
@@ -400,7 +394,6 @@ else:
     st.dataframe(report_df, hide_index=True, width="stretch")
 st.caption("usable: rows that enter answers on this column · clipped: values outside the declared bounds, moved to "
            "the bound · invalid: unreadable as the declared kind, or an undeclared category.")
-try:
+# the refusal a release makes (app, command line and scripts alike)
+with guard("A release of this file will be refused until this is fixed: ", stop=False, show="warning"):
     refuse_invalid_cells(schema, rep)
-except PlannerError as exc:  # the refusal a release makes (app, command line and scripts alike)
-    st.warning(f"A release of this file will be refused until this is fixed: {fmt.plain(str(exc))}", icon=":material/block:")

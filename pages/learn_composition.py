@@ -10,10 +10,9 @@ import pandas as pd
 import streamlit as st
 
 from pages._ui import demo_charts as dc
-from pages._ui import fmt, frame
 from pages._ui import state as S
+from pages._ui.guard import guard
 from planner import learn as demos
-from planner.core.errors import PlannerError
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
@@ -42,11 +41,8 @@ delta = c3.select_slider("δ (chance the guarantee fails)", [1e-9, 1e-7, 1e-6, 1
                          help="The advanced and Rényi rules hold except with this tiny probability; "
                               "pick it much smaller than 1 / number of people.")
 
-try:
+with guard():
     curves = _curves(float(eps0), int(k_max), float(delta))
-except PlannerError as exc:
-    st.error(fmt.plain(str(exc)))
-    frame.stop()
 
 st.altair_chart(dc.composition_chart(curves), width="stretch")
 if curves.drv_crossover is None:
@@ -71,11 +67,8 @@ st.markdown(
 )
 total = st.select_slider("Total ε to spend", [0.1, 0.5, 1.0, 2.0, 5.0, 10.0], **S.learned("comp_total", 1.0),
                          help=dc.EPSILON_HELP)
-try:
+with guard():
     acc = _accuracy(float(total), int(k_max), float(delta))
-except PlannerError as exc:
-    st.error(fmt.plain(str(exc)))
-    frame.stop()
 st.altair_chart(dc.accuracy_chart(acc), width="stretch")
 SHORT = {demos.Rule.BASIC: "basic", demos.Rule.ADVANCED: "advanced", demos.Rule.RDP: "Rényi"}
 table = pd.DataFrame({"questions k": acc.k})

@@ -9,6 +9,7 @@ import streamlit as st
 
 from pages._ui import auth, cached, charts, fmt, frame, lifetime
 from pages._ui import state as S
+from pages._ui.guard import guard
 from planner.core.errors import PlannerError
 
 S.init_state()
@@ -18,12 +19,9 @@ PAGE = "ledger"
 st.title("Ledger")
 st.caption("Every release is recorded here before any noise is drawn; nothing is ever refunded or forgotten.")
 
-try:
+with guard():
     led = cached.ledger()
     datasets = led.datasets()
-except PlannerError as exc:
-    st.error(fmt.plain(str(exc)))
-    frame.stop()
 if not datasets:
     st.info("No dataset has a lifetime budget yet: set one on the Planner or the Release page." if auth.is_owner()
             else "No dataset has been shared with you yet: an owner shares one with `planner grant`.")

@@ -96,12 +96,9 @@ manual_refused = False  # the manual split's own box already says it costs more 
 if mode == "manual":
     st.markdown("**The manual split**: type each answer's share. It started from the equal split; "
                 "the planner adds the shares up under the rule and refuses a split that costs more than ε.")
-    try:
+    with guard("The workload is not valid yet: "):
         wl_m = cached.workload_json(ss[S.WORKLOAD], "manual")
         items = cached.item_ids(wl_m, sj)
-    except PlannerError as exc:
-        st.error(f"The workload is not valid yet: {fmt.plain(str(exc))}")
-        frame.stop()
     shares = dict(ss[S.MANUAL])
     man_key = f"planner:manual:{ss[S.EDITOR_VERSION]}:{len(items)}"
     if man_key not in ss:
@@ -118,12 +115,10 @@ if mode == "manual":
                    column_config={"share": st.column_config.NumberColumn(
                        "share", min_value=0.0, format="%.6g",
                        help="ε for pure mechanisms; ρ (zero-concentrated DP) for Gaussian noise")})
-    try:
+    with guard(stop=False) as g:
         s_now = planning.settings(data)
         total = cached.manual_total(wl_m, sj, s_now.delta, s_now.rule, planning.pins_of(ss[S.MANUAL]))
-    except PlannerError as exc:
-        st.error(fmt.plain(str(exc)))
-    else:
+    if g.ok:
         fits = total <= s_now.epsilon
         manual_refused = not fits
         (st.success if fits else st.error)(
@@ -132,11 +127,9 @@ if mode == "manual":
                f"more than the ε = {s_now.epsilon:g} set above: lower some shares or raise ε."),
             icon=":material/functions:")
 
-try:
+with guard(stop=False, show="none" if manual_refused else "error") as made:
     view = planning.current_plan(data, sj)
-except PlannerError as exc:
-    if not manual_refused:
-        st.error(fmt.plain(str(exc)))
+if not made.ok:
     st.subheader("Restore a plan file")
     planfiles.upload_form(data, PAGE)
     frame.stop()
@@ -275,12 +268,10 @@ if mode == "weighted":
                  column_config={"ε used": st.column_config.NumberColumn(format="%.4g")})
     st.toggle("Plot each rule's errors across ε", **S.bind(S.SHOW_CURVE, PAGE))
     if ss[S.SHOW_CURVE]:
-        try:
+        with guard(stop=False) as g:
             with st.spinner("Optimising the split at 12 budgets under every rule…"):
                 curve = cached.compare_curve(view.wl_json, sj, cached.curve_epsilons(s.epsilon), s.delta, view.scales)
-        except PlannerError as exc:
-            st.error(fmt.plain(str(exc)))
-        else:
+        if g.ok:
             st.altair_chart(charts.rules_chart(curve, s.epsilon), width="stretch")
             st.caption("Lower is better. Rules that buy the same accuracy draw their lines on top of one another.")
 elif mode in ("equal", "manual"):
