@@ -21,6 +21,8 @@ ss = st.session_state
 PAGE = "data"
 
 st.title("Data and schema")
+st.page_link("pages/guide_page.py", label="New here? Start here: five steps from a table to a private release",
+             icon=":material/flag:")
 
 # ----------------------------------------------------------------------------- the active dataset
 try:
