@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pandas as pd
@@ -205,11 +206,23 @@ if data.source in ("upload", "server"):
             ss["data:schema_problems"] = {"fp": fp, "problems": problems}
             return
         ss["data:schema_problems"] = None
+        prev = ss[S.SCHEMAS].get(fp)
         ss[S.SCHEMAS] = dict(ss[S.SCHEMAS], **{fp: schema.to_json()})
-        if ss[S.WORKLOAD_FP] != fp or not S.workload_edited():
+        # the starting workload follows the schema only while it is the one made from the
+        # previous schema, untouched; a restored or edited workload is never replaced silently
+        auto = prev is None or S.same_workload(ss[S.WORKLOAD], S.starter_workload(json.loads(prev)))
+        kept = ""
+        if ss[S.WORKLOAD_FP] != fp or (auto and not S.workload_edited()):
             S.set_workload(S.starter_workload(schema.to_dict()), fp)
+        else:
+            names = set(schema.names)
+            stale = [str(r.get("id")) for r in S.clean_rows(ss[S.WORKLOAD])
+                     if r.get("column") and r.get("column") not in names]
+            kept = (f" Your {len(S.clean_rows(ss[S.WORKLOAD]))} queries are kept"
+                    + (f"; {', '.join(stale[:5])} ask(s) about columns no longer declared: fix or drop them on "
+                       "the Queries page." if stale else "."))
         S.notice(PAGE, f"Schema saved: {len(schema.columns)} column(s) declared, "
-                       f"{len(all_cols) - len(schema.columns)} ignored.")
+                       f"{len(all_cols) - len(schema.columns)} ignored." + kept)
 
     st.subheader("Declare the schema")
     st.warning(

@@ -82,8 +82,9 @@ for r in demos.Rule:
     config[f"error ({SHORT[r]})"] = st.column_config.NumberColumn(
         format="±%.3g", help="Typical error of each count in people (RMSE = √2/ε)")
 st.dataframe(table.iloc[:: max(1, len(table) // 6)], hide_index=True, width="stretch", column_config=config)
-k_pick = st.select_slider("Number of questions k (for the simulated answers below)", [int(k) for k in acc.k],
-                          int(acc.k[len(acc.k) // 2]), key="comp_kpick")
+ks = [int(k) for k in acc.k]
+k_pick = st.select_slider("Number of questions k (for the simulated answers below)", ks,
+                          **S.learned("comp_kpick", ks[len(ks) // 2], options=ks))
 seed = dc.seed_controls("comp")
 i = int(list(acc.k).index(k_pick))
 g = dc.rng(seed)

@@ -52,7 +52,8 @@ st.markdown(
     "ε/2. The exponential mechanism is slightly below the two-outcome ISM everywhere."
 )
 
-s = st.slider("Try one vote: number of “yes” votes s", 0, int(n), int(n) // 2 + 3, key="maj_s")
+s = st.slider("Try one vote: number of “yes” votes s", 0, int(n),
+              **S.learned("maj_s", int(n) // 2 + 3, options=range(int(n) + 1)))
 seed = dc.seed_controls("maj")
 em_sim, ism_sim = _votes(float(eps), int(n), int(s), seed)
 m1, m2, m3 = st.columns(3)

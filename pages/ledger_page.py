@@ -58,10 +58,9 @@ if changes:
 
 history = led.history(fp)
 if history:
-    pts = [{"step": "start", "order": 0, "series": "spent", "epsilon": 0.0}]
-    pts += [{"step": f"#{h.release_id} {h.created_at:%m-%d %H:%M}", "order": i, "series": "spent",
-             "epsilon": h.epsilon_spent} for i, h in enumerate(history, start=1)]
-    pts += [dict(p, series="lifetime budget", epsilon=status.epsilon_total) for p in list(pts)]
+    from planner.outputs.report import ledger_points
+
+    pts = ledger_points(status, history, label=lambda h: f"#{h.release_id} {h.created_at:%m-%d %H:%M}")
     st.altair_chart(charts.history_chart(pd.DataFrame(pts)), width="stretch")
 
 st.subheader("Releases")

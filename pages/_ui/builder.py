@@ -343,8 +343,10 @@ def _add(schema: Schema, mode: str) -> None:
         text = f"Added {row['id']}."
     ss[S.WORKLOAD] = rows
     ss[S.EDITOR_VERSION] += 1
-    _put(("editing",), None)
-    _put(("id",), "")
+    # the next query starts fresh: its options, weight, target and scale at their defaults
+    # (the statistic and column stay, as a person adding a series of similar queries expects)
+    fresh = _default_draft()
+    ss[S.BUILDER] = {**draft(), **{k: fresh[k] for k in ("id", "editing", "opts", "weight", "target", "scale")}}
     ss["qb:result"] = {"ok": text}
 
 

@@ -64,7 +64,7 @@ def restore(spec: PlanSpec, data: cached.Active) -> list[str]:
                 "is fixed. Pick the dataset the plan was made for on the Data page, then upload the plan again.")
         absent = [c for c in spec.schema.names if c not in {str(x) for x in data.df.columns}]
         if absent:
-            raise PlanError(f"this plan file declares column(s) {absent[:5]} that {data.name} does not have; pick "
+            raise PlanError(f"this plan file declares column(s) {', '.join(repr(c) for c in absent[:5])} that {data.name} does not have; pick "
                             "the dataset the plan was made for on the Data page, then upload the plan again.")
         ss[S.SCHEMAS] = dict(ss[S.SCHEMAS], **{fp: spec.schema.to_json()})
         ss[S.DRAFTS] = {k: v for k, v in ss[S.DRAFTS].items() if k != fp}
@@ -77,7 +77,7 @@ def restore(spec: PlanSpec, data: cached.Active) -> list[str]:
         ss[S.RELATIVE] = bool(explicit) and _same(explicit, defaults)
         if ss[S.RELATIVE]:
             explicit = {}
-    rows = [S.row_from_query(q, explicit.get(q.id)) for q in spec.queries]
+    rows = [{**S.row_from_query(q, explicit.get(q.id)), **spec.other_mode.get(q.id, {})} for q in spec.queries]
     S.set_workload(rows, fp)
     ss[S.MODE] = mode
     ss[S.EPSILON] = float(spec.epsilon)

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import html
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Final
 
@@ -161,13 +161,46 @@ def rules_chart(rows: Sequence[Mapping[str, Any]], mode: str) -> dict[str, Any]:
         }}
 
 
+def ledger_points(status: BudgetStatus, history: Sequence[HistoryPoint], *,
+                  label: Callable[[HistoryPoint], str] | None = None) -> list[dict[str, Any]]:
+    """The ledger chart's points: spent ε after each release and the lifetime ε in force at
+    each (``HistoryPoint.epsilon_total``), so that the budget line steps up at a raise instead
+    of drawing a raised budget as if it had always applied; a raise after the last release
+    adds a last step, "now".
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace as N
+    >>> pts = ledger_points(N(epsilon_total=3.0, epsilon_spent=1.5),
+    ...                     [N(release_id=1, epsilon_spent=1.0, epsilon_total=1.0),
+    ...                      N(release_id=2, epsilon_spent=1.5, epsilon_total=3.0)])
+    >>> [(p["step"], p["epsilon"]) for p in pts if p["series"] == "lifetime budget"]
+    [('start', 1.0), ('#1', 1.0), ('#2', 3.0)]
+    """
+    name = label or (lambda h: f"#{h.release_id}")
+
+    def total(h: HistoryPoint) -> float:
+        return float(h.epsilon_total) if math.isfinite(h.epsilon_total) else float(status.epsilon_total)
+
+    def spent(x: float) -> float | None:
+        return float(x) if math.isfinite(x) else None
+
+    first = total(history[0]) if history else float(status.epsilon_total)
+    pts: list[dict[str, Any]] = [{"step": "start", "order": 0, "series": "spent", "epsilon": 0.0},
+                                 {"step": "start", "order": 0, "series": "lifetime budget", "epsilon": first}]
+    for i, h in enumerate(history, start=1):
+        pts.append({"step": name(h), "order": i, "series": "spent", "epsilon": spent(h.epsilon_spent)})
+        pts.append({"step": name(h), "order": i, "series": "lifetime budget", "epsilon": total(h)})
+    if history and not math.isclose(total(history[-1]), float(status.epsilon_total), rel_tol=1e-12):
+        n = len(history) + 1
+        pts.append({"step": "now", "order": n, "series": "spent", "epsilon": spent(status.epsilon_spent)})
+        pts.append({"step": "now", "order": n, "series": "lifetime budget", "epsilon": float(status.epsilon_total)})
+    return pts
+
+
 def ledger_chart(status: BudgetStatus, history: Sequence[HistoryPoint]) -> dict[str, Any]:
-    """Spent ε after each release against the lifetime budget (a step line)."""
-    pts = [{"step": "start", "order": 0, "series": "spent", "epsilon": 0.0}]
-    pts += [{"step": f"#{h.release_id}", "order": i, "series": "spent",
-             "epsilon": h.epsilon_spent if math.isfinite(h.epsilon_spent) else None}
-            for i, h in enumerate(history, start=1)]
-    pts += [dict(p, series="lifetime budget", epsilon=status.epsilon_total) for p in list(pts)]
+    """Spent ε after each release against the lifetime budget in force (step lines)."""
+    pts = ledger_points(status, history)
     return _base("The dataset's lifetime budget and what its releases spent", pts) | {
         "mark": {"type": "line", "point": True, "interpolate": "step-after"}, "width": 420, "height": 180,
         "encoding": {
