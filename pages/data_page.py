@@ -160,7 +160,8 @@ if data.source in ("upload", "server"):
         cols = dict(dd["columns"])
         for name in dd["use"]:
             entry = dict(cols.get(name, {"kind": kinds.get(name, "numeric"), "bounds": "", "categories": ""}))
-            for field, suffix in (("kind", "kind"), ("bounds", "bounds"), ("categories", "cats")):
+            for field, suffix in (("kind", "kind"), ("bounds", "bounds"), ("categories", "cats"),
+                                  ("missing", "missing")):
                 if f"data:col:{name}:{suffix}" in ss:
                     entry[field] = ss[f"data:col:{name}:{suffix}"]
             cols[name] = entry
@@ -282,14 +283,15 @@ if data.source in ("upload", "server"):
     if used:
         st.markdown(f"**2. What is public about each of the {len(used)} column(s) in use**")
         kind_values = [k.value for k in ColumnKind]
-        h1, h2, h3, h4 = st.columns([2, 2, 2, 4])
+        h1, h2, h3, h4, h5 = st.columns([2, 2, 2, 4, 2])
         h1.caption("column")
         h2.caption("kind (suggested from the data; `key`: values you cannot list, released by threshold)")
         h3.caption("public bounds L, U (numeric)")
         h4.caption('public categories (categorical; quote one that holds a comma: "Smith, John")')
+        h5.caption("a missing value: blank drops the row from this column's answers; a value replaces it")
         for name in used:
             entry = d["columns"].get(name, {"kind": kinds.get(name, "numeric"), "bounds": "", "categories": ""})
-            c1, c2, c3, c4 = st.columns([2, 2, 2, 4])
+            c1, c2, c3, c4, c5 = st.columns([2, 2, 2, 4, 2])
             c1.markdown(f"**{fmt.plain(name)}**")
             kk, bk, ck = f"data:col:{name}:kind", f"data:col:{name}:bounds", f"data:col:{name}:cats"
             ss[kk] = entry["kind"] if entry["kind"] in kind_values else "numeric"
@@ -305,6 +307,11 @@ if data.source in ("upload", "server"):
                           label_visibility="collapsed",
                           on_change=_set_col, args=(name, "categories", ck),
                           disabled=entry["kind"] != "categorical")
+            mk = f"data:col:{name}:missing"
+            ss[mk] = entry.get("missing", "")
+            c5.text_input(f"{name}: value for a missing cell", key=mk, placeholder="drop the row",
+                          label_visibility="collapsed", on_change=_set_col, args=(name, "missing", mk),
+                          disabled=entry["kind"] == "identifier")
 
     st.markdown("**3. Who is protected**")
     r1, r2, r3, r4 = st.columns(4)
@@ -321,7 +328,9 @@ if data.source in ("upload", "server"):
                  help="Declare a column of kind 'identifier' in use to protect people with several rows.")
     ss["data:max_rows"] = int(d["max_rows"])
     r3.number_input("Max rows per person", min_value=1, step=1, key="data:max_rows",
-                    on_change=_set, args=("max_rows", "data:max_rows"))
+                    on_change=_set, args=("max_rows", "data:max_rows"),
+                    help="Contribution bounding: a person with more rows keeps this many, chosen by a fixed "
+                         "pseudo-random order; the others are left out of every answer.")
     ss["data:public_n"] = int(d["public_n"])
     r4.number_input("Public (approximate) row count, 0 if none", min_value=0, step=1, key="data:public_n",
                     on_change=_set, args=("public_n", "data:public_n"),
@@ -400,6 +409,12 @@ c1, c2, c3 = st.columns(3)
 c1.metric("Rows", f"{rep['rows']:,}")
 c2.metric("Columns", f"{len(data.df.columns)}")
 c3.metric("Rows after contribution bounding", f"{rep['rows_after_bounding']:,}")
+from planner.planning import advice  # noqa: E402 (after the page is drawn: it imports the planner)
+
+st.caption(fmt.plain(advice.bounding_words(schema)))
+effect = advice.bounding_effect(schema, int(rep["rows"]), int(rep["rows_after_bounding"]))
+if effect:
+    st.warning(fmt.plain(effect), icon=":material/content_cut:")
 report_df = pd.DataFrame([{"column": k, **{f: v.get(f) for f in ("kind", "usable", "clipped", "invalid", "missing",
                                                                    "replaced", "dropped")}}
                           for k, v in rep["columns"].items()])

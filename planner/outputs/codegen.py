@@ -247,7 +247,8 @@ def notebook(spec: PlanSpec, data: str, dataset_name: str, *, backend: str | Non
     import nbformat.v4 as nbf
 
     name = _clean(dataset_name)
-    cells = [nbf.new_markdown_cell("# " + _header(spec, name, generated).replace("\n\n", "\n\n", 1))]
+    cells = [nbf.new_markdown_cell("# " + _header(spec, name, generated)
+                                   + " Open it in Jupyter (`pip install jupyter`, then `jupyter notebook`).")]
     for s in steps(spec, data, name, backend):
         cells.append(nbf.new_markdown_cell(f"## {s.title}\n\n{s.text}"))
         cells.append(nbf.new_code_cell(s.code))

@@ -548,3 +548,47 @@ def verdicts(plan: Plan, schema: Schema) -> dict[str, Verdict]:
     queries = {p.query.id: p.query for p in plan.parts}
     scales = default_error_scales(list(queries.values()), schema) or {}
     return {qid: verdict(preds, queries[qid], schema, scales.get(qid)) for qid, preds in by_query.items()}
+
+
+# ----------------------------------------------------------------------------- contribution bounding
+def bounding_words(schema: Schema) -> str:
+    """What contribution bounding keeps, in plain words (data-independent)."""
+    unit = schema.unit
+    if unit.column is None:
+        return "Each row is one privacy unit: every row enters the answers."
+    c = unit.max_rows
+    return (f"One person (one value of {unit.column}) counts at most {c} row{'s' if c != 1 else ''}. A person "
+            f"with more rows keeps {c} of them, chosen by a fixed pseudo-random order (a hash of the row's declared "
+            "values and the schema's salt: the same rows in every engine, on every run, whoever else is in the "
+            "table); their other rows are left out of every answer. A larger bound keeps more rows but multiplies "
+            f"the noise each answer needs by the bound.")
+
+
+def bounding_effect(schema: Schema, rows: int, kept: int) -> str | None:
+    """What the bound does to this file (DATA-DEPENDENT, for the owner only: counts of the
+    raw rows): how many rows it leaves out, and whether the declared public row count still
+    describes the rows that enter the answers. ``None`` when it leaves none out.
+
+    Examples
+    --------
+    >>> from planner.data.schema import Schema
+    >>> s = Schema.from_dict({"version": 1, "public_n": 4360, "privacy_unit": {"column": "nr", "max_rows": 1},
+    ...     "columns": [{"name": "nr", "kind": "identifier"}]})
+    >>> print(bounding_effect(s, 4360, 545))  # doctest: +NORMALIZE_WHITESPACE
+    The bound leaves out 3,815 of the 4,360 rows (87.5%); 545 rows enter the answers. The declared public
+    row count (4,360) counts rows before the bound, so what is computed from it (predicted errors, a mean
+    divided by it) describes more rows than enter the answers: declare a count you may publish of the rows
+    that remain (at most 1 per person), or raise the bound.
+    """
+    dropped = rows - kept
+    if dropped <= 0:
+        return None
+    text = (f"The bound leaves out {dropped:,} of the {rows:,} rows ({100 * dropped / max(rows, 1):.3g}%); "
+            f"{kept:,} rows enter the answers.")
+    n = schema.public_n
+    if n is not None and n > kept:
+        text += (f" The declared public row count ({n:,}) counts rows before the bound, so what is computed from "
+                 "it (predicted errors, a mean divided by it) describes more rows than enter the answers: declare a "
+                 f"count you may publish of the rows that remain (at most {schema.unit.max_rows} per person), or "
+                 "raise the bound.")
+    return text
