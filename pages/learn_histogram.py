@@ -11,7 +11,7 @@ import streamlit as st
 from pages._ui import demo_charts as dc
 from pages._ui import state as S
 from pages._ui.guard import guard
-from planner import learn as demos
+from planner.learn import histogram as demos
 from planner.planning.mechanisms.histogram import MiseCurve
 
 

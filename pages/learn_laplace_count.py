@@ -13,7 +13,7 @@ from pages._ui import demo_charts as dc
 from pages._ui import frame
 from pages._ui import state as S
 from pages._ui.guard import guard
-from planner import learn as demos
+from planner.learn import laplace_count as demos
 
 EXACT = "within ±10 % (formula)"
 SIMULATED = "within ±10 % (simulated)"

@@ -11,7 +11,7 @@ import streamlit as st
 from pages._ui import demo_charts as dc
 from pages._ui import state as S
 from pages._ui.guard import guard
-from planner import learn as demos
+from planner.learn import majority as demos
 
 
 @st.cache_data(show_spinner=False, max_entries=64)

@@ -12,7 +12,7 @@ import streamlit as st
 from pages._ui import demo_charts as dc
 from pages._ui import state as S
 from pages._ui.guard import guard
-from planner import learn as demos
+from planner.learn import survey as demos
 from planner.planning.mechanisms import randomized_response as rr
 
 DESIGNS = {

@@ -119,7 +119,7 @@ if mode == "manual":
         s_now = planning.settings(data)
         total = cached.manual_total(wl_m, sj, s_now.delta, s_now.rule, planning.pins_of(ss[S.MANUAL]))
     if g.ok:
-        fits = total <= s_now.epsilon
+        fits = s_now.budget.fits(total)  # the one test of fitting: the ledger's
         manual_refused = not fits
         (st.success if fits else st.error)(
             f"These shares cost **ε = {total:.6g}** under **{fmt.rule(s_now.rule)}**, "

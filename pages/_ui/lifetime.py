@@ -14,6 +14,8 @@ import streamlit as st
 
 from planner.core.errors import PlannerError
 from planner.ledger import resolve_dataset
+from planner.privacy.accountants import rule as registered_rule
+from planner.privacy.budget import CompositionRule
 
 from . import cached, fmt
 from . import state as S
@@ -47,7 +49,7 @@ def _values() -> tuple[float | None, float, str]:
     d = _draft()
     delta = d["delta"] if d["delta"] is not None else ss[S.DELTA]
     rule = d["rule"] if d["rule"] is not None else ss[S.RULE]
-    return d["epsilon"], float(delta) if isinstance(delta, (int, float)) else 1e-6, rule if rule in S.RULES else "rdp"
+    return d["epsilon"], float(delta) if isinstance(delta, (int, float)) else 1e-6, rule if rule in S.RULES else CompositionRule.RDP
 
 
 def _typed(field: str, wk: str) -> None:
@@ -206,11 +208,6 @@ def set_form(data: cached.Active, page: str) -> None:
         st.error(fmt.plain(err["text"]))
 
 
-_RULE_SHORT = {"basic": "add up every ε", "advanced": "Kairouz–Oh–Viswanath",
-               "rdp": "Rényi DP", "zcdp": "zero-concentrated DP",
-               "pld": "optimal: privacy loss distributions"}
-
-
 def metrics(status: BudgetStatus) -> None:
     """Lifetime ε, spent so far, remaining (one row of metrics)."""
     c1, c2, c3, c4 = st.columns(4)
@@ -287,4 +284,5 @@ def over_budget(pv: ReleasePreview) -> str:
 
 
 def rule_label(rule: str) -> str:
-    return f"{rule} ({_RULE_SHORT.get(rule, rule)})"
+    """A rule as the selectors show it: its name and gist from the rule registry."""
+    return registered_rule(rule).label

@@ -336,7 +336,7 @@ def principal_from_oidc(claims: Mapping[str, Any], roles: Mapping[str, Any]) -> 
     verified = claims.get("email_verified", True)
     if verified is not True:  # strict: a string "false" (or "true") is not a boolean claim
         raise PermissionDenied(
-            "the identity provider does not say this e-mail address is verified (email_verified "
+            "this e-mail address is not verified (the identity provider's email_verified claim "
             f"is {'false' if verified is False else 'not a boolean'}); verify it, or ask the "
             "administrator to configure the provider to send a boolean email_verified claim."
         )

@@ -26,10 +26,11 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Final
 
-from planner.core.errors import PlannerError
+from planner.outputs.render import render_svg
 from planner.planning.plan_spec import PlanOutcome, PlanSpec, build_plan, compare_spec
 from planner.planning.queries import Predicate, Query
 from planner.planning.workload import Plan, Prediction, SplitMode
+from planner.privacy.accountants import rule as rule_of
 
 if TYPE_CHECKING:
     from planner.data.schema import Schema
@@ -65,12 +66,14 @@ SOURCES: Final = (
 SAMPLING_SOURCE: Final = (
     "Borja Balle, Gilles Barthe and Marco Gaboardi, <i>Privacy amplification by subsampling: tight "
     "analyses via couplings and divergences</i>, NeurIPS 2018.")
-RULE_WORDS: Final = {
-    "basic": "basic composition (the ε of the answers add up)",
-    "advanced": "advanced composition (Kairouz, Oh and Viswanath)",
-    "rdp": "Rényi differential privacy (Mironov)",
-    "zcdp": "zero-concentrated differential privacy (Bun and Steinke)",
-}
+
+
+def rule_words(name: str) -> str:
+    """A composition rule as the report names it: its full name from the rule registry
+    (:func:`planner.privacy.accountants.rule`), never its code ("pld")."""
+    return rule_of(name).full
+
+
 MODE_WORDS: Final = {
     "weighted": "the split that makes the weighted errors smallest overall",
     "target": "the least ε that meets every question's error target",
@@ -80,23 +83,7 @@ MODE_WORDS: Final = {
 
 
 # --------------------------------------------------------------------------- charts
-def render_svg(spec: Mapping[str, Any]) -> str:
-    """An SVG drawing of a Vega-Lite specification, rendered offline (vl-convert).
-
-    Raises
-    ------
-    PlannerError
-        vl-convert is not installed, or the specification cannot be rendered.
-    """
-    try:
-        import vl_convert as vlc
-    except ImportError as exc:  # pragma: no cover - a declared dependency
-        raise PlannerError("the report's charts need vl-convert-python (pip install vl-convert-python).") from exc
-    try:
-        svg = str(vlc.vegalite_to_svg(dict(spec)))
-    except Exception as exc:  # vl-convert raises ValueError with the Vega message
-        raise PlannerError(f"a chart of the report could not be drawn ({type(exc).__name__}).") from exc
-    return svg[svg.index("<svg"):] if "<svg" in svg else svg
+# drawn by planner.outputs.render.render_svg: in a worker process, text made printable
 
 
 def _base(title: str, values: list[dict[str, Any]]) -> dict[str, Any]:
@@ -146,7 +133,7 @@ def rules_chart(rows: Sequence[Mapping[str, Any]], mode: str) -> dict[str, Any]:
     (weighted and equal splits), or the ε it charges (manual and target)."""
     errors = mode in (SplitMode.WEIGHTED.value, SplitMode.EQUAL.value)
     field = "factor" if errors else "epsilon"
-    values = [{"rule": _rule_words(r["rule"]), field: r[field],
+    values = [{"rule": r.get("label", r["rule"]), field: r[field],
                "in force": "in force" if r["in_force"] else "alternative"}
               for r in rows if r.get(field) is not None]
     title = ("Typical error under each rule, relative to the best rule (1 = best)" if errors
@@ -249,8 +236,8 @@ def rule_rows(rule_in_force: str, comparison: Mapping[str, Mapping[str, Any] | s
     best = min(objectives) if objectives else None
     out = []
     for rule, v in comparison.items():
-        row: dict[str, Any] = {"rule": rule, "in_force": rule == rule_in_force, "epsilon": None,
-                               "factor": None, "note": ""}
+        row: dict[str, Any] = {"rule": rule, "label": rule_words(rule), "in_force": rule == rule_in_force,
+                               "epsilon": None, "factor": None, "note": ""}
         if isinstance(v, Mapping):
             row["epsilon"] = float(v["used_epsilon"])
             if best is not None and "objective" in v and best > 0:
@@ -305,7 +292,7 @@ def guarantee_text(spec: PlanSpec) -> list[str]:
         f"it changes by at most a factor <b>e<sup>ε</sup></b> depending on {relation}"
         + (f", except with a probability of at most <b>δ = {delta:g}</b>." if delta > 0 else "."),
         f"<b>How much.</b> This plan spends <b>ε = {eps:g}</b> in all (composed under "
-        f"{html.escape(_rule_words(spec.rule.value))}): any published outcome is at most "
+        f"{html.escape(rule_words(spec.rule))}): any published outcome is at most "
         f"{factor:,.3g} times more (or less) likely with the person's data than without it. An attacker who "
         "already knows everything about everybody else cannot learn much more about the person than that bound "
         "allows, whatever they know or compute (Garivier; Borealis AI)." + sample,
@@ -323,13 +310,6 @@ def guarantee_text(spec: PlanSpec) -> list[str]:
         "error 19 times in 20, and the typical error (RMSE) is smaller (Wasserman and Zhou; Yu).",
     ]
     return out
-
-
-def _rule_words(rule: str) -> str:
-    """A rule in words: the report's own label, else the engine's (never a bare acronym)."""
-    from planner.outputs.words import rule_name
-
-    return RULE_WORDS.get(rule) or rule_name(rule)
 
 
 def _e(value: Any) -> str:
@@ -474,7 +454,7 @@ def _head_section(
         f"<title>{_e(heading)}</title><style>{CSS}</style></head><body>",
         f"<h1>{_e(heading)}</h1>",
         f'<p class="meta">Made with the Privacy Budget Planner on {when}. Mode: {_e(MODE_WORDS[spec.mode])}; '
-        f"composition rule: {_e(_rule_words(a.rule.value))}; δ = {a.delta:g}.</p>",
+        f"composition rule: {_e(rule_words(a.rule))}; δ = {a.delta:g}.</p>",
         '<p class="note">' + (
             f"The answers of this release cost <b>ε = {_num(plan.used_epsilon)}</b> on their own "
             f"({n_questions} questions)"
@@ -526,10 +506,10 @@ def _rules_section(spec: PlanSpec, plan: Plan) -> list[str]:
     out = ["<h2>The composition rule, and what the alternatives would have cost</h2>"]
     rows = rule_rows(spec.rule.value, compare_spec(spec))
     out.append(f"<p>The budget of all the answers together is accounted under "
-               f"<b>{_e(_rule_words(a.rule.value))}</b>. The same plan under the other rules:</p>")
+               f"<b>{_e(rule_words(a.rule))}</b>. The same plan under the other rules:</p>")
     errors = spec.mode in ("weighted", "equal")
     out.append(_table(["rule", "ε charged", *(["typical error × the best rule's"] if errors else []), "note"],
-                      [[_rule_words(r["rule"]) + (" (in force)" if r["in_force"] else ""),
+                      [[r["label"] + (" (in force)" if r["in_force"] else ""),
                         r["epsilon"], *([r["factor"]] if errors else []), r["note"]] for r in rows],
                       numeric=[1, 2] if errors else [1]))
     out.append(_rule_sentence(rows, spec.mode))
@@ -547,7 +527,7 @@ def _ledger_section(status: BudgetStatus | None, history: Sequence[HistoryPoint]
         return out
     remaining = max(status.epsilon_remaining, 0.0) if math.isfinite(status.epsilon_remaining) else 0.0
     out.append(_table(["lifetime ε", "lifetime δ", "rule", "spent so far", "remaining", "releases"],
-                      [[status.epsilon_total, status.delta_total, status.rule.value, status.epsilon_spent,
+                      [[status.epsilon_total, status.delta_total, rule_words(status.rule), status.epsilon_spent,
                         remaining, status.releases]], numeric=[0, 1, 3, 4, 5]))
     out.append("<p>Every release is recorded before any noise is drawn; nothing is ever refunded.</p>")
     if history:
@@ -561,15 +541,14 @@ def _rule_sentence(rows: Sequence[Mapping[str, Any]], mode: str) -> str:
     if not ok:
         return "<p>No other rule applies to this plan.</p>"
     best = min(float(r[key]) for r in ok)
-    winners = [r["rule"] for r in ok if float(r[key]) <= best * 1.005]
+    winners = [r["label"] for r in ok if float(r[key]) <= best * 1.005]
     force = next((r for r in ok if r["in_force"]), None)
     what = "the smallest errors" if key == "factor" else "the least ε"
-    text = (f"<p>{_e(', '.join(_rule_words(w) for w in winners))} give{'s' if len(winners) == 1 else ''} {what} "
-            "for this plan.")
-    if force is not None and force["rule"] not in winners:
+    text = f"<p>{_e(', '.join(winners))} give{'s' if len(winners) == 1 else ''} {what} for this plan."
+    if force is not None and force["label"] not in winners:
         worse = (f"{float(force['factor']):.2f}× larger errors" if key == "factor"
                  else f"{float(force['epsilon']) / best:.2f}× the ε")
-        text += f" The rule in force, {_e(_rule_words(force['rule']))}, costs {worse}; it was fixed when the dataset's lifetime " \
+        text += f" The rule in force, {_e(force['label'])}, costs {worse}; it was fixed when the dataset's lifetime " \
                 "budget was set (every release of a dataset is accounted under one rule)."
     return text + "</p>"
 

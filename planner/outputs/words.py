@@ -14,14 +14,19 @@ from __future__ import annotations
 import math
 from typing import Final
 
-from planner.planning.advice import RULE_NAMES
+from planner.core.errors import PlannerError
+from planner.privacy.accountants import rule as registered_rule
 
 __all__ = ["DEPLOYED", "belief_after", "composition_note", "context", "epsilon_meaning", "rule_name"]
 
 
 def rule_name(rule: str) -> str:
-    """A composition rule in words (``"pld"`` → "the optimal accountant (privacy loss distributions)")."""
-    return RULE_NAMES.get(str(rule), str(rule))
+    """A composition rule in words, its acronym expanded (the rule registry's full name:
+    :func:`planner.privacy.accountants.rule`)."""
+    try:
+        return registered_rule(str(getattr(rule, "value", rule))).full
+    except (KeyError, ValueError, PlannerError):
+        return str(rule)
 
 
 def belief_after(prior: float, epsilon: float) -> float:
