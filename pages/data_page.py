@@ -15,6 +15,7 @@ from pages._ui.preamble import require_planner
 from planner.core.errors import PlannerError
 from planner.data.loader import refuse_invalid_cells
 from planner.data.schema import ColumnKind, format_text_list
+from planner.outputs import words
 
 S.init_state()
 require_planner()
@@ -409,10 +410,8 @@ c1, c2, c3 = st.columns(3)
 c1.metric("Rows", f"{rep['rows']:,}")
 c2.metric("Columns", f"{len(data.df.columns)}")
 c3.metric("Rows after contribution bounding", f"{rep['rows_after_bounding']:,}")
-from planner.planning import advice  # noqa: E402 (after the page is drawn: it imports the planner)
-
-st.caption(fmt.plain(advice.bounding_words(schema)))
-effect = advice.bounding_effect(schema, int(rep["rows"]), int(rep["rows_after_bounding"]))
+st.caption(fmt.plain(words.bounding_words(schema)))
+effect = words.bounding_effect(schema, int(rep["rows"]), int(rep["rows_after_bounding"]))
 if effect:
     st.warning(fmt.plain(effect), icon=":material/content_cut:")
 report_df = pd.DataFrame([{"column": k, **{f: v.get(f) for f in ("kind", "usable", "clipped", "invalid", "missing",

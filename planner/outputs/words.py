@@ -4,7 +4,9 @@
   how far it can move an attacker's belief);
 * :data:`DEPLOYED` — what deployed systems used, each with its source;
 * :func:`composition_note` — why the spend the ledger composes differs from the ε typed;
-* :func:`rule_name` — a composition rule in words, never a bare acronym.
+* :func:`rule_name` — a composition rule in words, never a bare acronym;
+* :func:`bounding_words`, :func:`bounding_effect` — what contribution bounding keeps, and
+  what it does to this file and to a declared public row count (the latter owner-only).
 
 Everything here is about ε and the plan (public); nothing reads the data.
 """
@@ -15,9 +17,11 @@ import math
 from typing import Final
 
 from planner.core.errors import PlannerError
+from planner.data.schema import Schema
 from planner.privacy.accountants import rule as registered_rule
 
-__all__ = ["DEPLOYED", "belief_after", "composition_note", "context", "epsilon_meaning", "rule_name"]
+__all__ = ["DEPLOYED", "belief_after", "bounding_effect", "bounding_words", "composition_note", "context",
+           "epsilon_meaning", "rule_name"]
 
 
 def rule_name(rule: str) -> str:
@@ -93,3 +97,46 @@ def context(epsilon: float | None, rule: str) -> dict[str, object]:
     if epsilon is not None:
         out["epsilon_meaning"] = epsilon_meaning(epsilon)
     return out
+
+
+# ----------------------------------------------------------------------------- contribution bounding
+def bounding_words(schema: Schema) -> str:
+    """What contribution bounding keeps, in plain words (data-independent)."""
+    unit = schema.unit
+    if unit.column is None:
+        return "Each row is one privacy unit: every row enters the answers."
+    c = unit.max_rows
+    return (f"One person (one value of {unit.column}) counts at most {c} row{'s' if c != 1 else ''}. A person "
+            f"with more rows keeps {c} of them, chosen by a fixed pseudo-random order (a hash of the row's declared "
+            "values and the schema's salt: the same rows in every engine, on every run, whoever else is in the "
+            "table); their other rows are left out of every answer. A larger bound keeps more rows but multiplies "
+            f"the noise each answer needs by the bound.")
+
+
+def bounding_effect(schema: Schema, rows: int, kept: int) -> str | None:
+    """What the bound does to this file (DATA-DEPENDENT, for the owner only: counts of the
+    raw rows): how many rows it leaves out, and whether the declared public row count still
+    describes the rows that enter the answers. ``None`` when it leaves none out.
+
+    Examples
+    --------
+    >>> s = Schema.from_dict({"version": 1, "public_n": 4360, "privacy_unit": {"column": "nr", "max_rows": 1},
+    ...     "columns": [{"name": "nr", "kind": "identifier"}]})
+    >>> print(bounding_effect(s, 4360, 545))  # doctest: +NORMALIZE_WHITESPACE
+    The bound leaves out 3,815 of the 4,360 rows (87.5%); 545 rows enter the answers. The declared public
+    row count (4,360) counts rows before the bound, so what is computed from it (predicted errors, a mean
+    divided by it) describes more rows than enter the answers: declare a count you may publish of the rows
+    that remain (at most 1 per person), or raise the bound.
+    """
+    dropped = rows - kept
+    if dropped <= 0:
+        return None
+    text = (f"The bound leaves out {dropped:,} of the {rows:,} rows ({100 * dropped / max(rows, 1):.3g}%); "
+            f"{kept:,} rows enter the answers.")
+    n = schema.public_n
+    if n is not None and n > kept:
+        text += (f" The declared public row count ({n:,}) counts rows before the bound, so what is computed from "
+                 "it (predicted errors, a mean divided by it) describes more rows than enter the answers: declare a "
+                 f"count you may publish of the rows that remain (at most {schema.unit.max_rows} per person), or "
+                 "raise the bound.")
+    return text
