@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from pages._ui import auth, cached, charts, frame
+from pages._ui import auth, cached, charts, fmt, frame
 from pages._ui import state as S
 from pages._ui.guard import guard
 from pages._ui.preamble import require_dataset
@@ -72,6 +72,10 @@ else:
                   help="No mechanism whose answers are right on average can do better at this ε "
                        "(the lower bound in Garivier, How to learn while respecting individual privacy?, "
                        "ENS de Lyon, 2021).")
+        if not at.empty:
+            from planner.outputs.words import lower_bound_gap
+
+            st.caption(fmt.plain(lower_bound_gap(float(at["RMSE"].min()), float(lb.iloc[0]))))
 for n in notes:
     st.caption(f"ℹ️ {n}")
 

@@ -140,3 +140,18 @@ def bounding_effect(schema: Schema, rows: int, kept: int) -> str | None:
                  f"count you may publish of the rows that remain (at most {schema.unit.max_rows} per person), or "
                  "raise the bound.")
     return text
+
+
+def lower_bound_gap(best_rmse: float, floor: float) -> str:
+    """The lower bound on the typical error, in one line: how far the best offered mechanism
+    is from it, and what that gap means.
+
+    Examples
+    --------
+    >>> lower_bound_gap(11.32, 1.381)[:60]
+    'The best mechanism offered here has a typical error 8.2× the'
+    """
+    ratio = best_rmse / floor if floor > 0 else math.inf
+    return (f"The best mechanism offered here has a typical error {ratio:.2g}× the floor. No unbiased mechanism "
+            "(one whose answers are right on average) can go below the floor at this ε; the gap is the most a "
+            "better unbiased mechanism could win, and the floor itself may not be reachable.")
