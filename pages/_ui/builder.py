@@ -343,10 +343,8 @@ def _add(schema: Schema, mode: str) -> None:
         text = f"Added {row['id']}."
     ss[S.WORKLOAD] = rows
     ss[S.EDITOR_VERSION] += 1
-    # the next query starts fresh: its options, weight, target and scale at their defaults
-    # (the statistic and column stay, as a person adding a series of similar queries expects)
-    fresh = _default_draft()
-    ss[S.BUILDER] = {**draft(), **{k: fresh[k] for k in ("id", "editing", "opts", "weight", "target", "scale")}}
+    # the next query starts fresh: a new form, nothing carried over from the one just added
+    ss[S.BUILDER] = _default_draft()
     ss["qb:result"] = {"ok": text}
 
 

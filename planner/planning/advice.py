@@ -504,7 +504,7 @@ def _quantile_verdict(preds: Sequence[Prediction], q: Query, schema: Schema) -> 
     notes = (f"Released on a grid of step {_fmt(step)}: even with no noise the answer is off by up to one step.",
              "In units, the worst case needs an assumption about the data: without one, values may pile up "
              f"anywhere, and a rank error can then cover the whole range ({_fmt(hi - lo)} units).")
-    err = f"±{100 * worst:.2g}% of the rows in rank"
+    err = f"±{100 * worst:.3g}% of the rows in rank"
     return Verdict(q.id, grade, err, supports, _fix(grade, "use a coarser grid (fewer candidates)"), notes)
 
 

@@ -113,6 +113,8 @@ def test_the_builder_starts_fresh_after_a_query_is_added() -> None:
     at.button(key="qb:add").click().run()
     assert not at.exception, [e.value for e in at.exception]
     assert any(r["id"] == "income_by_region" for r in at.session_state[S.WORKLOAD])
+    assert at.selectbox(key="qb:kind").value == "count"  # a fresh form
+    at.selectbox(key="qb:kind").set_value("grouped_mean").run()
     by = next(w for w in at.multiselect if w.key.startswith("qb:opts:grouped_mean:by"))
     assert by.value == []  # today: ["region"] carries over into the next query
 

@@ -108,7 +108,7 @@ def test_a_first_time_owner_releases_a_panel_file_that_reads_as_results(
     page.get_by_role("button", name="Add the query").click()
     wait_for_run(page)
     page.get_by_text("Added lwage_by_occupation.").wait_for()
-    no_error(page)
+    no_error(page)  # the form starts fresh: nothing carried over, nothing to complain about
     shot(page, "53-panel-queries")
 
     # --- the Planner: ε, δ and the lifetime budget
