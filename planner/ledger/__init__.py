@@ -88,6 +88,7 @@ from planner.ledger.tx import WAIT_FOR_SAME_PLAN_SECONDS, Releaser
 from planner.ledger.verify import run as _verify_store
 from planner.ledger.verify import verify_ledger
 from planner.privacy.accounting import CompositionRule, Spend
+from planner.privacy.budget import BUDGET_TOLERANCE
 from planner.privacy.sampling import Sampling
 
 __all__ = [
@@ -125,8 +126,8 @@ __all__ = [
     "verify_ledger",
 ]
 
-#: Relative slack on every budget check (:data:`planner.privacy.budget.BUDGET_TOLERANCE`).
-BUDGET_REL_TOLERANCE: Final = 1e-12
+#: Relative slack on every budget check: the one tolerance of :meth:`planner.privacy.budget.Budget.fits`.
+BUDGET_REL_TOLERANCE: Final = BUDGET_TOLERANCE
 
 
 class Ledger:

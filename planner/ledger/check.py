@@ -33,7 +33,7 @@ from planner.ledger.records import ReleasePreview
 from planner.privacy.accountants import Accountant, accountant
 from planner.privacy.accounting import CompositionRule, Spend
 from planner.privacy.budget import Budget, check_delta, check_epsilon
-from planner.privacy.sampling import Sampling
+from planner.privacy.sampling import Sampling, sampled_epsilon
 
 __all__ = ["Lifetime", "budget_values", "composed_epsilon", "preview"]
 
@@ -62,24 +62,19 @@ class Lifetime:
 
 def composed_epsilon(acct: Accountant, delta: float, sampling: Sampling | None = None) -> float:
     """The ε of the spends ``acct`` holds at total δ (0 for none; ``inf`` for anything that
-    is not a number). With ``sampling``, the population's: composed at δ/q, amplified once.
+    is not a number): :func:`planner.privacy.sampling.sampled_epsilon`, the population's ε
+    when the table is a secret sample.
 
     Examples
     --------
     >>> from planner.privacy.events import LaplaceEvent
     >>> acct = accountant("basic").compose([Spend(LaplaceEvent(1.0), 1.0)])
-    >>> composed_epsilon(acct, 0.0)
-    1.0
-    >>> round(composed_epsilon(acct, 0.0, Sampling(0.5)), 12)  # ln(1 + (e − 1)/2)
-    0.620114506958
+    >>> composed_epsilon(acct, 0.0), composed_epsilon(accountant("basic"), 0.0)
+    (1.0, 0.0)
     """
     if not acct.events:
         return 0.0
-    if sampling is None:
-        value = float(acct.epsilon(delta))
-    else:
-        base = sampling.base_delta(delta)
-        value = float(sampling.amplify(acct.epsilon(base), base)[0])
+    value = float(sampled_epsilon(acct, delta, sampling))
     return math.inf if math.isnan(value) else value
 
 

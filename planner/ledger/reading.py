@@ -9,7 +9,6 @@ and the stored answers, each checked against the digest the record keeps of it.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -60,18 +59,12 @@ def lifetime_of(ds: Row) -> Lifetime:
     return Lifetime(str(ds["fingerprint"]), float(ds["epsilon"]), float(ds["delta"]), rule_of(ds), sampling_of(ds))
 
 
-def spent(record: Record, ds: Row, life: Lifetime, *, subject: str | None = None, delta: float | None = None) -> float:
-    """The composed ε of the dataset's recorded spends (``subject``'s only, if given) at δ
-    (the dataset's unless given), for the population when the table is a secret sample;
-    from the record's composition, remembered until a spend is added."""
-    d = life.delta if delta is None else delta
-    ds_id = int(ds["id"])
-    if life.sampling is None:
-        value = record.epsilon_of(ds_id, life.rule, d, subject)
-    else:
-        n, acct = record.composed(ds_id, life.rule, subject)
-        value = 0.0 if n == 0 else composed_epsilon(acct, d, life.sampling)
-    return math.inf if math.isnan(value) else value
+def spent(record: Record, ds: Row, life: Lifetime, *, subject: str | None = None) -> float:
+    """The composed ε of the dataset's recorded spends (``subject``'s only, if given) at its
+    δ, for the population when the table is a secret sample: from the record's composition,
+    which composed each spend once (the accountant keeps its answer by δ)."""
+    _, acct = record.composed(int(ds["id"]), life.rule, subject)
+    return composed_epsilon(acct, life.delta, life.sampling)
 
 
 @dataclass
@@ -95,7 +88,8 @@ class Reader:
         total = spent(record, ds, life)
         on_sample = None
         if life.sampling is not None:
-            on_sample = record.epsilon_of(int(ds["id"]), life.rule, life.sampling.base_delta(life.delta))
+            _, acct = record.composed(int(ds["id"]), life.rule)
+            on_sample = composed_epsilon(acct, life.sampling.base_delta(life.delta))
         return BudgetStatus(
             fingerprint=life.key, name=str(ds["name"]), epsilon_total=life.epsilon, delta_total=life.delta,
             rule=life.rule, epsilon_spent=total, epsilon_remaining=life.epsilon - total, releases=len(rows),

@@ -32,7 +32,7 @@ import bisect
 import json
 import threading
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -63,13 +63,13 @@ def name_key(name: str) -> str:
     return " ".join(name.split()).casefold()
 
 
-@dataclass
+@dataclass(frozen=True, slots=True)
 class _Composed:
-    """One dataset's spends (or one principal's on it) composed so far."""
+    """One dataset's spends (or one principal's on it) composed so far (the accountant
+    keeps its answers by δ)."""
 
     count: int
     acct: Accountant
-    epsilons: dict[float, float] = field(default_factory=dict)
 
 
 class Record:
@@ -301,15 +301,6 @@ class Record:
             self._composed[key] = have
         return have.count, have.acct
 
-    def epsilon_of(self, ds: int, rule: CompositionRule, delta: float, subject: str | None = None) -> float:
-        """``composed(...).epsilon(delta)``, remembered until a spend is added (0 for none)."""
-        n, acct = self.composed(ds, rule, subject)
-        if n == 0:
-            return 0.0
-        memo = self._composed[(ds, subject, rule)].epsilons
-        if delta not in memo:
-            memo[delta] = float(acct.epsilon(delta))
-        return memo[delta]
 
 
 #: How a plan released again on another content version of its dataset is stored: the
