@@ -70,7 +70,12 @@ def _card(view: R.AnswerView, page: str) -> None:
                 right.altair_chart(charts.sample_chart(pd.DataFrame({"value": view.sample}), *view.bounds,
                                                        view.title.split(" of ", 1)[-1], max(len(view.numbers), 1)),
                                    width="stretch")
-                right.download_button("Download the synthetic values (CSV)", R.sample_csv(view),
+                count = right.number_input("How many values to download", min_value=1, max_value=len(view.sample),
+                                           value=len(view.sample), step=1, key=f"{page}:sample_n:{view.query_id}",
+                                           help="Any number up to the values drawn at the release: they are "
+                                                "independent draws, so the first ones are a sample of that size.")
+                right.download_button("Download the synthetic values (CSV)",
+                                      lambda: R.sample_csv(view, int(count)),
                                       file_name=f"{view.query_id}-values.csv", mime="text/csv",
                                       key=f"{page}:sample:{view.query_id}", on_click="ignore")
         verdict_block(view.verdict)

@@ -170,11 +170,22 @@ def answer_views(result: ReleaseResult, plan: Plan, schema: Schema) -> list[Answ
     return out
 
 
-def sample_csv(view: AnswerView) -> str:
-    """The synthetic sample's values as a one-column CSV (header: the query id)."""
+def sample_csv(view: AnswerView, count: int | None = None) -> str:
+    """The synthetic sample's values as a one-column CSV (header: the query id): all of them,
+    or the first ``count`` — the values are independent draws from the released histogram, so
+    any first ``count`` of them are a synthetic sample of that size (post-processing: free).
+
+    Examples
+    --------
+    >>> v = AnswerView("ages", "", "synthetic_sample", "", "", None, (), "sample", (0.0, 1.0),  # type: ignore[arg-type]
+    ...                (0.25, 0.5, 0.75))
+    >>> sample_csv(v, 2).splitlines()
+    ['ages', '0.25', '0.5']
+    """
     from planner.core.exports import csv_text
 
-    return csv_text([view.query_id], [[v] for v in view.sample])
+    values = view.sample if count is None else view.sample[:max(int(count), 0)]
+    return csv_text([view.query_id], [[v] for v in values])
 
 
 def text_summary(views: Sequence[AnswerView]) -> list[str]:
