@@ -169,12 +169,13 @@ def _cmd_release(args: argparse.Namespace) -> Any:
     from planner.data.backends import BackgroundScan, default_backend
     from planner.data.sources import WholeFileCheck, open_cli_source
     from planner.planning.plan_spec import load_plan_spec
+    from planner.planning.statistics import plan_requests
 
     spec = load_plan_spec(args.spec)
     kind = (args.backend or default_backend()).strip().lower()
     # the whole-file checks of a CSV run while the scan reads it (planner.data.sources.WholeFileCheck)
-    scan = BackgroundScan(kind, open_cli_source(args.data, defer_check=True), spec.schema, spec.queries,
-                          spark_master=args.spark_master)
+    scan = BackgroundScan(kind, open_cli_source(args.data, defer_check=True), spec.schema,
+                          plan_requests(spec.queries, spec.schema), spark_master=args.spark_master)
     try:
         scan.wait_reading(timeout=10.0)  # the imports below would hold the GIL the set-up needs
         from planner.core import special

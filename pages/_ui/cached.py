@@ -23,8 +23,10 @@ from planner.core.errors import DataError, PlannerError
 from planner.data.backends.base import Backend
 from planner.data.backends.pandas_backend import PandasBackend
 from planner.data.loader import column_report, load_table
+from planner.data.requests import Bins
 from planner.data.schema import ColumnKind, Schema, dataset_fingerprint, suggest_kinds
 from planner.planning.queries import Query, queries_from_list
+from planner.planning.statistics import statistic
 
 from . import state as S
 
@@ -441,7 +443,7 @@ def lower_bound_curve(query_json: str, schema_json: str, epsilons: tuple[float, 
 
     schema = Schema.from_json(schema_json)
     q = queries_from_list([json.loads(query_json)], schema)[0]
-    if not q.statistic.linear:
+    if not statistic(q.kind).linear:
         return None
     sens = q.sensitivity(schema).l1
     b = bounds.unbiased_mse_lower_bound(np.asarray(epsilons), sens)
@@ -455,7 +457,7 @@ def mode_exactness(fingerprint: str, schema_json: str, column: str, epsilons: tu
     from planner.planning.mechanisms import ism
 
     b = frame_backend(fingerprint, schema_json, _df)
-    counts = b.category_counts(column).as_array()
+    counts = b.result(Bins(column)).as_array()
     d = ism.mode_distance(counts).distance
     chk = bounds.ism_optimality(d, np.asarray(epsilons))
     return pd.DataFrame({
@@ -474,7 +476,7 @@ def numeric_kinds() -> tuple[str, ...]:
 def exact_aggregate(fingerprint: str, schema_json: str, query_json: str, _df: pd.DataFrame) -> Any:
     """DATA-DEPENDENT: the query's exact aggregate, through the backend. Never shown or exported."""
     q = queries_from_list([json.loads(query_json)], Schema.from_json(schema_json))[0]
-    return frame_backend(fingerprint, schema_json, _df).aggregate(q)
+    return statistic(q.kind).aggregate(q, frame_backend(fingerprint, schema_json, _df))
 
 
 @st.cache_data(max_entries=16, show_spinner="Simulating the quantile mechanisms…")

@@ -28,7 +28,9 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Final, Literal, NamedTuple, Protocol, cast
 
 from planner.core.errors import DataError, PlannerError
-from planner.data.backends.base import ColumnStats
+from planner.data import parquet_footer
+from planner.data.parquet_footer import bad_parquet
+from planner.data.requests import ColumnStats
 from planner.data.schema import ColumnKind, Schema
 
 if TYPE_CHECKING:  # pandas is imported where a table is loaded: sniffing a CSV needs none
@@ -462,6 +464,8 @@ def _read_header(
         raise DataError(f"file {label!r}: the header row cannot be read; check its quotes.") from exc
     if len(header) > MAX_COLUMNS:
         raise too_many_columns(label, f"{len(header):,} in the header")
+    if header and header[0].startswith(BOM):
+        raise extra_marks(label, 1 + len(header[0]) - len(header[0].lstrip(BOM)))
     _check_header(header, label)
     if all(_NUMBER.match(h) for h in header):
         raise DataError(
@@ -469,6 +473,24 @@ def _read_header(
             f"{len(header)} fields are numbers); add a header row with the column names."
         )
     return delimiter, header
+
+
+#: The byte-order mark, U+FEFF: at the start of a UTF-8 file, its encoding's signature.
+BOM: Final[str] = "\ufeff"
+
+
+def extra_marks(label: str, marks: int) -> DataError:
+    """The error for a text file that starts with more than one byte-order mark.
+
+    The first mark is UTF-8's signature and is read past; a second is a character (ZERO
+    WIDTH NO-BREAK SPACE) at the start of the first column's name, which would then not
+    be the name the schema declares, while the header shows it. Every route refuses it
+    with this message (the header is read by :func:`_read_header` on every route)."""
+    return DataError(
+        f"file {label!r} starts with {marks} byte-order marks (U+FEFF); a UTF-8 file carries at most "
+        "one, and the others would be an invisible part of the first column's name. Save the file "
+        "again as UTF-8 (with or without one byte-order mark)."
+    )
 
 
 def _check_header(names: list[str], label: str) -> None:
@@ -580,23 +602,6 @@ def check_parquet_schema(names: list[str], rows: int, label: str) -> None:
         raise DataError(f"file {label!r} has columns but no rows; upload a file with data.")
 
 
-def parquet_chunks_fit(metadata: Any, size: int) -> bool:
-    """Whether every column chunk the footer lists lies between the leading marker and the
-    footer (a file cut inside, or spliced, points past its data: every engine's later
-    read would fail, each with its own words). Metadata only: no page is read."""
-    end = size - 8 - int(metadata.serialized_size)
-    for g in range(metadata.num_row_groups):
-        group = metadata.row_group(g)
-        for c in range(group.num_columns):
-            chunk = group.column(c)
-            start = chunk.data_page_offset
-            if chunk.has_dictionary_page and chunk.dictionary_page_offset:
-                start = min(start, chunk.dictionary_page_offset)
-            if start < 4 or start + chunk.total_compressed_size > end:
-                return False
-    return True
-
-
 def link_loop(label: str) -> DataError:
     """The error for a path that is a loop of symbolic links (every route says this)."""
     return DataError(
@@ -605,23 +610,9 @@ def link_loop(label: str) -> DataError:
     )
 
 
-def bad_parquet(label: str, truncated: bool) -> DataError:
-    """The error for a Parquet file that cannot be read (the same from every engine)."""
-    if truncated:
-        return DataError(
-            f"file {label!r} is not a valid Parquet file (missing Parquet markers; truncated "
-            "or another format); re-export it as Parquet or CSV."
-        )
-    return DataError(
-        f"file {label!r} could not be read as Parquet (corrupt or unsupported); re-export it."
-    )
-
-
 def _read_parquet(data: bytes, label: str) -> pd.DataFrame:
     import pyarrow as pa
     import pyarrow.parquet as pq
-
-    from planner.data import parquet_footer  # it imports this module
 
     if data[:4] != b"PAR1" or data[-4:] != b"PAR1" or len(data) < 12:
         raise bad_parquet(label, truncated=True)

@@ -20,7 +20,36 @@ import tempfile
 from pathlib import Path
 from typing import Any, Final
 
-from planner.data.loader import bad_parquet, parquet_chunks_fit
+from planner.core.errors import DataError
+
+
+def bad_parquet(label: str, truncated: bool) -> DataError:
+    """The error for a Parquet file that cannot be read (the same from every engine)."""
+    if truncated:
+        return DataError(
+            f"file {label!r} is not a valid Parquet file (missing Parquet markers; truncated "
+            "or another format); re-export it as Parquet or CSV."
+        )
+    return DataError(
+        f"file {label!r} could not be read as Parquet (corrupt or unsupported); re-export it."
+    )
+
+
+def parquet_chunks_fit(metadata: Any, size: int) -> bool:
+    """Whether every column chunk the footer lists lies between the leading marker and the
+    footer (a file cut inside, or spliced, points past its data: every engine's later
+    read would fail, each with its own words). Metadata only: no page is read."""
+    end = size - 8 - int(metadata.serialized_size)
+    for g in range(metadata.num_row_groups):
+        group = metadata.row_group(g)
+        for c in range(group.num_columns):
+            chunk = group.column(c)
+            start = chunk.data_page_offset
+            if chunk.has_dictionary_page and chunk.dictionary_page_offset:
+                start = min(start, chunk.dictionary_page_offset)
+            if start < 4 or start + chunk.total_compressed_size > end:
+                return False
+    return True
 
 
 def duckdb_module() -> Any:
@@ -47,7 +76,7 @@ def footer_connection(duckdb: Any, paths: tuple[Path, ...]) -> Any:
 
 #: a column chunk that starts before the leading marker or ends past the footer's start
 #: ($end); the sums in HUGEINT, so that no offset overflows (same test as
-#: :func:`planner.data.loader.parquet_chunks_fit`)
+#: :func:`parquet_chunks_fit`)
 CHUNKS_OUTSIDE: Final[str] = """
     SELECT count(*) FROM (
         SELECT CASE WHEN dictionary_page_offset IS NOT NULL AND dictionary_page_offset <> 0

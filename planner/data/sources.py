@@ -41,7 +41,6 @@ from planner.data.loader import (
     _check_binary,
     _read_header,
     _too_big,
-    bad_parquet,
     check_controls,
     check_parquet_schema,
     check_text_limits,
@@ -51,6 +50,7 @@ from planner.data.loader import (
     not_regular,
     scan_parts,
 )
+from planner.data.parquet_footer import bad_parquet
 
 if TYPE_CHECKING:  # annotations only: the command line starts without pandas
     import pandas as pd
@@ -515,7 +515,7 @@ def _check_parquet(paths: tuple[Path, ...], label: str) -> None:
 
     Per file, in order: both ``PAR1`` markers; a footer that parses; every column chunk
     the footer lists lies between the leading marker and the footer
-    (:func:`planner.data.loader.parquet_chunks_fit`); the column names and the row count
+    (:func:`planner.data.parquet_footer.parquet_chunks_fit`); the column names and the row count
     (:func:`planner.data.loader.check_parquet_schema`). Errors name ``label`` (one file) or
     the file's name (several).
 

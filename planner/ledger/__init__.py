@@ -58,6 +58,7 @@ from sqlmodel import col, select
 
 from planner.core.errors import LedgerError, LedgerIntegrityError, PermissionDenied
 from planner.core.strict_json import JSON
+from planner.ledger import migrate
 from planner.ledger.accounts import GrantInfo, Principal, Role
 from planner.ledger.datasets import MAX_TEXT_CHARS, Datasets, Identity
 from planner.ledger.integrity import VerifyReport
@@ -197,7 +198,7 @@ class Ledger:
         self._reader = Reader(self._store, self._actors, self._datasets)
         self._releaser = Releaser(self._store, self._actors, self._datasets, self.lease_seconds)
         if _gate:
-            problems = self._store.open()
+            problems = migrate.open_store(self._store)
             if problems:
                 raise LedgerIntegrityError(" ".join(problems))
             self.repair()

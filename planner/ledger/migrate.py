@@ -25,6 +25,7 @@ from planner.ledger.tables import (
     LEDGER_METADATA,
     OPTIONAL,
     TRACKED,
+    V1_TABLES,
     AnswerRow,
     BudgetChangeRow,
     DatasetRow,
@@ -157,3 +158,36 @@ def migrate_v1(store: Store, names: set[str]) -> None:
         with store.engine.connect() as conn:
             # the WAL still holds the pages as they were before the migration
             conn.exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)")
+
+
+def open_store(store: Store) -> list[str]:
+    """The integrity gate run on every open; creates or migrates when appropriate, and
+    builds the verified record. Returns the problems found (empty when usable)."""
+    problems: list[str] = []
+    marker = store.read_marker(problems)
+    if problems:
+        return problems
+    path = store.path
+    if path is not None and not path.exists():
+        if marker is not None:
+            return [store.forgotten(marker, "missing")]
+        store.create_sqlite_file(path)
+    problems = store.sqlite_file_problems()
+    if problems:
+        return problems
+    names = store.table_names()
+    if path is not None and names:
+        problems.extend(store.quick_check())
+        if problems:
+            return problems
+    if "ledger_head" not in names:
+        if marker is not None:
+            return [store.forgotten(marker, "empty" if not names else "missing its journal")]
+        if names & V1_TABLES:
+            migrate_v1(store, names)
+        else:
+            store.create_in_place()
+    problems = store.check_head(marker)
+    if not problems:
+        migrate_columns(store)
+    return problems

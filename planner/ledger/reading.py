@@ -82,18 +82,26 @@ class Reader:
             return self._status(s, record, ds)
 
     def _status(self, s: Session, record: Record, ds: Row) -> BudgetStatus:
+        """From the record alone, but for the liveness of pending releases (read from the
+        table, few): nothing here reads or walks the history."""
         life = lifetime_of(ds)
-        rows = record.releases_of(int(ds["id"]))
-        lost = sum(1 for r in statuses_of(s, rows).values() if r is ReleaseStatus.SPENT_NO_ANSWERS)
+        ds_id = int(ds["id"])
+        pending = record.release_ids_with(ds_id, ReleaseStatus.PENDING.value)
+        dead = 0
+        if pending:
+            live = {r.id: r for r in s.exec(select(ReleaseRow).where(col(ReleaseRow.id).in_(sorted(pending)))).all()}
+            dead = sum(1 for i in pending if i not in live or not alive(live[i]))
+        lost = len(record.release_ids_with(ds_id, ReleaseStatus.SPENT_NO_ANSWERS.value)) + dead
         total = spent(record, ds, life)
         on_sample = None
         if life.sampling is not None:
-            _, acct = record.composed(int(ds["id"]), life.rule)
+            _, acct = record.composed(ds_id, life.rule)
             on_sample = composed_epsilon(acct, life.sampling.base_delta(life.delta))
         return BudgetStatus(
             fingerprint=life.key, name=str(ds["name"]), epsilon_total=life.epsilon, delta_total=life.delta,
-            rule=life.rule, epsilon_spent=total, epsilon_remaining=life.epsilon - total, releases=len(rows),
-            releases_without_answers=lost, sampling=life.sampling, epsilon_spent_sample=on_sample,
+            rule=life.rule, epsilon_spent=total, epsilon_remaining=life.epsilon - total,
+            releases=len(record.release_ids_of(ds_id)), releases_without_answers=lost, sampling=life.sampling,
+            epsilon_spent_sample=on_sample,
         )
 
     def preview(self, who: Principal, ref: Any, spends: Sequence[Spend]) -> ReleasePreview:

@@ -94,6 +94,7 @@ class Record:
         self._changes_of: dict[int, list[int]] = {}
         self._releases_of: dict[int, list[int]] = {}
         self._releases_by_plan: dict[tuple[int, str], list[int]] = {}
+        self._by_status: dict[int, dict[str, set[int]]] = {}
         self._spends_of_release: dict[int, list[int]] = {}
         self._spends_of: dict[tuple[int, str | None], list[int]] = {}
         self._answers_of: dict[int, list[int]] = {}
@@ -144,6 +145,11 @@ class Record:
                 "payload_sha256": payload_digest(str(row["payload_json"]))}
         tab = self.rows.setdefault(table, {})
         new = rid not in tab
+        if table == "releases":
+            groups = self._by_status.setdefault(int(row["dataset_id"]), {})
+            if not new:
+                groups.get(str(tab[rid].get("status")), set()).discard(rid)
+            groups.setdefault(str(row.get("status")), set()).add(rid)
         tab[rid] = row
         if table == "datasets" and new:
             self._ds_by_key[str(row["fingerprint"])] = rid
@@ -225,6 +231,11 @@ class Record:
 
     def release_ids_of(self, ds: int) -> Sequence[int]:
         return self._releases_of.get(ds, ())
+
+    def release_ids_with(self, ds: int, status: str) -> set[int]:
+        """The dataset's releases whose journaled status is ``status`` (kept as entries are
+        applied, so counting them does not read the history)."""
+        return self._by_status.get(ds, {}).get(status, set())
 
     def releases_by_plan(self, ds: int, plan_hash: str) -> list[Row]:
         """The dataset's releases of this plan, oldest first (one per content version)."""

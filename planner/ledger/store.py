@@ -42,6 +42,7 @@ from typing import Any, Final
 
 from sqlalchemy import Engine, create_engine, event, func, inspect, text
 from sqlalchemy import exc as sa_exc
+from sqlalchemy import select as sa_select
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.pool import StaticPool
 from sqlmodel import Session, col, select
@@ -53,6 +54,7 @@ from planner.ledger.integrity import (
     Marker,
     MarkerState,
     canonical,
+    canonical_value,
     chain_key,
     compare,
     entry_mac,
@@ -61,8 +63,9 @@ from planner.ledger.record import Entry, Record
 from planner.ledger.tables import (
     LEDGER_METADATA,
     MODELS,
+    OPTIONAL,
     TRACKED,
-    V1_TABLES,
+    VOLATILE,
     HeadRow,
     JournalRow,
     row_dict,
@@ -386,14 +389,11 @@ class Store:
         """
         problems: list[str] = []
         for table, where, expected in checks:
-            model = MODELS[table]
-            stmt = select(model) if where is None else select(model).where(where)
-            actual = {}
-            for r in s.exec(stmt).all():
-                _, d = row_dict(r)
-                actual[d["id"]] = d
-            problems.extend(compare({table: {k: _comparable(table, v) for k, v in expected.items()}},
-                                    {table: {k: _comparable(table, v) for k, v in actual.items()}}, (table,)))
+            actual = {d["id"]: d for d in journal_form(s, table, where)}
+            if table == "answers":
+                expected = {k: _comparable(table, v) for k, v in expected.items()}
+                actual = {k: _comparable(table, v) for k, v in actual.items()}
+            problems.extend(compare({table: dict(expected)}, {table: actual}, (table,)))
         if problems:
             raise LedgerIntegrityError(
                 f"{what} was refused: the ledger at {self.url} disagrees with its own journal — "
@@ -444,41 +444,7 @@ class Store:
             problems.append(str(exc))
             return None
 
-    def open(self) -> list[str]:
-        """The integrity gate run on every open; creates or migrates when appropriate, and
-        builds the verified record. Returns the problems found (empty when usable)."""
-        from planner.ledger import migrate
-
-        problems: list[str] = []
-        marker = self.read_marker(problems)
-        if problems:
-            return problems
-        path = self.path
-        if path is not None and not path.exists():
-            if marker is not None:
-                return [self._forgotten(marker, "missing")]
-            self._create_sqlite_file(path)
-        problems = self.sqlite_file_problems()
-        if problems:
-            return problems
-        names = self.table_names()
-        if path is not None and names:
-            problems.extend(self._quick_check())
-            if problems:
-                return problems
-        if "ledger_head" not in names:
-            if marker is not None:
-                return [self._forgotten(marker, "empty" if not names else "missing its journal")]
-            if names & V1_TABLES:
-                migrate.migrate_v1(self, names)
-            else:
-                self._create_in_place()
-        problems = self._check_head(marker)
-        if not problems:
-            migrate.migrate_columns(self)
-        return problems
-
-    def _forgotten(self, marker: MarkerState, what: str) -> str:
+    def forgotten(self, marker: MarkerState, what: str) -> str:
         return (
             f"the ledger at {self.url} is {what}, but this machine recorded ledger "
             f"{marker.ledger_id} there with {marker.seq} journal entries (marker "
@@ -487,7 +453,7 @@ class Store:
             "retired it deliberately, delete the marker."
         )
 
-    def _quick_check(self) -> list[str]:
+    def quick_check(self) -> list[str]:
         try:
             with self.engine.connect() as conn:
                 rows = [str(r[0]) for r in conn.exec_driver_sql("PRAGMA quick_check")]
@@ -505,7 +471,7 @@ class Store:
                        secret_check=secret_check(secret=self.secret), seq=0, mac=GENESIS_MAC,
                        created_at=utcnow())
 
-    def _create_sqlite_file(self, path: Path) -> None:
+    def create_sqlite_file(self, path: Path) -> None:
         """Build a complete new ledger beside ``path`` and link it into place (atomic for
         every other opener: see the module docstring); a creator that loses the race
         discards its file and opens the winner's."""
@@ -539,7 +505,7 @@ class Store:
                 with contextlib.suppress(OSError):
                     Path(f"{tmp}{suffix}").unlink()
 
-    def _create_in_place(self) -> None:
+    def create_in_place(self) -> None:
         """Tables and head in one transaction (in memory, or a server database under an
         advisory lock); an opener that finds them made meanwhile uses them."""
         try:
@@ -587,7 +553,7 @@ class Store:
                 s.connection(execution_options={"isolation_level": "REPEATABLE READ"})
             yield s
 
-    def _check_head(self, marker: MarkerState | None) -> list[str]:
+    def check_head(self, marker: MarkerState | None) -> list[str]:
         with self.snapshot() as s:
             head = s.get(HeadRow, 1)
             if head is None:
@@ -686,6 +652,20 @@ class Store:
                     "verify` for details and restore the ledger from a backup."]
         self.record = record
         return []
+
+
+def journal_form(s: Session, table: str, where: Any = None) -> Iterator[dict[str, Any]]:
+    """The rows of ``table`` (matching ``where``) as the journal holds them (the columns
+    :func:`planner.ledger.tables.row_dict` keeps, canonical values), read as plain rows: a
+    release proves thousands of them, and building ORM objects for each cost most of it."""
+    tab = LEDGER_METADATA.tables[table]
+    skip = VOLATILE.get(table, frozenset())
+    optional = OPTIONAL.get(table, frozenset())
+    stmt = sa_select(*[c for c in tab.columns if c.name not in skip])
+    if where is not None:
+        stmt = stmt.where(where)
+    for m in s.connection().execute(stmt).mappings():
+        yield {k: canonical_value(v) for k, v in m.items() if not (k in optional and v is None)}
 
 
 def _comparable(table: str, row: dict[str, Any]) -> dict[str, Any]:

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any, Final
 from planner.outputs.render import render_svg
 from planner.planning.plan_spec import PlanOutcome, PlanSpec, build_plan, compare_spec
 from planner.planning.queries import Predicate, Query
+from planner.planning.statistics import statistic
 from planner.planning.workload import Plan, Prediction, SplitMode
 from planner.privacy.accountants import rule as rule_of
 
@@ -339,7 +340,7 @@ def _table(header: Sequence[str], rows: Sequence[Sequence[Any]], numeric: Sequen
 def describe_options(q: Query) -> str:
     """A query's options in words, from its statistic's declared labels."""
     parts = []
-    for o in q.statistic.options:
+    for o in statistic(q.kind).options:
         v = q.options.get(o.name)
         if v is None:
             continue
@@ -357,7 +358,7 @@ def describe_options(q: Query) -> str:
 
 
 def _mechanism_label(q: Query) -> str:
-    for m in q.statistic.mechanisms:
+    for m in statistic(q.kind).mechanisms:
         if m.name is q.mechanism:
             return m.label
     return q.mechanism.value
@@ -477,7 +478,7 @@ def _questions_section(spec: PlanSpec) -> list[str]:
     return ["<h2>The questions</h2>",
             _table(["question", "statistic", "column", "options", "mechanism",
                     "target ±" if spec.mode == "target" else "weight"],
-                   [[q.id, q.statistic.label, q.column or "(all rows)", describe_options(q), _mechanism_label(q),
+                   [[q.id, statistic(q.kind).label, q.column or "(all rows)", describe_options(q), _mechanism_label(q),
                      _num(q.target if spec.mode == "target" else (q.weight if q.weight is not None else 1.0))]
                     for q in spec.queries])]
 

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from planner.planning.advice import Verdict, verdicts
+from planner.planning.statistics import statistic
 
 if TYPE_CHECKING:
     from planner.data.schema import Schema
@@ -80,7 +81,7 @@ def format_value(v: float | str | None) -> str:
 
 
 def _title(q: Any) -> str:
-    base = q.statistic.label
+    base = statistic(q.kind).label
     by = q.option("by") if hasattr(q, "option") else None
     text = f"{base} of {q.column}" if q.column else base
     if by:

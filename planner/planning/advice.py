@@ -470,7 +470,9 @@ def verdict(preds: Sequence[Prediction], q: Query, schema: Schema, scale: float 
         what = {"histogram": "bin counts", "synthetic_sample": "bin counts", "count_by_key": "key counts"}.get(
             kind, kind.replace("grouped_", "group ").replace("count", "counts").replace("mean", "means")
             .replace("sum", "sums").replace("quantile", "quantiles"))
-        count = max(part.size for part in q.statistic.parts(q, schema))
+        from planner.planning.statistics import statistic
+
+        count = max(part.size for part in statistic(q.kind).parts(q, schema))
         these = f"these {count} {what}" if count > 1 else f"two {what}"
         supports = (f"each released number is within {err} of the truth 19 times in 20 (a typical one is about "
                     f"{size}); {these} can be told apart only if they truly differ by more than "

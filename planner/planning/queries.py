@@ -19,24 +19,16 @@ sensitivity (the table is in each statistic's module docstring).
 
 from __future__ import annotations
 
-import itertools
 import math
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any, Final
-
-import numpy as np
-import numpy.typing as npt
+from typing import Any, Final, Protocol
 
 from planner.core.errors import QueryError, SchemaError
+from planner.data.requests import Predicate, PredicateOp, PredicateValue, bin_labels
 from planner.data.schema import OTHER_LABEL, ColumnKind, Schema
 from planner.planning.mechanisms.base import MechanismName, Sensitivity
-
-if TYPE_CHECKING:
-    from planner.planning.statistics.base import Statistic
-
-FloatArray = npt.NDArray[np.float64]
 
 #: Default number of quantile candidates when neither ``candidates`` nor ``step`` is given.
 DEFAULT_CANDIDATES: Final[int] = 1001
@@ -68,144 +60,6 @@ class MeanMode(StrEnum):
 
     SUM_OVER_COUNT = "sum_over_count"
     PUBLIC_N = "public_n"
-
-
-class PredicateOp(StrEnum):
-    """Comparison operators of a count predicate."""
-
-    EQ = "=="
-    NE = "!="
-    LT = "<"
-    LE = "<="
-    GT = ">"
-    GE = ">="
-    IN = "in"
-
-
-PredicateValue = float | str | bool | tuple[float | str | bool, ...]
-
-
-@dataclass(frozen=True, slots=True)
-class Predicate:
-    """A declarative row filter on a declared column using public constants only.
-
-    Numeric columns compare the clipped value clip(x, L, U); categorical columns compare
-    the declared label (an undeclared value without an "other" bin matches nothing, not
-    even ``!=``); boolean columns take ``==`` / ``!=`` with true or false. Rows whose
-    value the missing-value rule drops match nothing (and are counted as dropped).
-    """
-
-    column: str
-    op: PredicateOp
-    value: PredicateValue
-
-    def __post_init__(self) -> None:
-        try:
-            object.__setattr__(self, "op", PredicateOp(self.op))
-        except ValueError as exc:
-            raise QueryError(
-                f"predicate operator must be one of {[o.value for o in PredicateOp]}; "
-                f"got {self.op!r}."
-            ) from exc
-        if isinstance(self.value, list):
-            object.__setattr__(self, "value", tuple(self.value))
-
-    @property
-    def values(self) -> tuple[float | str | bool, ...]:
-        """The constant(s) as a tuple (one element unless ``op`` is ``in``)."""
-        return self.value if isinstance(self.value, tuple) else (self.value,)
-
-    def validate(self, schema: Schema, where: str) -> None:
-        """Check the predicate against the schema; :class:`QueryError` if it does not fit."""
-        try:
-            col = schema.column(self.column)
-        except SchemaError as exc:
-            raise QueryError(f"{where}: predicate {exc}") from exc
-        if col.kind is ColumnKind.IDENTIFIER:
-            raise QueryError(
-                f"{where}: a predicate on identifier column {col.name!r} would single out "
-                "people; filter on a numeric, categorical or boolean column."
-            )
-        if col.kind is ColumnKind.KEY:
-            raise QueryError(
-                f"{where}: a predicate on key column {col.name!r} would test an undeclared value; "
-                "filter on a numeric, categorical or boolean column."
-            )
-        if self.op is PredicateOp.IN:
-            if not isinstance(self.value, tuple) or len(self.value) == 0:
-                raise QueryError(f"{where}: operator 'in' needs a non-empty list of constants.")
-        elif isinstance(self.value, tuple):
-            raise QueryError(f"{where}: operator {self.op.value!r} needs a single constant.")
-        vals = self.values
-        if col.kind is ColumnKind.NUMERIC:
-            for v in vals:
-                if isinstance(v, (bool, str)) or not math.isfinite(float(v)):
-                    raise QueryError(
-                        f"{where}: predicate on numeric column {col.name!r} needs finite "
-                        "numbers as constants."
-                    )
-        elif col.kind is ColumnKind.CATEGORICAL:
-            if self.op not in (PredicateOp.EQ, PredicateOp.NE, PredicateOp.IN):
-                raise QueryError(
-                    f"{where}: categorical column {col.name!r} takes ==, != or in; got "
-                    f"{self.op.value!r}."
-                )
-            labels = set(col.labels)
-            for v in vals:
-                if not isinstance(v, str) or v not in labels:
-                    raise QueryError(
-                        f"{where}: predicate constants on {col.name!r} must be declared "
-                        "categories; add the category to the schema or fix the predicate."
-                    )
-        elif col.kind is ColumnKind.BOOLEAN:
-            if self.op not in (PredicateOp.EQ, PredicateOp.NE, PredicateOp.IN):
-                raise QueryError(
-                    f"{where}: boolean column {col.name!r} takes ==, != or in; got "
-                    f"{self.op.value!r}."
-                )
-            if not all(isinstance(v, bool) for v in vals):
-                raise QueryError(
-                    f"{where}: predicate constants on boolean column {col.name!r} must be "
-                    "true or false."
-                )
-
-    def to_dict(self) -> dict[str, Any]:
-        value: Any = list(self.value) if isinstance(self.value, tuple) else self.value
-        return {"column": self.column, "op": self.op.value, "value": value}
-
-    @classmethod
-    def from_dict(cls, data: Any, where: str = "query") -> Predicate:
-        if not isinstance(data, Mapping) or set(data) != {"column", "op", "value"}:
-            raise QueryError(
-                f'{where}: a predicate is {{"column": ..., "op": ..., "value": ...}} with '
-                "exactly those keys."
-            )
-        value = data["value"]
-        if isinstance(value, list):
-            value = tuple(value)
-        ok = (float, int, str, bool)
-        if isinstance(value, tuple):
-            if not all(isinstance(v, ok) for v in value):
-                raise QueryError(f"{where}: predicate constants must be numbers, strings or booleans.")
-        elif not isinstance(value, ok):
-            raise QueryError(f"{where}: predicate constants must be numbers, strings or booleans.")
-        if not isinstance(data["column"], str):
-            raise QueryError(f"{where}: predicate 'column' must be a column name.")
-        return cls(data["column"], data["op"], value)
-
-
-def bin_labels(edges: npt.ArrayLike) -> tuple[str, ...]:
-    """Labels of numeric bins: half-open ``[a, b)``, the last one closed ``[a, b]``.
-
-    The one place the label format is defined; every backend uses it.
-
-    Examples
-    --------
-    >>> bin_labels([0, 10, 20])
-    ('[0, 10)', '[10, 20]')
-    """
-    e = np.asarray(edges, dtype=np.float64)
-    return tuple(f"[{a:g}, {b:g}{']' if i == e.size - 2 else ')'}" for i, (a, b) in enumerate(itertools.pairwise(e)))
 
 
 @dataclass(frozen=True, slots=True)
@@ -271,11 +125,43 @@ class Options(Mapping[str, Any]):
         return f"Options({dict(self._items)!r})"
 
 
-def statistic_of(kind: QueryKind | str) -> Statistic:
-    """The statistic module registered for ``kind`` (:mod:`planner.planning.statistics`)."""
-    from planner.planning.statistics import statistic
+class Kind(Protocol):
+    """What a query needs of its kind's statistic to check itself: the part of
+    :class:`planner.planning.statistics.base.Statistic` a :class:`Query` reads (the
+    statistics register themselves, :func:`register`; a query never imports them)."""
 
-    return statistic(kind)
+    @property
+    def kind(self) -> QueryKind: ...
+    @property
+    def mechanism_names(self) -> tuple[MechanismName, ...]: ...
+    @property
+    def column_kinds(self) -> frozenset[ColumnKind | None]: ...
+    @property
+    def column_hint(self) -> str: ...
+    def check_mechanism(self, mechanism: MechanismName, where: str) -> None: ...
+    def parse_options(self, raw: Mapping[str, Any], where: str) -> dict[str, Any]: ...
+    def check(self, q: Query, schema: Schema) -> None: ...
+    def parts(self, q: Query, schema: Schema) -> tuple[QueryPart, ...]: ...
+
+
+#: Every kind's statistic, registered by :mod:`planner.planning.statistics` when it is
+#: imported (``planner.planning`` imports it first, so the registry is full before any query).
+_KINDS: dict[QueryKind, Kind] = {}
+
+
+def register(statistic: Kind) -> None:
+    """Register the statistic of a kind (:mod:`planner.planning.statistics` does, once each)."""
+    _KINDS[statistic.kind] = statistic
+
+
+def kind_of(kind: QueryKind) -> Kind:
+    """The registered statistic of ``kind``; :class:`QueryError` when none is."""
+    try:
+        return _KINDS[kind]
+    except KeyError:
+        raise QueryError(
+            f"no statistic is registered for {kind.value!r} queries; import planner.planning.statistics."
+        ) from None
 
 
 class Query:
@@ -338,7 +224,7 @@ class Query:
             k = QueryKind(kind)
         except ValueError as exc:
             raise QueryError(f"{where}: kind must be one of {[q.value for q in QueryKind]}; got {kind!r}.") from exc
-        stat = statistic_of(k)
+        stat = kind_of(k)
         try:
             mech = MechanismName(mechanism)
         except ValueError as exc:
@@ -395,10 +281,6 @@ class Query:
         return Query(options=opts, **fields)
 
     # ------------------------------------------------------------------ options
-    @property
-    def statistic(self) -> Statistic:
-        return statistic_of(self.kind)
-
     def option(self, name: str, default: Any = None) -> Any:
         return self.options.get(name, default)
 
@@ -447,7 +329,7 @@ class Query:
 
     def validate(self, schema: Schema) -> None:
         """Check the query against the schema; :class:`QueryError` naming the fix if not valid."""
-        self.statistic.check(self, schema)
+        kind_of(self.kind).check(self, schema)
 
     def parts(self, schema: Schema) -> tuple[QueryPart, ...]:
         """Separately released parts, each with its sensitivity under ``schema``.
@@ -461,7 +343,7 @@ class Query:
         [('sum', 500.0), ('count', 1.0)]
         """
         self.validate(schema)
-        return self.statistic.parts(self, schema)
+        return kind_of(self.kind).parts(self, schema)
 
     def sensitivity(self, schema: Schema) -> Sensitivity:
         """The sensitivity shared by all parts; :class:`QueryError` if the parts differ.
@@ -476,24 +358,6 @@ class Query:
                 f"sensitivities ({', '.join(p.name for p in ps)}); use parts()."
             )
         return first
-
-    def candidate_grid(self, schema: Schema) -> FloatArray:
-        """The declared candidate grid of a quantile / median over [L, U] (increasing)."""
-        from planner.planning.statistics.quantile import candidate_grid
-
-        return candidate_grid(self, schema)
-
-    def edges(self, schema: Schema) -> FloatArray | None:
-        """Bin edges of a numeric histogram / synthetic sample (``None`` for categories)."""
-        from planner.planning.statistics.histogram import edges
-
-        return edges(self, schema)
-
-    def labels(self, schema: Schema) -> tuple[str, ...]:
-        """Labels of the released bins (histogram, synthetic sample, mode)."""
-        from planner.planning.statistics.histogram import labels
-
-        return labels(self, schema)
 
     # ------------------------------------------------------------------ JSON
     def to_dict(self) -> dict[str, Any]:
@@ -567,13 +431,9 @@ def queries_from_list(items: Sequence[Any], schema: Schema | None = None) -> tup
 def __getattr__(name: str) -> Any:
     """``VALID_MECHANISMS`` and ``VALID_COLUMN_KINDS``, read from the registry on first use."""
     if name == "VALID_MECHANISMS":
-        from planner.planning.statistics import valid_mechanisms
-
-        return valid_mechanisms()
+        return {k: frozenset(s.mechanism_names) for k, s in _KINDS.items()}
     if name == "VALID_COLUMN_KINDS":
-        from planner.planning.statistics import STATISTICS
-
-        return {k: s.column_kinds for k, s in STATISTICS.items()}
+        return {k: s.column_kinds for k, s in _KINDS.items()}
     raise AttributeError(name)
 
 
@@ -581,10 +441,12 @@ __all__ = [
     "DEFAULT_CANDIDATES",
     "OTHER_LABEL",
     "ColumnKind",
+    "Kind",
     "MeanMode",
     "Options",
     "Predicate",
     "PredicateOp",
+    "PredicateValue",
     "Query",
     "QueryKind",
     "QueryPart",

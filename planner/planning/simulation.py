@@ -29,10 +29,7 @@ import numpy as np
 import numpy.typing as npt
 
 from planner.core.errors import QueryError
-from planner.data.backends.base import (
-    Aggregate,
-    QuantileAggregate,
-)
+from planner.data.requests import QuantileAggregate
 from planner.data.schema import Schema
 from planner.planning.bounds import quantile_mse_lower_bound
 from planner.planning.mechanisms import exponential as em
@@ -41,6 +38,8 @@ from planner.planning.mechanisms._validate import count as _count
 from planner.planning.mechanisms._validate import epsilons as _epsilons
 from planner.planning.mechanisms.base import MechanismName
 from planner.planning.queries import Query
+from planner.planning.statistics import statistic
+from planner.planning.statistics.base import Aggregate
 from planner.planning.workload import Prediction, plan
 
 FloatArray = npt.NDArray[np.float64]
@@ -134,7 +133,7 @@ def simulate_errors(
     n_runs = _count(runs, "runs")
     if n_runs > MAX_RUNS:
         raise QueryError(f"runs must be ≤ {MAX_RUNS}; got {n_runs}. Use fewer simulation runs.")
-    return query.statistic.simulate(pred, query, schema, agg, n_runs, rng)
+    return statistic(query.kind).simulate(pred, query, schema, agg, n_runs, rng)
 
 
 def simulate_query(
@@ -155,7 +154,7 @@ def simulate_query(
 
     Examples
     --------
-    >>> from planner.data.backends.base import CountAggregate
+    >>> from planner.data.requests import CountAggregate
     >>> from planner.planning.queries import queries_from_list
     >>> from planner.data.schema import Schema
     >>> s = Schema.from_json('{"version": 1, "public_n": 100, "columns": '

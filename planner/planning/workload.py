@@ -47,6 +47,7 @@ from planner.planning.allocation import (
     plan_warnings,
 )
 from planner.planning.queries import Query
+from planner.planning.statistics import statistic
 from planner.planning.statistics.base import BETA, Part, Prediction
 from planner.privacy.accounting import CompositionRule, pure_epsilon
 from planner.privacy.budget import Budget, SplitMode  # SplitMode: re-exported
@@ -90,7 +91,7 @@ def default_error_scales(queries: Sequence[Query], schema: Schema) -> dict[str, 
         return None
     out: dict[str, float] = {}
     for q in queries:
-        scale = q.statistic.error_scale(q, schema)
+        scale = statistic(q.kind).error_scale(q, schema)
         if scale is not None:
             out[q.id] = scale
     return out
@@ -109,7 +110,7 @@ def build_items(
     for q in queries:
         q.validate(schema)
         w = 1.0 if q.weight is None else float(q.weight)
-        mine = q.statistic.items(q, schema, w, float(scales.get(q.id, 1.0)))
+        mine = statistic(q.kind).items(q, schema, w, float(scales.get(q.id, 1.0)))
         for part in mine:
             _check_weighting(part)
         parts.extend(mine)
@@ -134,7 +135,7 @@ def _check_weighting(part: Part) -> None:
 
 def predict(part: Part, share: ItemAllocation, schema: Schema, rule: CompositionRule) -> Prediction:
     """RMSE and 95% error bound of one item at its allocated share (data-independent)."""
-    return part.query.statistic.predict(part, share, schema, rule)
+    return statistic(part.query.kind).predict(part, share, schema, rule)
 
 
 @dataclass(frozen=True, slots=True)
@@ -577,7 +578,7 @@ def accuracy_curves(query: Query, schema: Schema, delta: float,
 
     Returns the points and plain-words notes (a mechanism the planner cannot predict says why).
     """
-    stat = query.statistic
+    stat = statistic(query.kind)
     points: list[CurvePoint] = []
     notes = list(stat.notes(query, schema))
     for mech in stat.mechanism_names:

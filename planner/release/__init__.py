@@ -45,12 +45,13 @@ from typing import Any
 from planner.core.errors import LedgerError, PlannerError, ReleaseError
 from planner.core.strict_json import JSON
 from planner.data.backends import check_backend
-from planner.data.backends.base import Aggregate, Backend
+from planner.data.backends.base import Backend
 from planner.data.schema import Schema
 from planner.ledger import Ledger, resolve_dataset
 from planner.planning.plan_spec import PlanOutcome, PlanSpec
 from planner.planning.queries import Query
-from planner.planning.statistics.base import AnswerRow, ItemRelease
+from planner.planning.statistics import exact_aggregates, plan_requests, statistic
+from planner.planning.statistics.base import Aggregate, AnswerRow, ItemRelease
 from planner.planning.workload import Plan
 from planner.privacy.accounting import CompositionRule, Spend, event_rho
 from planner.privacy.noise import Draw
@@ -103,10 +104,10 @@ class PreparedRelease:
 
     def aggregates(self, backend: Backend) -> dict[str, Aggregate]:
         """Every exact aggregate the release needs, keyed by query id (one pass where the
-        backend can: :meth:`planner.data.backends.base.Backend.aggregate_all`). PRIVATE:
+        backend can: :func:`planner.planning.statistics.exact_aggregates`). PRIVATE:
         computed before the spend so that a plan the backend cannot compute is refused with
         nothing spent, and handed to :meth:`sample` only."""
-        return backend.aggregate_all(self.queries())
+        return exact_aggregates(backend, self.queries())
 
     def sample(self, backend: Backend, aggregates: Mapping[str, Aggregate] | None = None) -> dict[str, JSON]:
         """Invoke every measurement on the exact aggregates (draws noise); the aggregates are
@@ -119,7 +120,7 @@ class PreparedRelease:
         for it in self.items:
             q = it.part.query
             if q.id not in aggregates:
-                aggregates[q.id] = q.statistic.aggregate(q, backend)
+                aggregates[q.id] = statistic(q.kind).aggregate(q, backend)
             ans = it.answer(aggregates[q.id])
             if counts[q.id] > 1:
                 bucket = out.setdefault(q.id, {"parts": {}})
@@ -170,7 +171,7 @@ def prepare(plan: Plan, schema: Schema) -> PreparedRelease:
     if not (len(parts) == len(shares) == len(preds)):
         raise ReleaseError("the plan's parts, shares and predictions do not line up; re-plan.")
     rule = plan.allocation.rule
-    items = tuple(p.query.statistic.release(p, s, pr, schema, rule) for p, s, pr in zip(parts, shares, preds, strict=True))
+    items = tuple(statistic(p.query.kind).release(p, s, pr, schema, rule) for p, s, pr in zip(parts, shares, preds, strict=True))
     return PreparedRelease(plan_hash(plan, schema), schema.schema_hash(), rule, items)
 
 
@@ -332,8 +333,8 @@ def _result(
                 rho=float(sum(event_rho(d.recorded.event) for d in draws)),
                 opendp=tuple(d.describe() for d in draws),
                 predictions=tuple(it.prediction.to_dict() for it in its),
-                notes=q.statistic.notes(q, schema),
-                rows=q.statistic.answer_rows(q, answers.get(q.id)),
+                notes=statistic(q.kind).notes(q, schema),
+                rows=statistic(q.kind).answer_rows(q, answers.get(q.id)),
                 schema_hash=prepared.schema_hash,
                 # data-independent: the schema, the plan's noise and the public sizes
                 verdict=verdict([it.prediction for it in its], q, schema, scales.get(q.id)).to_dict(),
@@ -408,7 +409,7 @@ def release(
     # holding text is refused, with counts only) and the backend can compute each query.
     check_backend(backend)
     for q in prepared.queries():
-        q.statistic.check_backend(q, backend)
+        statistic(q.kind).check_backend(q, backend)
     exact: dict[str, Aggregate] | None = None
     if total_epsilon is not None:
         if _is_new(ledger, fingerprint, dataset_name, schema):  # nothing stored: computed before it is registered
@@ -584,7 +585,7 @@ def release_file(
         spec = load_plan_spec(spec)
     if scan is None:  # read the data while planning
         kind = (backend or default_backend()).strip().lower()
-        scan = BackgroundScan(kind, open_cli_source(data_path, defer_check=True), spec.schema, spec.queries,
+        scan = BackgroundScan(kind, open_cli_source(data_path, defer_check=True), spec.schema, plan_requests(spec.queries, spec.schema),
                               spark_master=spark_master)
     try:
         outcome = outcome or build_plan(spec)  # while the scan reads the data

@@ -88,6 +88,7 @@ from planner.core.errors import QueryError  # noqa: E402
 from planner.data.backends.pandas_backend import PandasBackend  # noqa: E402
 from planner.data.schema import Schema  # noqa: E402
 from planner.planning.queries import Query  # noqa: E402
+from planner.planning.statistics import statistic  # noqa: E402
 from planner.planning.workload import plan  # noqa: E402
 from planner.release import prepare  # noqa: E402
 
@@ -394,7 +395,7 @@ def product_run(df: pd.DataFrame, schema: Schema, qd: dict[str, Any], eps: float
         raise SystemExit(f"{qd['id']}: expected one item, got {len(prep.items)}")
     it = prep.items[0]
     be = backend if backend is not None else PandasBackend(df, schema)
-    agg = q.statistic.aggregate(q, be)
+    agg = statistic(q.kind).aggregate(q, be)
     cost = sum(d.recorded.epsilon for d in it.draws)
     return ProductRun(it.answer, agg, float(cost), it.mechanism, {cp.name: float(cp.scale) for cp in it.components})
 
@@ -764,7 +765,7 @@ def workload(df: pd.DataFrame, n: int, eps: float, reps: int, rng: np.random.Gen
         cs = by_id[qid]
         truth = cs.truth(df)
         q = it.part.query
-        agg = q.statistic.aggregate(q, backend)
+        agg = statistic(q.kind).aggregate(q, backend)
         vals_p = [cs.product_value(it.answer(agg)) for _ in range(reps)]
         ep = in_units(qid, np.array([cs.error(v, truth) for v in vals_p]).ravel(),
                       np.array(vals_p, dtype=float) if qid == "q" else None)

@@ -353,9 +353,16 @@ def worker_route(kind: str, path: Path, max_rows: int, memory_limit: str | None)
             source = open_cli_source(path, defer_check=True)
         except TypeError:  # a checkout from before the deferred check (a --baseline)
             source = open_cli_source(path)
-        engine = BackgroundScan(kind, source, schema, qs).result()
-        check_backend(engine)
-        aggregates = engine.aggregate_all(qs)
+        try:  # aggregates as requests (issue 28): the planning layer asks, the backend evaluates
+            from planner.planning.statistics import exact_aggregates, plan_requests
+
+            engine = BackgroundScan(kind, source, schema, plan_requests(qs, schema)).result()
+            check_backend(engine)
+            aggregates = exact_aggregates(engine, qs)
+        except ImportError:  # a checkout from before: the backend took the queries
+            engine = BackgroundScan(kind, source, schema, qs).result()
+            check_backend(engine)
+            aggregates = engine.aggregate_all(qs)
         out["digest_rows"] = engine.content_digest().rows
     except ImportError:  # the route before issue #17: check, then one statement for the plan
         engine = make_backend(kind, open_cli_source(path), schema)

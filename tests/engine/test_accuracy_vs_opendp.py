@@ -33,6 +33,7 @@ import pytest
 from planner.data.backends.pandas_backend import PandasBackend
 from planner.data.schema import Schema
 from planner.planning.queries import Query
+from planner.planning.statistics import statistic
 from planner.planning.statistics.mean import centred_sum_sensitivity
 from planner.planning.statistics.quantile import (
     RankCounts,
@@ -82,7 +83,7 @@ def test_quantile_scores_are_opendps_without_ties(alpha: float) -> None:
     s = schema()
     grid = [float(t) for t in range(121)]
     q = Query("q", "quantile", "x", "exponential", alphas=[alpha], candidates=121)
-    agg = q.statistic.aggregate(q, PandasBackend(df, s))
+    agg = statistic(q.kind).aggregate(q, PandasBackend(df, s))
     assert isinstance(agg, RankCounts) and not any(agg.ties)
     fr = alpha_fraction(alpha)
     ours = -quantile_scores(agg, fr.numerator, fr.denominator)
@@ -102,7 +103,7 @@ def test_tied_scores_peak_at_the_true_quantile(alpha: float, seed: int) -> None:
     df = ages(seed=seed)
     s = schema()
     q = Query("q", "quantile", "x", "exponential", alphas=[alpha], candidates=121)
-    agg = q.statistic.aggregate(q, PandasBackend(df, s))
+    agg = statistic(q.kind).aggregate(q, PandasBackend(df, s))
     assert isinstance(agg, RankCounts) and sum(agg.ties) == len(df)
     fr = alpha_fraction(alpha)
     u = quantile_scores(agg, fr.numerator, fr.denominator)
@@ -156,7 +157,7 @@ def test_tied_counts_come_from_the_backend() -> None:
     s = schema(lo=0.0, hi=2.0)
     df = pd.DataFrame({"pid": range(5), "x": [0.0, 1.0, 1.0, 1.5, 2.0], "g": ["a"] * 5})
     q = Query("m", "median", "x", "exponential", candidates=3)
-    agg = q.statistic.aggregate(q, PandasBackend(df, s))
+    agg = statistic(q.kind).aggregate(q, PandasBackend(df, s))
     assert isinstance(agg, RankCounts)
     assert agg.counts == (1, 2, 2) and agg.ties == (1, 2, 1)
     assert agg.counts_lt.tolist() == [0, 1, 4] and agg.counts_le.tolist() == [1, 3, 5]
@@ -172,7 +173,7 @@ def test_median_of_whole_numbers_is_the_true_median_at_large_epsilon() -> None:
     s = schema()
     q = Query("m", "median", "x", "exponential", candidates=121)
     item = prepare(plan([q], s, 200.0, 0.0, "basic"), s).items[0]
-    agg = q.statistic.aggregate(q, PandasBackend(df, s))
+    agg = statistic(q.kind).aggregate(q, PandasBackend(df, s))
     true = float(np.quantile(df["x"], 0.5, method="inverted_cdf"))
     released = {item.answer(agg)["value"] for _ in range(50)}
     assert released == {true}
@@ -186,7 +187,7 @@ def test_grouped_quantile_reads_ties_too() -> None:
     s = schema()
     q = Query("gq", "grouped_quantile", "x", "exponential", by=["g"], alphas=[0.5], candidates=121)
     item = prepare(plan([q], s, 400.0, 0.0, "basic"), s).items[0]
-    agg = q.statistic.aggregate(q, PandasBackend(df, s))
+    agg = statistic(q.kind).aggregate(q, PandasBackend(df, s))
     out = item.answer(agg)
     want = [float(np.quantile(df.loc[df["g"] == g, "x"], 0.5, method="inverted_cdf")) for g in ("a", "b")]
     assert out["values"] == want
@@ -194,7 +195,7 @@ def test_grouped_quantile_reads_ties_too() -> None:
 
 def test_release_refuses_an_aggregate_without_ties() -> None:
     from planner.core.errors import QueryError
-    from planner.data.backends.base import QuantileAggregate
+    from planner.data.requests import QuantileAggregate
 
     s = schema()
     q = Query("m", "median", "x", "exponential", candidates=121)
@@ -301,7 +302,7 @@ def test_public_n_mean_releases_the_mean_when_n_is_the_row_count() -> None:
     s = schema("add_remove", 1, 0.0, 120.0, 1000)
     q = Query("m", "mean", "x", "laplace", mode="public_n")
     (item,) = prepare(plan([q], s, 1e6, 0.0, "basic"), s).items
-    agg = q.statistic.aggregate(q, PandasBackend(df, s))
+    agg = statistic(q.kind).aggregate(q, PandasBackend(df, s))
     assert item.answer(agg)["value"] == pytest.approx(float(df["x"].mean()), abs=1e-6)
 
 
@@ -313,7 +314,7 @@ def test_grouped_mean_sums_are_centred() -> None:
     df = ages()
     s1 = schema("add_remove", 1, 0.0, 120.0)
     item = prepare(plan([q], s1, 1e6, 0.0, "basic"), s1).items[0]
-    out = item.answer(q.statistic.aggregate(q, PandasBackend(df, s1)))
+    out = item.answer(statistic(q.kind).aggregate(q, PandasBackend(df, s1)))
     want = [float(df.loc[df["g"] == g, "x"].mean()) for g in ("a", "b")]
     assert out["values"] == pytest.approx(want, abs=1e-3)
 
@@ -401,7 +402,7 @@ def test_mode_ism_noise_is_opendps_noisy_max_at_the_add_remove_distance(c: int, 
     scores, the scale its own binary search finds for ε at d_in = c; the scores are
     −(rows to add or remove), so a category 8 rows behind the leader scores −8 (it scored
     −4, the substitution distance, before issue 18: twice the noise per row of gap)."""
-    from planner.data.backends.base import BinCounts
+    from planner.data.requests import BinCounts
 
     s = schema("add_remove", c)
     q = Query("mo", "mode", "g", "inverse_sensitivity")

@@ -11,12 +11,12 @@ from planner.data.backends import (
     BinCounts,
     BooleanCounts,
     CountAggregate,
-    MeanAggregate,
     PandasBackend,
     QuantileAggregate,
     SumAggregate,
     bound_contributions,
 )
+from planner.data.requests import Bins, Booleans, Candidates, ClippedSum, Count
 from planner.data.schema import (
     OTHER_LABEL,
     Column,
@@ -29,6 +29,8 @@ from planner.data.schema import (
 )
 from planner.planning.mechanisms.base import MechanismName as M
 from planner.planning.queries import MeanMode, Predicate, PredicateOp, Query, QueryKind
+from planner.planning.statistics import exact_aggregates, statistic
+from planner.planning.statistics.base import MeanAggregate
 
 DROP = MissingRule()
 
@@ -57,10 +59,10 @@ def edge_frame() -> pd.DataFrame:
 def test_backend_edge_probe_drop_rule() -> None:
     b = PandasBackend(edge_frame(), edge_schema())
     # drop NULL and NaN AND ±inf (missing): rows 100, −50→0, 300000→200000
-    assert b.clipped_sum("income") == SumAggregate(value=200_100.0, n=3, clipped=2, dropped=3)
+    assert b.result(ClippedSum("income")) == SumAggregate(value=200_100.0, n=3, clipped=2, dropped=3)
     # declared-join histogram: A2 B3 C0, the undeclared Z in no bin
-    assert b.bin_counts("region") == BinCounts(("A", "B", "C"), (2, 3, 0), None, unbinned=1, dropped=0)
-    assert b.boolean_counts("smoker") == BooleanCounts(n_true=2, n_false=2, dropped=2)
+    assert b.result(Bins("region")) == BinCounts(("A", "B", "C"), (2, 3, 0), None, unbinned=1, dropped=0)
+    assert b.result(Booleans("smoker")) == BooleanCounts(n_true=2, n_false=2, dropped=2)
 
 
 def test_backend_replace_rule_and_other_bin() -> None:
@@ -68,8 +70,8 @@ def test_backend_replace_rule_and_other_bin() -> None:
         edge_frame(), edge_schema(True, MissingRule(MissingAction.REPLACE, 50.0))
     )
     # 100 + 0 + 50 (inf) + 50 (NaN) + 50 (None) + 200000
-    assert b.clipped_sum("income") == SumAggregate(200_250.0, 6, clipped=2, dropped=0)
-    assert b.bin_counts("region") == BinCounts(("A", "B", "C", OTHER_LABEL), (2, 3, 0, 1))
+    assert b.result(ClippedSum("income")) == SumAggregate(200_250.0, 6, clipped=2, dropped=0)
+    assert b.result(Bins("region")) == BinCounts(("A", "B", "C", OTHER_LABEL), (2, 3, 0, 1))
     st = b.column_stats("income")
     assert (st.usable, st.missing, st.invalid, st.replaced, st.dropped) == (6, 3, 0, 3, 0)
 
@@ -80,7 +82,7 @@ def test_backend_text_in_numeric_is_invalid_and_counted() -> None:
     b = PandasBackend(df, s)
     st = b.column_stats("income")
     assert (st.usable, st.invalid, st.missing, st.dropped) == (2, 1, 4, 5)
-    assert b.clipped_sum("income").value == 30.0
+    assert b.result(ClippedSum("income")).value == 30.0
 
 
 def test_backend_counts_with_predicates() -> None:
@@ -97,17 +99,17 @@ def test_backend_counts_with_predicates() -> None:
         )
     )
     b = PandasBackend(df, s)
-    assert b.count() == CountAggregate(6, 0)
-    assert b.count("age") == CountAggregate(5, 1)
+    assert b.result(Count()) == CountAggregate(6, 0)
+    assert b.result(Count("age")) == CountAggregate(5, 1)
     # clipped ages 10 20 30 40 100 (None dropped): ≥ 30 → 30, 40, 100
-    assert b.count(predicate=Predicate("age", PredicateOp.GE, 30)) == CountAggregate(3, 1)
-    assert b.count(predicate=Predicate("age", PredicateOp.GT, 100)).value == 0  # clipped
-    assert b.count(predicate=Predicate("age", PredicateOp.IN, (10.0, 40.0))).value == 2
+    assert b.result(Count(where=Predicate("age", PredicateOp.GE, 30))) == CountAggregate(3, 1)
+    assert b.result(Count(where=Predicate("age", PredicateOp.GT, 100))).value == 0  # clipped
+    assert b.result(Count(where=Predicate("age", PredicateOp.IN, (10.0, 40.0)))).value == 2
     # region: Z undeclared (no bin) matches nothing, not even !=; None dropped
-    assert b.count(predicate=Predicate("region", PredicateOp.NE, "A")) == CountAggregate(2, 1)
-    assert b.count(predicate=Predicate("region", PredicateOp.EQ, "A")).value == 2
+    assert b.result(Count(where=Predicate("region", PredicateOp.NE, "A"))) == CountAggregate(2, 1)
+    assert b.result(Count(where=Predicate("region", PredicateOp.EQ, "A"))).value == 2
     # column + predicate: rows with usable age and usable region: 0,1,2,3 → A, B, A? (row 2 Z)
-    assert b.count("age", Predicate("region", PredicateOp.IN, ("A", "B"))) == CountAggregate(3, 2)
+    assert b.result(Count("age", Predicate("region", PredicateOp.IN, ("A", "B")))) == CountAggregate(3, 2)
 
 
 def test_backend_numeric_bins_and_quantile_grid() -> None:
@@ -115,32 +117,32 @@ def test_backend_numeric_bins_and_quantile_grid() -> None:
     s = Schema((Column("x", ColumnKind.NUMERIC, DROP, 0, 10),))
     b = PandasBackend(df, s)
     # clipped: 0 1 4.9 5 10 10 0 ; bins [0,5) [5,10]
-    h = b.bin_counts("x", [0, 5, 10])
+    h = b.result(Bins("x", [0, 5, 10]))
     assert h.counts == (4, 3) and h.labels == ("[0, 5)", "[5, 10]") and h.dropped == 1
     # grid 0, 5, 10: smallest candidate ≥ x: 0→0, 1→5, 4.9→5, 5→5, 10→10, 10→10, 0→0
-    qa = b.candidate_counts("x", [0, 5, 10])
+    qa = b.result(Candidates("x", [0, 5, 10]))
     assert qa == QuantileAggregate((0.0, 5.0, 10.0), (2, 3, 2), 1)
     np.testing.assert_array_equal(qa.counts_le, [2, 5, 7])
     assert qa.n == 7
     # rank utility for alpha = 0.5: −|counts_le − 3.5|
     np.testing.assert_allclose(qa.rank_utility(0.5), [-1.5, -1.5, -3.5])
     with pytest.raises(QueryError, match="cover the declared bounds"):
-        b.candidate_counts("x", [1, 5, 10])
+        b.result(Candidates("x", [1, 5, 10]))
     with pytest.raises(QueryError, match="need declared bin edges"):
-        b.bin_counts("x")
+        b.result(Bins("x"))
 
 
 def test_backend_categorical_numbers_as_strings() -> None:
     df = pd.DataFrame({"grade": [1, 2, 2, 3.0, None]})
     s = Schema((Column("grade", ColumnKind.CATEGORICAL, DROP, categories=("1", "2", "3")),))
-    assert PandasBackend(df, s).bin_counts("grade").counts == (1, 2, 1)
+    assert PandasBackend(df, s).result(Bins("grade")).counts == (1, 2, 1)
 
 
 def test_backend_boolean_from_numbers_and_bools() -> None:
     s = Schema((Column("b", ColumnKind.BOOLEAN, DROP),))
-    assert PandasBackend(pd.DataFrame({"b": [1, 0, 1, 2, None]}), s).boolean_counts("b") == BooleanCounts(2, 1, 2)
-    assert PandasBackend(pd.DataFrame({"b": [True, False, True]}), s).boolean_counts("b") == BooleanCounts(2, 1, 0)
-    assert PandasBackend(pd.DataFrame({"b": [True, None]}), s).boolean_counts("b") == BooleanCounts(1, 0, 1)
+    assert PandasBackend(pd.DataFrame({"b": [1, 0, 1, 2, None]}), s).result(Booleans("b")) == BooleanCounts(2, 1, 2)
+    assert PandasBackend(pd.DataFrame({"b": [True, False, True]}), s).result(Booleans("b")) == BooleanCounts(2, 1, 0)
+    assert PandasBackend(pd.DataFrame({"b": [True, None]}), s).result(Booleans("b")) == BooleanCounts(1, 0, 1)
 
 
 def test_backend_aggregate_dispatch() -> None:
@@ -166,7 +168,7 @@ def test_backend_aggregate_dispatch() -> None:
         Query("p", QueryKind.PROPORTION, "sm", M.LAPLACE),
         Query("ss", QueryKind.SYNTHETIC_SAMPLE, "age", M.PERTURBED_HISTOGRAM, bins=2),
     ]
-    out = b.aggregate_all(qs)
+    out = exact_aggregates(b, qs)
     assert out["c"] == CountAggregate(4, 0)
     assert out["s"] == SumAggregate(90.0, 3, 0, 1)
     assert out["m"] == MeanAggregate(SumAggregate(90.0, 3, 0, 1), CountAggregate(3, 1), None)
@@ -178,7 +180,8 @@ def test_backend_aggregate_dispatch() -> None:
     ss = out["ss"]
     assert isinstance(ss, BinCounts) and ss.counts == (3, 0) and ss.edges == (0.0, 50.0, 100.0)
     with pytest.raises(QueryError, match="needs a numeric column"):
-        b.aggregate(Query("bad", QueryKind.SUM, "region", M.LAPLACE))
+        bad = Query("bad", QueryKind.SUM, "region", M.LAPLACE)
+        statistic(bad.kind).aggregate(bad, b)
 
 
 def test_backend_column_report_counts_only() -> None:
@@ -223,7 +226,7 @@ def test_bounding_keeps_at_most_c_rows_per_person() -> None:
     assert kept.groupby("pid").size().to_dict() == {"a": 2, "b": 2, "c": 1}
     b = PandasBackend(df, person_schema(2))
     assert b.rows == 5 and b.rows_truncated == 3
-    assert b.count().value == 5
+    assert b.result(Count()).value == 5
 
 
 def test_bounding_is_deterministic_and_order_independent() -> None:
@@ -285,9 +288,9 @@ def test_backend_cells_read_independently_of_column_dtype() -> None:
     mixed = pd.DataFrame({"g": [1, "2.5", "A"], "x": [1, "2", None], "b": [True, "0", None]}, dtype=object)
     for df in (typed, text, mixed):
         b = PandasBackend(df, s)
-        assert b.bin_counts("g").counts[:2] == (1, 1)
-        assert b.clipped_sum("x").value == 3.0
-        assert b.boolean_counts("b").n_true >= 1 and b.boolean_counts("b").n_false == 1
+        assert b.result(Bins("g")).counts[:2] == (1, 1)
+        assert b.result(ClippedSum("x")).value == 3.0
+        assert b.result(Booleans("b")).n_true >= 1 and b.result(Booleans("b")).n_false == 1
 
 
 def test_backend_identifier_canonical_and_bounding_stable_under_dtype_change() -> None:
@@ -362,14 +365,14 @@ def test_grid_counts_match_a_count_by_hand_with_ties() -> None:
     b = PandasBackend(pd.DataFrame({"x": vals}), s)
     xs = [min(max(v, 0.0), 10.0) for v in vals if v is not None]
     for edges in ([0.0, 2.5, 5.0, 7.5, 10.0], [1.0, 3.0, 9.0], [0.0, 10.0], [-5.0, 0.0, 10.0, 20.0]):
-        h = b.bin_counts("x", edges)
+        h = b.result(Bins("x", edges))
         m = len(edges) - 1
         want = [sum(1 for v in xs if edges[j] <= v < edges[j + 1] or (j == m - 1 and v == edges[-1]))
                 for j in range(m)]
         assert h.counts == tuple(want)
         assert h.unbinned == len(xs) - sum(want) and h.dropped == 1
     for grid in ([0.0, 2.5, 5.0, 7.5, 10.0], [float(t) for t in range(11)], [-1.0, 4.0, 10.0, 11.0]):
-        qa = b.candidate_counts("x", grid)
+        qa = b.result(Candidates("x", grid))
         want = [sum(1 for v in xs if v <= t and (i == 0 or v > grid[i - 1])) for i, t in enumerate(grid)]
         assert qa.counts == tuple(want) and qa.dropped == 1
 

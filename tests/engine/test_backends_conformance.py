@@ -28,12 +28,15 @@ from planner.data.backends import PandasBackend, available_backends, make_backen
 from planner.data.backends.base import Backend, BinCounts, SumAggregate
 from planner.data.backends.duckdb_backend import DuckDBBackend
 from planner.data.backends.pandas_backend import bound_contributions
-from planner.data.backends.sql import _arithmetic_step
+from planner.data.backends.sql import arithmetic_step
 from planner.data.loader import load_table
+from planner.data.requests import Bins, Candidates, ClippedSum, Count
 from planner.data.schema import Column, ColumnKind, MissingAction, MissingRule, PrivacyUnit, Schema
 from planner.data.sources import DATA_DIR_ENV, open_source
 from planner.planning.mechanisms.base import MechanismName as M
 from planner.planning.queries import MeanMode, Predicate, PredicateOp, Query, QueryKind
+from planner.planning.statistics import exact_aggregates, prefetch
+from planner.planning.statistics.histogram import edges as bin_edges
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "data"
@@ -84,12 +87,12 @@ def assert_identical(backends: dict[str, Backend], queries: list[Query]) -> dict
     """Every aggregate, the row counts and the column report equal across backends."""
     ref_name = "pandas"
     ref = backends[ref_name]
-    expected = ref.aggregate_all(queries)
+    expected = exact_aggregates(ref, queries)
     report = ref.column_report()
     for name, b in backends.items():
         if name == ref_name:
             continue
-        got = b.aggregate_all(queries)
+        got = exact_aggregates(b, queries)
         for q in queries:
             assert got[q.id] == expected[q.id], f"{name} differs from pandas on {q.id}"
         assert (b.rows, b.rows_truncated) == (ref.rows, ref.rows_truncated), name
@@ -159,7 +162,7 @@ def test_backends_identical_on_census_parquet(data_dir: Path) -> None:
     pandas_b = PandasBackend(df, schema)
     duck = DuckDBBackend(open_source("census.parquet"), schema)
     qs = census_queries()
-    assert duck.aggregate_all(qs) == pandas_b.aggregate_all(qs)
+    assert exact_aggregates(duck, qs) == exact_aggregates(pandas_b, qs)
 
 
 # ------------------------------------------------------------------ generated data
@@ -242,8 +245,8 @@ def test_backends_keep_the_same_rows(data_dir: Path) -> None:
         )
         keep = bound_contributions(load_table(data_dir / "rows.csv"), schema)
         expected = float(np.asarray([float(v) for v in df.x])[keep].sum())
-        duck = DuckDBBackend(open_source("rows.csv"), schema).clipped_sum("x")
-        pand = PandasBackend(load_table(data_dir / "rows.csv"), schema).clipped_sum("x")
+        duck = DuckDBBackend(open_source("rows.csv"), schema).result(ClippedSum("x"))
+        pand = PandasBackend(load_table(data_dir / "rows.csv"), schema).result(ClippedSum("x"))
         assert duck == pand
         assert duck.n == int(keep.sum()) <= 300 * c
         assert duck.value == pytest.approx(expected, rel=1e-12)
@@ -352,10 +355,10 @@ def test_typed_dataframe_numbers_and_text_agree() -> None:
                           "v": [7, 7.0, 2.5, 10.0, None, 0.0, np.nan]})
     qs = [q("k", QueryKind.HISTOGRAM, "k", M.LAPLACE), q("s", QueryKind.SUM, "v", M.LAPLACE)]
     for frame in (text, typed):
-        a = PandasBackend(frame, schema).aggregate_all(qs)
-        b = DuckDBBackend(frame, schema).aggregate_all(qs)
+        a = exact_aggregates(PandasBackend(frame, schema), qs)
+        b = exact_aggregates(DuckDBBackend(frame, schema), qs)
         assert a == b
-    k = PandasBackend(text, schema).aggregate_all(qs)["k"]
+    k = exact_aggregates(PandasBackend(text, schema), qs)["k"]
     assert isinstance(k, BinCounts) and k.counts == (2, 1, 2, 1)  # 1e400 overflows to inf
 
 
@@ -384,10 +387,10 @@ def test_make_backend_names_and_uploads(data_dir: Path) -> None:
     (data_dir / "edge.csv").write_text(EDGE_CSV)
     schema = edge_schema(DROP)
     assert {"pandas", "duckdb"} <= set(available_backends())
-    a = make_backend("pandas", "edge.csv", schema).aggregate_all(edge_queries())
+    a = exact_aggregates(make_backend("pandas", "edge.csv", schema), edge_queries())
     b = make_backend("duckdb", "edge.csv", schema)
     c = make_backend("duckdb", EDGE_CSV.encode(), schema)  # an upload, spilled to a temp file
-    assert b.aggregate_all(edge_queries()) == a == c.aggregate_all(edge_queries())
+    assert exact_aggregates(b, edge_queries()) == a == exact_aggregates(c, edge_queries())
     c.close()  # type: ignore[attr-defined]
 
 
@@ -402,7 +405,7 @@ def test_spark_session_available_or_clear_error() -> None:
 
 
 # ------------------------------------------------------------------ typed Parquet = CSV text
-# The SQL compiler specialises on the engine's column types (planner/data/backends/sql.py):
+# The SQL compiler specialises on the engine's column types (planner/data/backends/sql/reading.py):
 # integer person ids are checked for duplicates with a bitmap, integer-valued columns are
 # binned per value in Python and summed without fractional parts, evenly spaced edges
 # are computed arithmetically. The same cells as typed Parquet and as CSV text must give
@@ -512,10 +515,10 @@ def test_typed_parquet_and_csv_identical_in_every_backend(
     assert csv["pandas"].rows_truncated == {1: 3, 2: 1}[c]
     # edges inside [L, U] (only through bin_counts): values outside them are "unbinned"
     for col, edges in [("n", (20.0, 45.0, 54.0, 60.0)), ("x", (1.0, 7.0, 100.0))]:
-        want = csv["pandas"].bin_counts(col, edges)
+        want = csv["pandas"].result(Bins(col, edges))
         assert want.unbinned > 0
         for b in (*csv.values(), *parquet.values()):
-            assert b.bin_counts(col, edges) == want
+            assert b.result(Bins(col, edges)) == want
     if action == "drop" and c == 2:
         # hand-computed from the rows: the NULL n is dropped; edges 18, 27, …, 90; usable
         # n of persons 1, 3–11: 30, 18 (17 clipped), 27, 90, 18, 45, 63, 81, 54, 36, and 2
@@ -529,7 +532,7 @@ def test_typed_parquet_and_csv_identical_in_every_backend(
 
 def test_typed_parquet_takes_the_specialised_paths(data_dir: Path) -> None:
     """The typed file really exercises the person check, per-value bins and integer sums."""
-    from planner.data.backends.sql import _arithmetic_step
+    from planner.data.backends.sql import arithmetic_step
 
     typed_files(data_dir, TYPED_ROWS)
     schema = typed_schema(1)
@@ -540,17 +543,17 @@ def test_typed_parquet_takes_the_specialised_paths(data_dir: Path) -> None:
     # person 1 has two rows > c = 1: the bitmap in the first statement cannot prove
     # "nobody over c", so a pass by person runs (int ids, and plain-digit text ids)
     for b in (duck, text):
-        assert b.aggregate_all(qs) is not None
+        assert exact_aggregates(b, qs) is not None
         assert b.unit_check == "grouping" and b.rows_truncated == 1
-    assert duck._value_counted(k_n) and not duck._value_counted(k_x)
-    assert not text._value_counted(k_n)  # CSV text: the SQL bin keys
-    assert _arithmetic_step(typed_queries()[8].edges(schema)) == 50_000.0  # type: ignore[arg-type]
-    assert duck.aggregate_all(qs) == text.aggregate_all(qs)
+    assert duck._bins.value_counted(k_n) and not duck._bins.value_counted(k_x)
+    assert not text._bins.value_counted(k_n)  # CSV text: the SQL bin keys
+    assert arithmetic_step(bin_edges(typed_queries()[8], schema)) == 50_000.0  # type: ignore[arg-type]
+    assert exact_aggregates(duck, qs) == exact_aggregates(text, qs)
     # without person 1's second row nobody is over c: proven inside the one statement
     typed_files(data_dir, TYPED_ROWS[1:], "unique")
     for name in ("unique.parquet", "unique.csv"):
         b = DuckDBBackend(open_source(name), schema)
-        b.prefetch(qs, report=True, digest=True)
+        prefetch(b, qs, report=True, digest=True)
         assert (b.unit_check, b.passes, b.rows_truncated) == ("bitmap", 1, 0)
 
 
@@ -584,11 +587,11 @@ def test_person_check_bitmap_agrees_with_grouping(data_dir: Path) -> None:
     for ids, c, how, cut in cases:
         b = backend(ids, c, isinstance(ids[0], str))
         p = PandasBackend(load_table(data_dir / "ids.parquet"), b.schema)
-        assert b.clipped_sum("x") == p.clipped_sum("x")
+        assert b.result(ClippedSum("x")) == p.result(ClippedSum("x"))
         assert (b.rows, b.rows_truncated) == (p.rows, p.rows_truncated) == (len(ids) - cut, cut)
         assert b.unit_check == how, ids
     with pytest.raises(DataError, match="no value"):  # a NULL id, found in the first statement
-        backend([1, None, 2], 1).count()
+        backend([1, None, 2], 1).result(Count())
 
 
 @pytest.mark.parametrize(
@@ -626,30 +629,30 @@ def test_exact_sums_identical_in_every_backend(
         assert (s.value, sum(xs)) == (0.400000001, 0.40000000100000005)
 
 
-def test_arithmetic_step_recognises_linspace_and_step_grids() -> None:
-    from planner.data.backends.sql import _arithmetic_step
+def testarithmetic_step_recognises_linspace_and_step_grids() -> None:
+    from planner.data.backends.sql import arithmetic_step
 
     # numpy.linspace computes i·step + start (the last point is set to stop)
-    assert _arithmetic_step(np.linspace(18, 90, 1001)) == (90 - 18) / 1000
-    assert _arithmetic_step(np.linspace(0, 200_000, 1001)) == 200.0
+    assert arithmetic_step(np.linspace(18, 90, 1001)) == (90 - 18) / 1000
+    assert arithmetic_step(np.linspace(0, 200_000, 1001)) == 200.0
     # a declared step: L + step·i, with U appended
     grid = np.append(18 + 7.0 * np.arange(11, dtype=np.float64), 90.0)
-    assert _arithmetic_step(grid) == 7.0
+    assert arithmetic_step(grid) == 7.0
     # one edge one ulp off: no formula (the edge array is read instead)
     e = np.linspace(0, 1, 11)
     e[4] = np.nextafter(e[4], 1)
-    assert _arithmetic_step(e) is None
-    assert _arithmetic_step(np.array([0.0, 1.0, 3.0, 4.0])) is None
+    assert arithmetic_step(e) is None
+    assert arithmetic_step(np.array([0.0, 1.0, 3.0, 4.0])) is None
 
 
 def test_edges_read_from_the_array_identical_in_every_backend(data_dir: Path, spark: Any) -> None:
     """Evenly spaced but not ``i·step + e₀`` edges: ties one ulp either side of every edge."""
     e = np.linspace(0, 1, 11)
     e[4] = np.nextafter(e[4], 1)  # still evenly spaced enough for the guess, not arithmetic
-    from planner.data.backends.sql import _arithmetic_step, _uniform_guess_ok
+    from planner.data.backends.sql import arithmetic_step, uniform_guess_ok
 
-    assert _arithmetic_step(e) is None
-    assert _uniform_guess_ok(e, "right") and _uniform_guess_ok(e, "left")
+    assert arithmetic_step(e) is None
+    assert uniform_guess_ok(e, "right") and uniform_guess_ok(e, "left")
     xs = sorted({float(v) for t in e for v in (np.nextafter(t, -1), t, np.nextafter(t, 2))})
     lines = "".join(f"{i},{v!r}\n" for i, v in enumerate(xs))
     (data_dir / "ties.csv").write_text("pid,x\n" + lines)
@@ -670,10 +673,10 @@ def test_edges_read_from_the_array_identical_in_every_backend(data_dir: Path, sp
     # the same edges as quantile candidates (read from the array too): t_i counts the
     # values in (t_{i-1}, t_i]: the float above t_{i-1}, the float below t_i and t_i itself;
     # t_0 = 0 counts 0 and −5e-324 (clipped), t_10 = 1 also counts 1 + ulp (clipped)
-    want = backends["pandas"].candidate_counts("x", e.tolist())
+    want = backends["pandas"].result(Candidates("x", e.tolist()))
     assert want.counts == (2, *[3] * 9, 4)
     for b in backends.values():
-        assert b.candidate_counts("x", e.tolist()) == want
+        assert b.result(Candidates("x", e.tolist())) == want
 
 
 def test_grid_ties_on_arithmetic_edges_identical_in_every_backend(data_dir: Path, spark: Any) -> None:
@@ -683,7 +686,7 @@ def test_grid_ties_on_arithmetic_edges_identical_in_every_backend(data_dir: Path
     bound (range tests kept) and for a median, whose candidate counts and histogram over
     ``[*grid, top]`` share one key (top above the bound: range tests left out)."""
     grid = np.linspace(0, 1, 11)
-    assert _arithmetic_step(grid) is not None and _arithmetic_step(np.append(grid, 1.1)) is not None
+    assert arithmetic_step(grid) is not None and arithmetic_step(np.append(grid, 1.1)) is not None
     xs = sorted({float(v) for t in grid for v in (np.nextafter(t, -1), t, np.nextafter(t, 2), t + 0.05)})
     lines = "".join(f"{i},{v!r}\n" for i, v in enumerate(xs))
     (data_dir / "grid.csv").write_text("pid,x\n" + lines)
@@ -706,10 +709,10 @@ def test_grid_ties_on_arithmetic_edges_identical_in_every_backend(data_dir: Path
     assert isinstance(h, BinCounts) and h.counts == (5, *[4] * 8, 7) and h.unbinned == 0
     # candidates t_i count (t_{i-1}, t_i]: the float above t_{i-1}, the midpoint below t_i,
     # the float below t_i and t_i itself; t_0 counts 0 and −5e-324; t_10 also 1 + ulp, 1.05
-    want = backends["pandas"].candidate_counts("x", grid.tolist())
+    want = backends["pandas"].result(Candidates("x", grid.tolist()))
     assert want.counts == (2, *[4] * 9, 6)
     for b in backends.values():
-        assert b.candidate_counts("x", grid.tolist()) == want
+        assert b.result(Candidates("x", grid.tolist())) == want
 
 
 # ------------------------------------------------------------------ bounding: ties, NULL, NaN
@@ -797,7 +800,7 @@ def test_bounding_with_ties_and_missing_cells_identical_in_every_backend(
     duck = csv["duckdb"]
     assert isinstance(duck, DuckDBBackend)
     # some person's c-th and (c+1)-th rows are identical: the ranked branch runs
-    assert duck._bounding and duck._thresholds()[1]
+    assert duck._scan.bounded and duck._bound.thresholds()[1]
     parquet = {"pandas": pandas_b, "duckdb": DuckDBBackend(open_source("ties.parquet"), schema)}
     assert assert_identical(parquet, qs) == expected
     # the kept rows themselves: per kept row key, the same number of rows
@@ -820,9 +823,9 @@ def test_bounding_without_ties_takes_the_single_pass(data_dir: Path) -> None:
         )
         duck = DuckDBBackend(open_source("distinct.csv"), schema)
         assert duck.rows_truncated > 0  # the first statement finds people over c
-        assert duck._bounding and not duck._thresholds()[1]
+        assert duck._scan.bounded and not duck._bound.thresholds()[1]
         pand = PandasBackend(load_table(data_dir / "distinct.csv"), schema)
-        assert duck.clipped_sum("x") == pand.clipped_sum("x")
+        assert duck.result(ClippedSum("x")) == pand.result(ClippedSum("x"))
         assert (duck.rows, duck.rows_truncated) == (pand.rows, pand.rows_truncated)
 
 
@@ -835,7 +838,7 @@ def test_duckdb_memory_limit_from_the_environment(monkeypatch: pytest.MonkeyPatc
     with DuckDBBackend(frame, schema) as b:
         # DuckDB reports 300 MB (10^6 bytes each) in MiB: 300e6 / 2^20 = 286.1
         assert b._con.execute("SELECT current_setting('memory_limit')").fetchone()[0] == "286.1 MiB"
-        assert b.clipped_sum("age").value == 130.0  # 30 + 150 clipped to 100
+        assert b.result(ClippedSum("age")).value == 130.0  # 30 + 150 clipped to 100
     monkeypatch.setenv("PLANNER_DUCKDB_MEMORY_LIMIT", "lots")
     with pytest.raises(PlannerError, match="PLANNER_DUCKDB_MEMORY_LIMIT"):
         DuckDBBackend(frame, schema)
@@ -854,7 +857,7 @@ def digests(source: str, schema: Schema, spark: Any = None) -> dict[str, str]:
     out = {"pandas": PandasBackend(frame, schema).content_digest().hexdigest}
     duck = DuckDBBackend(src, schema)
     out["duckdb"] = duck.content_digest().hexdigest
-    assert duck._native_hash()  # DuckDB's hash() is the digest's row hash (self-test)
+    assert duck._compiler.native_hash()  # DuckDB's hash() is the digest's row hash (self-test)
     arith = DuckDBBackend(src, schema)
     arith._hash_native = False
     out["duckdb arithmetic"] = arith.content_digest().hexdigest
@@ -1020,7 +1023,7 @@ def test_content_digest_is_private_in_repr() -> None:
 
 
 def test_csv_fast_paths_read_odd_cells_like_pandas(data_dir: Path) -> None:
-    """The fast paths' guard (planner/data/backends/sql.py: Dialect.number_guard) on every one-
+    """The fast paths' guard (planner/data/backends/sql/dialect.py: Dialect.number_guard) on every one-
     and two-character string over the characters a number can contain and the ones
     DuckDB's cast also takes ('_', '(', signs, blanks, letters), and on 4,000 numbers
     with one or two characters inserted, replaced or removed (a fixed seed): pandas and
@@ -1063,7 +1066,7 @@ def test_csv_fast_paths_read_odd_cells_like_pandas(data_dir: Path) -> None:
     frame = load_table(data_dir / "odd.csv")
     pand = PandasBackend(frame, schema)
     duck = DuckDBBackend(open_source("odd.csv"), schema)
-    assert duck.aggregate_all(qs) == pand.aggregate_all(qs)
+    assert exact_aggregates(duck, qs) == exact_aggregates(pand, qs)
     assert duck.column_report() == pand.column_report()
     assert duck.content_digest().hexdigest == pand.content_digest().hexdigest
     assert pand.column_stats("x").invalid > 100 and pand.column_stats("x").usable > 100

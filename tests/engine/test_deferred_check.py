@@ -25,6 +25,7 @@ from planner.data.backends import BackgroundScan, check_backend, close_backend, 
 from planner.data.schema import Column, ColumnKind, MissingRule, Schema
 from planner.planning.mechanisms.base import MechanismName as M
 from planner.planning.queries import Query, QueryKind
+from planner.planning.statistics import exact_aggregates, plan_requests
 
 pytest.importorskip("duckdb")
 
@@ -46,7 +47,7 @@ def _rows(n: int) -> bytes:
 
 def _answers(engine: Any) -> dict[str, Any]:
     check_backend(engine)
-    got = engine.aggregate_all(QUERIES)
+    got = exact_aggregates(engine, QUERIES)
     return {"n": got["n"].value, "age_sum": got["age_sum"].value, "region": list(got["region"].counts),
             "digest": engine.content_digest().hexdigest}
 
@@ -82,7 +83,7 @@ def test_the_scan_reads_while_the_check_is_still_running(tmp_path: Path, monkeyp
     monkeypatch.setattr(sources, "_scan_file", held)
     source = sources.open_cli_source(path, defer_check=True)  # returns before the check has run
     assert isinstance(source, sources.FileSource) and source.pending is not None
-    scan = BackgroundScan("duckdb", source, SCHEMA, QUERIES)
+    scan = BackgroundScan("duckdb", source, SCHEMA, plan_requests(QUERIES, SCHEMA))
     try:
         assert scan.wait_reading(timeout=60)  # DuckDB read the file while the check was held
         assert scan._thread.is_alive()  # and the scan waits for the verdict
@@ -106,7 +107,7 @@ def test_a_file_utf8_only_in_its_head_is_read_again_as_the_check_decides(tmp_pat
     sources._SCANNED.clear()
     source = sources.open_cli_source(path, defer_check=True)
     assert isinstance(source, sources.FileSource) and source.paths == (path,)  # read as UTF-8 first
-    scan = BackgroundScan("duckdb", source, SCHEMA, QUERIES)
+    scan = BackgroundScan("duckdb", source, SCHEMA, plan_requests(QUERIES, SCHEMA))
     engine = scan.result()
     try:
         assert _answers(engine) == expected
@@ -128,7 +129,8 @@ def test_an_error_the_check_finds_replaces_the_scans_result(tmp_path: Path, monk
         return real(p, label)
 
     monkeypatch.setattr(sources, "_scan_file", after_the_scan)
-    scan = BackgroundScan("duckdb", sources.open_cli_source(path, defer_check=True), SCHEMA, QUERIES)
+    scan = BackgroundScan("duckdb", sources.open_cli_source(path, defer_check=True), SCHEMA,
+                          plan_requests(QUERIES, SCHEMA))
     assert scan.wait_reading(timeout=60)
     done.set()
     with pytest.raises(DataError, match=r"file 'tail\.csv' contains binary data \(a NUL byte on line 8,002\)"):

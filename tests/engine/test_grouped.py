@@ -13,12 +13,14 @@ import pandas as pd
 import pytest
 
 from planner.core.errors import QueryError
-from planner.data.backends.base import GroupedAggregate, MeanAggregate, QuantileAggregate
 from planner.data.backends.pandas_backend import PandasBackend
+from planner.data.requests import Grouped, QuantileAggregate
 from planner.data.schema import Schema
 from planner.ledger import Ledger
 from planner.planning.queries import Query, QueryKind, queries_from_list
-from planner.planning.statistics.grouped import group_labels, grouped_score_sensitivity, groups
+from planner.planning.statistics import statistic
+from planner.planning.statistics.base import GroupedAggregate, MeanAggregate
+from planner.planning.statistics.grouped import group_labels, grouped_score_sensitivity
 from planner.planning.workload import plan
 from planner.release import release
 
@@ -45,8 +47,9 @@ def test_groups_are_every_declared_combination_in_order() -> None:
     labels = group_labels(q, s)
     assert len(labels) == 4 * 2  # N, S, E, (other) × false, true
     assert labels[:2] == ("N · false", "N · true")
-    conds = dict(groups(q, s))
-    assert [c.value for c in conds["E · true"]] == ["E", True]
+    # each group as the codes of its columns' declared values: E is region's third, true is 1
+    codes = dict(zip(labels, Grouped((), q.by).codes(s), strict=True))
+    assert codes["E · true"] == (2, 1)
 
 
 @pytest.mark.parametrize(
@@ -110,7 +113,7 @@ def test_grouped_vectors_move_within_their_declared_sensitivity(relation: str, c
     for d1, d2 in neighbours(relation, c):
         b1, b2 = PandasBackend(d1, s), PandasBackend(d2, s)
         for q in GROUPED:
-            a, b = b1.aggregate(q), b2.aggregate(q)
+            a, b = statistic(q.kind).aggregate(q, b1), statistic(q.kind).aggregate(q, b2)
             assert isinstance(a, GroupedAggregate) and isinstance(b, GroupedAggregate)
             assert a.labels == b.labels == group_labels(q, s)  # every group, always
             parts = {p.name: p.sensitivity for p in q.parts(s)}

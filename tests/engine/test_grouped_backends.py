@@ -1,8 +1,8 @@
 """Grouped statistics are computed identically by pandas, DuckDB and Spark.
 
-The SQL backends answer :meth:`~planner.data.backends.base.Backend.where` with one ``GROUP BY``
-per grouping (``planner/data/backends/sql.py``, ``_group_statement``); pandas restricts its
-bounded rows with a mask (``PandasBackend.where``). The aggregates of every group must be
+The SQL backends answer a :class:`~planner.data.requests.Grouped` request with one ``GROUP BY``
+per grouping (``planner/data/backends/sql/statement.py``, ``group_statement``); pandas restricts its
+bounded rows with a mask (``PandasBackend._grouped``). The aggregates of every group must be
 equal, not close: counts, exact sums, column stats and quantile rank counts, on tables with
 NULL and undeclared values in the grouping columns and people beyond c rows (contribution
 bounding happens before grouping). The tables and helpers are the backend conformance
@@ -17,14 +17,31 @@ from typing import Any
 
 import pytest
 
+from planner.core.errors import QueryError
 from planner.data.backends import PandasBackend
-from planner.data.backends.base import Backend, CountAggregate, GroupedAggregate
+from planner.data.backends.base import Backend
 from planner.data.backends.duckdb_backend import DuckDBBackend
 from planner.data.loader import load_table
+from planner.data.requests import (
+    Bins,
+    Booleans,
+    Candidates,
+    ClippedSum,
+    Count,
+    CountAggregate,
+    Grouped,
+    Predicate,
+    PredicateOp,
+    Stats,
+    SumAggregate,
+    group_labels,
+)
 from planner.data.schema import MissingAction, MissingRule
 from planner.data.sources import open_source
 from planner.planning.mechanisms.base import MechanismName as M
-from planner.planning.queries import Predicate, PredicateOp, Query, QueryKind
+from planner.planning.queries import Query, QueryKind
+from planner.planning.statistics import exact_aggregates, prefetch
+from planner.planning.statistics.base import GroupedAggregate
 from tests.engine import test_backends_conformance as conformance
 from tests.engine.test_backends_conformance import (
     DROP,
@@ -92,7 +109,7 @@ def test_grouped_identical_on_the_edge_case_table(data_dir: Path, spark: Any, ac
                   "duckdb": DuckDBBackend(open_source("edge.csv"), schema)}
         got = assert_identical(backends, grouped("cat", ("cat", "flag"), "x"))
         # the grouped count by cat is the histogram of cat, computed by another route
-        hist = backends["pandas"].bin_counts("cat")
+        hist = backends["pandas"].result(Bins("cat"))
         gc = got["gc"]
         assert isinstance(gc, GroupedAggregate)
         assert tuple(g.value for g in gc.groups if isinstance(g, CountAggregate)) == hist.counts
@@ -131,34 +148,45 @@ def test_grouped_identical_with_ties_on_the_bounding_cut(data_dir: Path, spark: 
     assert backends["pandas"].rows_truncated > 0
 
 
-def test_where_with_any_predicates_matches_pandas(data_dir: Path) -> None:
-    """``where`` is general: numeric comparisons, ``in`` and ``!=`` conditions, nested views,
-    two conditions on one column (an empty group), and the column report of a group."""
+def test_grouped_requests_of_every_kind_match_pandas(data_dir: Path) -> None:
+    """A :class:`Grouped` request holding every kind of request a group can hold (a sum,
+    counts with and without a filter, candidate counts, bins, boolean counts, every
+    column's stats), by one column and by two: pandas and DuckDB agree group by group, the
+    groups come in declared order with the empty ones included."""
     generated().to_csv(data_dir / "gen.csv", index=False)
     schema = generated_schema()
     pandas_b = PandasBackend(load_table(data_dir / "gen.csv"), schema)
     duck = DuckDBBackend(open_source("gen.csv"), schema)
-    cases = [
-        [Predicate("income", PredicateOp.GT, 50_000.25)],
-        [Predicate("age", PredicateOp.LE, 30), Predicate("region", PredicateOp.IN, ("North", "(other)"))],
-        [Predicate("region", PredicateOp.NE, "South"), Predicate("smoker", PredicateOp.EQ, True)],
-        [Predicate("region", PredicateOp.EQ, "North"), Predicate("region", PredicateOp.EQ, "South")],
-    ]
-    for conds in cases:
-        a, b = pandas_b.where(conds), duck.where(conds)
-        assert b.clipped_sum("income") == a.clipped_sum("income"), conds
-        assert b.count("age") == a.count("age"), conds
-        assert b.candidate_counts("age", [float(t) for t in range(18, 91)]) == \
-            a.candidate_counts("age", [float(t) for t in range(18, 91)]), conds
-        assert b.bin_counts("region") == a.bin_counts("region"), conds
-        assert b.boolean_counts("smoker") == a.boolean_counts("smoker"), conds
-        assert b.column_report() == a.column_report(), conds
-        assert (b.rows, b.rows_truncated) == (a.rows, a.rows_truncated), conds
-    empty = duck.where(cases[3])
-    assert empty.rows == 0 and empty.clipped_sum("income").n == 0
-    nested_a = pandas_b.where(cases[0]).where([Predicate("smoker", PredicateOp.EQ, False)])
-    nested_b = duck.where(cases[0]).where([Predicate("smoker", PredicateOp.EQ, False)])
-    assert nested_b.clipped_sum("age") == nested_a.clipped_sum("age")
+    inner = (ClippedSum("income"), Count("age"), Count(None, Predicate("income", PredicateOp.GT, 50_000.25)),
+             Candidates("age", [float(t) for t in range(18, 91)]), Bins("income", (0.0, 50_000.0, 150_000.5)),
+             Bins("region"), Booleans("smoker"), *(Stats(c.name) for c in schema.columns))
+    for by in (("region",), ("region", "smoker"), ("smoker",)):
+        a, b = pandas_b.result(Grouped(inner, by)), duck.result(Grouped(inner, by))
+        assert b == a, by
+        assert a.labels == group_labels(schema, by) and len(a.results) == len(a.labels)
+    by_region = pandas_b.result(Grouped(inner, ("region",)))
+    # the generator writes "west" (undeclared: the other bin), never "West": an empty group
+    west = by_region.results[by_region.labels.index("West")]
+    assert west[0] == SumAggregate(0.0, 0, 0, 0) and west[1] == CountAggregate(0, 0)
+    # every kept row with a usable region is in exactly one group (region drops missing ones)
+    rows = sum(r[1].value for r in by_region.results)
+    assert rows == pandas_b.result(Count("region")).value
+
+
+def test_grouped_requests_are_checked_against_the_schema(data_dir: Path) -> None:
+    """Groups of declared categorical / boolean columns only; no key counts or digests in a
+    group; the same refusals from both engines."""
+    generated().to_csv(data_dir / "gen.csv", index=False)
+    schema = generated_schema()
+    for b in (PandasBackend(load_table(data_dir / "gen.csv"), schema), DuckDBBackend(open_source("gen.csv"), schema)):
+        with pytest.raises(QueryError, match="column 'age' is numeric; this aggregate needs categorical or boolean"):
+            b.result(Grouped((Count(),), ("age",)))
+        with pytest.raises(QueryError, match="is not declared"):
+            b.result(Grouped((Count(),), ("planet",)))
+        with pytest.raises(QueryError, match="needs distinct grouping columns"):
+            b.result(Grouped((Count(),), ("region", "region")))
+        with pytest.raises(QueryError, match="whole table, not in groups"):
+            b.result(Grouped((Grouped((Count(),), ("smoker",)),), ("region",)))
 
 
 def test_every_group_of_every_grouping_is_one_statement(data_dir: Path) -> None:
@@ -170,15 +198,14 @@ def test_every_group_of_every_grouping_is_one_statement(data_dir: Path) -> None:
     schema = generated_schema(c=1)
     duck = DuckDBBackend(open_source("one.csv"), schema)
     qs = [q("n", K.COUNT, None, L), *grouped("region", ("region", "smoker"), "income")]
-    duck.prefetch(qs)
+    prefetch(duck, qs)
     assert duck.passes == 1 + 1
     before = duck.passes
-    got = duck.aggregate_all(qs)  # all cached: no statement runs again
+    got = exact_aggregates(duck, qs)  # all cached: no statement runs again
     assert duck.passes == before
     pandas_b = PandasBackend(load_table(data_dir / "one.csv"), schema)
-    assert got == pandas_b.aggregate_all(qs)
+    assert got == exact_aggregates(pandas_b, qs)
     # bins the batch did not compute for this grouping (age by region): one statement more
-    conds = [Predicate("region", PredicateOp.EQ, "North")]
-    grid = [float(t) for t in range(18, 91)]
-    assert duck.where(conds).candidate_counts("age", grid) == pandas_b.where(conds).candidate_counts("age", grid)
+    ages = Grouped((Candidates("age", [float(t) for t in range(18, 91)]),), ("region",))
+    assert duck.result(ages) == pandas_b.result(ages)
     assert duck.passes == before + 1

@@ -49,12 +49,16 @@ def _engine() -> dict[str, Any]:
     it when the modules move): planner.data.backends (make_backend, check_backend,
     close_backend, BackgroundScan), planner.data.backends.spark_backend (SparkBackend,
     java_available, get_session), planner.data.sources (open_source, DATA_DIR_ENV),
-    planner.data.schema.Schema, planner.planning.queries (Query, QueryKind)."""
+    planner.data.schema.Schema, planner.planning.queries (Query, QueryKind),
+    planner.planning.statistics (plan_requests, exact_aggregates: a plan's requests and
+    its queries' aggregates, asked of a backend)."""
     from planner.data import backends, sources
     from planner.data.schema import Schema
     from planner.planning.queries import Query, QueryKind
+    from planner.planning.statistics import exact_aggregates, plan_requests
 
-    return {"backends": backends, "sources": sources, "Query": Query, "QueryKind": QueryKind, "Schema": Schema}
+    return {"backends": backends, "sources": sources, "Query": Query, "QueryKind": QueryKind, "Schema": Schema,
+            "plan_requests": plan_requests, "exact_aggregates": exact_aggregates}
 
 
 def schema() -> Any:
@@ -87,12 +91,12 @@ def verdict(kind: str, name: str, spark: Any = None) -> dict[str, Any]:
             engine: Any = SparkBackend(name, schema(), spark=spark)
         elif kind == "deferred":
             engine = b.BackgroundScan("duckdb", e["sources"].open_source(name, defer_check=True), schema(),
-                                      queries()).result()
+                                      e["plan_requests"](queries(), schema())).result()
         else:
             engine = b.make_backend(kind, name, schema())
         try:
             b.check_backend(engine)
-            got = engine.aggregate_all(queries())
+            got = e["exact_aggregates"](engine, queries())
         finally:
             b.close_backend(engine)
     except PlannerError as exc:

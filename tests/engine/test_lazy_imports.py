@@ -78,9 +78,11 @@ def test_release_reads_its_first_row_before_the_heavy_imports() -> None:
         from planner.data.backends import BackgroundScan, close_backend
         from planner.planning.plan_spec import load_plan_spec
         from planner.data.sources import open_cli_source
+        from planner.planning.statistics import plan_requests
 
         spec = load_plan_spec("examples/census_plan.json")
-        scan = BackgroundScan("duckdb", open_cli_source("data/census.csv"), spec.schema, spec.queries)
+        scan = BackgroundScan("duckdb", open_cli_source("data/census.csv"), spec.schema,
+                              plan_requests(spec.queries, spec.schema))
         OUT = {"reading": scan.wait_reading(timeout=120)}
         import sys
         OUT["at_first_read"] = sorted(sys.modules)

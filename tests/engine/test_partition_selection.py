@@ -17,6 +17,7 @@ import pytest
 from planner.core.errors import BudgetError, PlanError, QueryError
 from planner.data.backends.base import KeyCounts
 from planner.data.backends.pandas_backend import PandasBackend
+from planner.data.requests import Keys
 from planner.data.schema import Schema
 from planner.ledger import Ledger
 from planner.planning.allocation import Family, Item, allocate
@@ -174,7 +175,7 @@ def test_pandas_key_counts_after_contribution_bounding() -> None:
         "x": 1.0,
         "pid": [1, 2, 3, 4, 5, 6, 6, 6],  # person 6 has 3 rows: 2 are kept
     })
-    kc = PandasBackend(df, s, salt="t").key_counts("zip")
+    kc = PandasBackend(df, s, salt="t").result(Keys("zip"))
     assert kc == KeyCounts(("02139", "A", "B"), (2, 1, 2), 2)  # "02139" keeps its zero; 2 missing keys
 
 

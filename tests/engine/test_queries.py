@@ -34,6 +34,8 @@ from planner.planning.queries import (
     queries_from_list,
 )
 from planner.planning.statistics import STATISTICS
+from planner.planning.statistics.histogram import edges, labels
+from planner.planning.statistics.quantile import candidate_grid
 
 DROP = MissingRule()
 M = MechanismName
@@ -302,11 +304,11 @@ def test_queries_predicate_validation() -> None:
 # ------------------------------------------------------------------ grids
 def test_queries_candidate_grid() -> None:
     s = schema(lo=0, hi=10)
-    g = q(K.MEDIAN, "age", M.EXPONENTIAL, candidates=11).candidate_grid(s)
+    g = candidate_grid(q(K.MEDIAN, "age", M.EXPONENTIAL, candidates=11), s)
     np.testing.assert_allclose(g, np.arange(11.0))
-    g = q(K.MEDIAN, "age", M.EXPONENTIAL, step=3).candidate_grid(s)
+    g = candidate_grid(q(K.MEDIAN, "age", M.EXPONENTIAL, step=3), s)
     np.testing.assert_allclose(g, [0, 3, 6, 9, 10])  # U appended
-    g = q(K.MEDIAN, "age", M.EXPONENTIAL).candidate_grid(s)
+    g = candidate_grid(q(K.MEDIAN, "age", M.EXPONENTIAL), s)
     assert g.size == 1001 and g[0] == 0 and g[-1] == 10
     with pytest.raises(QueryError, match="more than"):
         q(K.MEDIAN, "age", M.EXPONENTIAL, step=1e-9).validate(s)
@@ -318,9 +320,9 @@ def test_queries_candidate_grid() -> None:
 def test_queries_equal_width_edges_and_labels() -> None:
     s = schema(lo=0, hi=10)
     qq = q(K.SYNTHETIC_SAMPLE, "age", M.PERTURBED_HISTOGRAM, bins=2)
-    np.testing.assert_allclose(qq.edges(s), [0, 5, 10])  # type: ignore[arg-type]
-    assert qq.labels(s) == ("[0, 5)", "[5, 10]")
-    assert q(K.HISTOGRAM, "smoker", M.LAPLACE).labels(s) == ("false", "true")
+    np.testing.assert_allclose(edges(qq, s), [0, 5, 10])  # type: ignore[arg-type]
+    assert labels(qq, s) == ("[0, 5)", "[5, 10]")
+    assert labels(q(K.HISTOGRAM, "smoker", M.LAPLACE), s) == ("false", "true")
 
 
 # ------------------------------------------------------------------ JSON

@@ -156,7 +156,7 @@ def test_release_over_budget_refused_nothing_sampled(
     def no_aggregates(*_a: Any, **_k: Any) -> Any:
         raise AssertionError("the backend must not be touched for a refused release")
 
-    monkeypatch.setattr(backend, "aggregate", no_aggregates)
+    monkeypatch.setattr(backend, "evaluate", no_aggregates)
     second = _plan(schema, 0.6, 0.0, queries=[q for q in QUERIES if q["id"] == "n"])
     with pytest.raises(BudgetExceededError) as exc:
         release(second, schema, backend, ledger, FP, "census", total_epsilon=1.0, total_delta=0.0, rule="basic")

@@ -24,15 +24,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from planner.data.backends import (
-    Aggregate,
     BinCounts,
     BooleanCounts,
     CountAggregate,
-    MeanAggregate,
     PandasBackend,
     QuantileAggregate,
     SumAggregate,
 )
+from planner.data.requests import ClippedSum
 from planner.data.schema import (
     Column,
     ColumnKind,
@@ -44,6 +43,8 @@ from planner.data.schema import (
 )
 from planner.planning.mechanisms.base import MechanismName as M
 from planner.planning.queries import MeanMode, Predicate, PredicateOp, Query, QueryKind
+from planner.planning.statistics import statistic
+from planner.planning.statistics.base import Aggregate, MeanAggregate
 
 TOL = 1e-9
 
@@ -156,7 +157,7 @@ def check_query(q: Query, schema: Schema, a: Aggregate, b: Aggregate) -> None:
 def check_pair(schema: Schema, d1: pd.DataFrame, d2: pd.DataFrame) -> None:
     b1, b2 = PandasBackend(d1, schema), PandasBackend(d2, schema)
     for q in workload(schema):
-        check_query(q, schema, b1.aggregate(q), b2.aggregate(q))
+        check_query(q, schema, statistic(q.kind).aggregate(q, b1), statistic(q.kind).aggregate(q, b2))
 
 
 # ------------------------------------------------------------------ deterministic cases
@@ -211,8 +212,8 @@ def test_neighbours_substitute_sum_bound_is_tight_when_lower_bound_positive() ->
     d1 = frame([{"pid": 1, "x": 10.0, "cat": "A", "flag": "no"}, {"pid": 2, "x": 15, "cat": "A", "flag": "no"}])
     d2 = frame([{"pid": 3, "x": 20.0, "cat": "A", "flag": "no"}] * 2 + [{"pid": 2, "x": 15, "cat": "A", "flag": "no"}])
     q = Query("s", QueryKind.SUM, "x", M.LAPLACE)
-    s1 = PandasBackend(d1, schema).clipped_sum("x").value
-    s2 = PandasBackend(d2, schema).clipped_sum("x").value
+    s1 = PandasBackend(d1, schema).result(ClippedSum("x")).value
+    s2 = PandasBackend(d2, schema).result(ClippedSum("x")).value
     assert abs(s2 - s1) == 30.0 == q.sensitivity(schema).l1
     check_pair(schema, d1, d2)
 
@@ -226,8 +227,8 @@ def test_neighbours_substitute_drop_rule_missing_value_replaced_at_upper() -> No
     schema = make_schema(Relation.SUBSTITUTE, 1, 10.0, 20.0, False, False, person=False)
     d1 = frame([{"pid": 1, "x": float("nan"), "cat": "A", "flag": "no"}])
     d2 = frame([{"pid": 2, "x": 20.0, "cat": "A", "flag": "no"}])
-    s1 = PandasBackend(d1, schema).clipped_sum("x").value
-    s2 = PandasBackend(d2, schema).clipped_sum("x").value
+    s1 = PandasBackend(d1, schema).result(ClippedSum("x")).value
+    s2 = PandasBackend(d2, schema).result(ClippedSum("x")).value
     assert abs(s2 - s1) == 20.0 == Query("s", QueryKind.SUM, "x", M.LAPLACE).sensitivity(schema).l1
     check_pair(schema, d1, d2)
 
@@ -237,7 +238,7 @@ def test_neighbours_add_remove_sum_bound_is_attained() -> None:
     schema = make_schema(Relation.ADD_REMOVE, 3, 0.0, 100.0, False, False)
     base = frame(BASE_ROWS)
     more = frame(BASE_ROWS + [{"pid": 9, "x": 500.0, "cat": "A", "flag": "no"}] * 5)
-    d = PandasBackend(more, schema).clipped_sum("x").value - PandasBackend(base, schema).clipped_sum("x").value
+    d = PandasBackend(more, schema).result(ClippedSum("x")).value - PandasBackend(base, schema).result(ClippedSum("x")).value
     assert d == 300.0 == Query("s", QueryKind.SUM, "x", M.LAPLACE).sensitivity(schema).l1
 
 

@@ -15,13 +15,13 @@ from planner.data.backends.base import (
     BinCounts,
     BooleanCounts,
     CountAggregate,
-    MeanAggregate,
     QuantileAggregate,
     SumAggregate,
 )
 from planner.data.schema import Schema
 from planner.planning import simulation as sim
 from planner.planning.queries import queries_from_list
+from planner.planning.statistics.base import MeanAggregate
 
 SCHEMA = Schema.from_dict({
     "version": 1, "relation": "add_remove", "public_n": 1000,

@@ -13,6 +13,7 @@ from planner.core.errors import DataError
 from planner.data.backends import PandasBackend
 from planner.data.backends.duckdb_backend import DuckDBBackend
 from planner.data.loader import load_table
+from planner.data.requests import ClippedSum, Count
 from planner.data.schema import Column, ColumnKind, MissingRule, Schema, dataset_fingerprint
 from planner.data.sources import (
     DATA_DIR_ENV,
@@ -26,6 +27,7 @@ from planner.data.sources import (
 )
 from planner.planning.mechanisms.base import MechanismName as M
 from planner.planning.queries import Query, QueryKind
+from planner.planning.statistics import exact_aggregates
 
 ROOT = Path(__file__).resolve().parents[2]
 CSV = "age,region\n30,A\n150,B\n,A\nabc,C\n"
@@ -105,7 +107,7 @@ def test_sources_glob_of_csv_files_is_one_table(data: Path) -> None:
     src = open_source("part/*.csv")
     assert isinstance(src, FileSource) and len(src.paths) == 2 and src.label == "part/*.csv"
     b = DuckDBBackend(src, SCHEMA)
-    assert b.clipped_sum("age").value == 30 + 100 + 20
+    assert b.result(ClippedSum("age")).value == 30 + 100 + 20
     assert b.rows == 5
     assert len(source_fingerprint(src)) == 64
     (data / "part" / "c.csv").write_text("age;region\n1;A\n")
@@ -117,7 +119,7 @@ def test_sources_parquet_and_mixed_formats(data: Path) -> None:
     pd.DataFrame({"age": [30.0, 150.0, None], "region": ["A", "B", "A"]}).to_parquet(data / "t.parquet")
     src = open_source("t.parquet")
     assert isinstance(src, FileSource) and src.kind == "parquet"
-    assert DuckDBBackend(src, SCHEMA).clipped_sum("age").value == 130.0
+    assert DuckDBBackend(src, SCHEMA).result(ClippedSum("age")).value == 130.0
     (data / "t.csv").write_text(CSV)
     with pytest.raises(DataError, match="mixes CSV and Parquet"):
         open_source("t.*")
@@ -132,7 +134,7 @@ def test_sources_duckdb_table(data: Path) -> None:
     src = open_source('db.duckdb::my "table"')
     assert isinstance(src, TableSource)
     b = DuckDBBackend(src, SCHEMA)
-    assert b.clipped_sum("age").value == 130.0
+    assert b.result(ClippedSum("age")).value == 130.0
     b.close()
     with pytest.raises(DataError, match="does not exist"):
         DuckDBBackend(open_source("db.duckdb::nope"), SCHEMA)
@@ -141,11 +143,11 @@ def test_sources_duckdb_table(data: Path) -> None:
 
 
 def test_sources_spill_upload_bytes_and_file_objects(data: Path) -> None:
-    expected = PandasBackend(load_table(CSV.encode()), SCHEMA).aggregate_all(QUERIES)
+    expected = exact_aggregates(PandasBackend(load_table(CSV.encode()), SCHEMA), QUERIES)
     with spill_upload(CSV.encode(), "up.csv") as src:
         path = src.paths[0]
         assert path.exists() and src.temporary
-        assert DuckDBBackend(src, SCHEMA).aggregate_all(QUERIES) == expected
+        assert exact_aggregates(DuckDBBackend(src, SCHEMA), QUERIES) == expected
     assert not path.exists()  # deleted afterwards
     buf = io.BytesIO()
     pd.DataFrame({"age": [30, 150, None], "region": ["A", "B", "A"]}).to_parquet(buf)
@@ -164,22 +166,22 @@ def test_sources_latin1_csv_is_read_like_the_loader(data: Path) -> None:
     )
     q = [Query("h", QueryKind.HISTOGRAM, "region", M.LAPLACE)]
     src = open_source("l1.csv")
-    assert DuckDBBackend(src, schema).aggregate_all(q) == PandasBackend(
+    assert exact_aggregates(DuckDBBackend(src, schema), q) == exact_aggregates(PandasBackend(
         load_table(data / "l1.csv"), schema
-    ).aggregate_all(q)
+    ), q)
     assert source_fingerprint(src) == dataset_fingerprint(data / "l1.csv")  # the original bytes
 
 
 def test_sources_bad_csv_files_give_data_errors(data: Path) -> None:
     (data / "ragged.csv").write_text("age,region\n1,A,x\n")
     with pytest.raises(DataError):
-        DuckDBBackend(open_source("ragged.csv"), SCHEMA).count()
+        DuckDBBackend(open_source("ragged.csv"), SCHEMA).result(Count())
     (data / "dup.csv").write_text("age,age\n1,2\n")
     with pytest.raises(DataError, match="more than once"):
         open_source("dup.csv")
     (data / "hdr.csv").write_text("age,region\n")
     with pytest.raises(DataError, match="no data rows"):
-        DuckDBBackend(open_source("hdr.csv"), SCHEMA).count()
+        DuckDBBackend(open_source("hdr.csv"), SCHEMA).result(Count())
     (data / "nocol.csv").write_text("age,other\n1,2\n")
     with pytest.raises(DataError, match="declared in the schema but not in the data"):
         DuckDBBackend(open_source("nocol.csv"), SCHEMA)

@@ -33,13 +33,10 @@ import pytest
 
 from planner.core.errors import QueryError
 from planner.data.backends.base import (
-    Aggregate,
     BinCounts,
     BooleanCounts,
     CountAggregate,
-    GroupedAggregate,
     KeyCounts,
-    MeanAggregate,
     QuantileAggregate,
     SumAggregate,
 )
@@ -47,6 +44,7 @@ from planner.data.schema import Schema
 from planner.planning.mechanisms.base import MechanismName as M
 from planner.planning.queries import Query, QueryKind
 from planner.planning.statistics import STATISTICS
+from planner.planning.statistics.base import Aggregate, GroupedAggregate, MeanAggregate
 from planner.planning.statistics.quantile import RankCounts, candidate_grid
 from planner.planning.workload import plan
 from planner.privacy.accounting import CompositionRule, event_rho, pure_epsilon, total_epsilon

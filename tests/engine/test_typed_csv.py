@@ -31,6 +31,7 @@ from planner.data.loader import load_table, number_lookalike, scan_parts
 from planner.data.schema import Column, ColumnKind, MissingRule, PrivacyUnit, Schema
 from planner.planning.mechanisms.base import MechanismName as M
 from planner.planning.queries import Query, QueryKind
+from planner.planning.statistics import exact_aggregates, plan_requests, prefetch, statistic
 
 duckdb = pytest.importorskip("duckdb")
 
@@ -179,18 +180,18 @@ def _clean_rows(n: int, seed: int) -> list[list[str]]:
 def _scan(path: Path, *, typed: bool, defer: bool) -> Any:
     sources._SCANNED.clear()
     src = sources.open_cli_source(path, defer_check=defer)
-    scan = BackgroundScan("duckdb", src, SCHEMA, QUERIES)
+    scan = BackgroundScan("duckdb", src, SCHEMA, plan_requests(QUERIES, SCHEMA))
     if not typed:
         scan.result()  # wait; then the text route on the same source
         close_backend(scan._engine)  # type: ignore[arg-type]
         engine = make_backend("duckdb", sources.open_cli_source(path), SCHEMA)
-        engine.prefetch(QUERIES, report=True, digest=True)
+        prefetch(engine, QUERIES, report=True, digest=True)
         return engine
     return scan.result()
 
 
 def _answers(engine: Any) -> tuple[Any, ...]:
-    aggs = {q.id: engine.aggregate(q) for q in QUERIES}
+    aggs = {q.id: statistic(q.kind).aggregate(q, engine) for q in QUERIES}
     return aggs, engine.column_report(), engine.content_digest().hexdigest
 
 
@@ -207,8 +208,8 @@ def test_the_typed_scan_gives_the_text_route_and_pandas_answers(tmp_path: Path, 
         assert (typed.read_as, typed.typed, text.read_as) == ("typed", ("x", "y"), "text")
         assert typed.passes == text.passes  # people with two rows: bounding reads again
         passes = typed.passes
-        typed.aggregate_all(QUERIES)  # later statements keep the proven typed read
-        typed.prefetch(QUERIES)
+        exact_aggregates(typed, QUERIES)  # later statements keep the proven typed read
+        prefetch(typed, QUERIES)
         assert (typed.read_as, typed.passes) == ("typed", passes)
         assert _answers(typed) == _answers(text)
         pand = PandasBackend(load_table(path), SCHEMA)
@@ -289,7 +290,7 @@ def test_prefetch_without_report_and_digest_reads_text(tmp_path: Path) -> None:
     engine = make_backend("duckdb", src, SCHEMA, typed_csv=True)
     try:
         assert engine.typed == ("x", "y")
-        engine.prefetch(QUERIES[:2])
+        prefetch(engine, QUERIES[:2])
         assert (engine.read_as, engine.typed) == ("text", ())
     finally:
         close_backend(engine)

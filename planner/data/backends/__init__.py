@@ -21,19 +21,17 @@ from collections.abc import Sequence
 from typing import IO, TYPE_CHECKING, Any, Final, Literal
 
 from planner.core.errors import DataError, PlannerError
-from planner.data.backends.base import (
-    Aggregate,
-    Backend,
+from planner.data.backends.base import Backend
+from planner.data.requests import (
     BinCounts,
     BooleanCounts,
     ColumnStats,
     CountAggregate,
-    MeanAggregate,
     QuantileAggregate,
+    Request,
     SumAggregate,
 )
 from planner.data.schema import Schema
-from planner.planning.queries import Query
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -84,15 +82,16 @@ def default_backend() -> str:
     return "duckdb" if importlib.util.find_spec("duckdb") is not None else "pandas"
 
 
-def _load_frame(source: Any) -> pd.DataFrame:
-    """A pandas DataFrame of a source (files are loaded with the planner's loader)."""
+def _load_frame(source: Any) -> tuple[pd.DataFrame, str | None]:
+    """(a pandas DataFrame of a source, the name of its file for messages); files are
+    loaded with the planner's loader."""
     import pandas as pd
 
     from planner.data.loader import load_table
     from planner.data.sources import FileSource, TableSource, open_source
 
     if isinstance(source, pd.DataFrame):
-        return source
+        return source, None
     if isinstance(source, (str, os.PathLike)):
         source = open_source(source)
     if isinstance(source, FileSource):
@@ -100,13 +99,14 @@ def _load_frame(source: Any) -> pd.DataFrame:
             load_table(p, name=source.label if len(source.files) == 1 else p.name)
             for p in source.files
         ]
-        return frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
+        return (frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)), source.label
     if isinstance(source, TableSource):
         raise DataError(
             "a DuckDB table is read by the duckdb backend; choose --backend duckdb."
         )
     if isinstance(source, (bytes, bytearray, memoryview)) or hasattr(source, "read"):
-        return load_table(source)
+        label = str(getattr(source, "name", "") or "upload")
+        return load_table(source, name=label), label
     raise DataError(
         f"cannot read data from a {type(source).__name__}; pass a path in the data "
         "directory, a source, a DataFrame or an upload."
@@ -152,7 +152,8 @@ def make_backend(
     if name == "pandas":
         from planner.data.backends.pandas_backend import PandasBackend
 
-        return PandasBackend(_load_frame(source), schema, salt)
+        frame, label = _load_frame(source)
+        return PandasBackend(frame, schema, salt, label=label)
     if name == "duckdb":
         from planner.data.backends.duckdb_backend import DuckDBBackend
 
@@ -163,7 +164,7 @@ def make_backend(
         from planner.data.backends.spark_backend import SparkBackend
 
         if isinstance(source, (bytes, bytearray, memoryview)) or hasattr(source, "read"):
-            return SparkBackend(_load_frame(source), schema, salt, master=spark_master)
+            return SparkBackend(_load_frame(source)[0], schema, salt, master=spark_master)
         return SparkBackend(source, schema, salt, master=spark_master)
     raise PlannerError(f"backend must be one of {list(BACKENDS)}; got {kind!r}.")
 
@@ -192,9 +193,9 @@ def _spilled(upload: bytes | bytearray | memoryview | IO[bytes], schema: Schema,
 
 
 class BackgroundScan:
-    """A backend built and filled in a worker thread: every aggregate of a plan, the column
-    report and the content digest, in one pass over the data (one statement where the
-    engine allows it).
+    """A backend built and filled in a worker thread: every aggregate a plan requests, the
+    column report and the content digest, in one pass over the data (one statement where
+    the engine allows it).
 
     The command line starts it as soon as the plan spec is read and imports the release
     machinery and plans meanwhile: DuckDB and Spark release the GIL while they scan.
@@ -215,14 +216,16 @@ class BackgroundScan:
     ----------
     kind, source, schema, spark_master
         As for :func:`make_backend`.
-    queries : sequence of Query
-        The plan's queries (their aggregates are computed in the same pass).
+    requests : sequence of Request
+        Every aggregate the plan needs (:mod:`planner.data.requests`; a plan's queries give
+        theirs through :func:`planner.planning.statistics.plan_requests`), computed in the
+        same pass.
     """
 
     #: the name of the scan's thread
     THREAD = "planner-scan"
 
-    def __init__(self, kind: str, source: Any, schema: Schema, queries: Sequence[Query], *,
+    def __init__(self, kind: str, source: Any, schema: Schema, requests: Sequence[Request[Any]], *,
                  spark_master: str | None = None) -> None:
         self.kind = kind
         self.source = source
@@ -230,15 +233,15 @@ class BackgroundScan:
         self._error: BaseException | None = None
         self._reading = threading.Event()
         self._thread = threading.Thread(
-            target=self._run, args=(schema, tuple(queries), spark_master), name=self.THREAD,
+            target=self._run, args=(schema, tuple(requests), spark_master), name=self.THREAD,
             daemon=True,
         )
         self._thread.start()
 
-    def _run(self, schema: Schema, queries: tuple[Query, ...], spark_master: str | None) -> None:
+    def _run(self, schema: Schema, requests: tuple[Request[Any], ...], spark_master: str | None) -> None:
         try:
             try:
-                self._engine = self._scan(self.source, schema, queries, spark_master)
+                self._engine = self._scan(self.source, schema, requests, spark_master)
             except BaseException as exc:
                 self._error = exc
             pending = getattr(self.source, "pending", None)
@@ -258,36 +261,31 @@ class BackgroundScan:
                 self._discard()
                 self._error = None
                 self.source = file_source(self.source.files, self.source.label)
-                self._engine = self._scan(self.source, schema, queries, spark_master)
+                self._engine = self._scan(self.source, schema, requests, spark_master)
             elif getattr(self._engine, "typed", ()) and not numbers_plain(self.source):
                 # numbers read as DOUBLE, and the checks found a cell DuckDB reads as a
                 # number and the rules as text ('1_000'): read the file again as text
                 self._discard()
                 self._error = None
-                self._engine = self._scan(self.source, schema, queries, spark_master, typed=False)
+                self._engine = self._scan(self.source, schema, requests, spark_master, typed=False)
         except BaseException as exc:  # re-raised by result(), in the caller's thread
             self._error = exc
         finally:
             self._reading.set()
 
-    def _scan(self, source: Any, schema: Schema, queries: tuple[Query, ...], spark_master: str | None,
+    def _scan(self, source: Any, schema: Schema, requests: tuple[Request[Any], ...], spark_master: str | None,
               *, typed: bool = True) -> Backend:
-        """A backend of ``source`` with every aggregate of ``queries`` computed (``typed``:
-        DuckDB may read a CSV's numeric columns as numbers)."""
+        """A backend of ``source`` with every request computed (``typed``: DuckDB may read a
+        CSV's numeric columns as numbers)."""
         if self.kind.strip().lower() == "pandas":  # pandas reads the file in make_backend
             self._reading.set()
         engine = make_backend(self.kind, source, schema, spark_master=spark_master, typed_csv=typed)
         self._engine = engine
-        prefetch = getattr(engine, "prefetch", None)
-        if callable(prefetch):
-            from planner.data.backends.sql import SqlBackend
+        from planner.data.backends.sql import SqlBackend
 
-            if isinstance(engine, SqlBackend):
-                engine.on_read = self._reading.set
-            prefetch(queries, report=True, digest=True)
-        else:
-            engine.column_report()
-            engine.content_digest()
+        if isinstance(engine, SqlBackend):
+            engine.on_read = self._reading.set
+        engine.prefetch(requests, report=True, digest=True)
         return engine
 
     def _discard(self) -> None:
@@ -355,7 +353,6 @@ def close_backend(backend: Backend) -> None:
 
 __all__ = [
     "BACKENDS",
-    "Aggregate",
     "Backend",
     "BackendKind",
     "BackgroundScan",
@@ -363,7 +360,6 @@ __all__ = [
     "BooleanCounts",
     "ColumnStats",
     "CountAggregate",
-    "MeanAggregate",
     "PandasBackend",
     "QuantileAggregate",
     "SumAggregate",

@@ -1,9 +1,10 @@
 """The backend interface: exact, clipped, contribution-bounded aggregates.
 
-A backend holds the private table and answers a few primitive aggregate requests with
-small typed values. Mechanisms take these aggregates and never see a DataFrame. Noise,
-budget accounting and the choice of what to release happen elsewhere, in one trusted
-process (notes/engines.md §6).
+A backend holds the private table and evaluates *requests* (:mod:`planner.data.requests`:
+frozen values naming a count, a clipped sum, bin counts…) into small typed results; it
+knows nothing of queries or statistics. Mechanisms take these results and never see a
+DataFrame. Noise, budget accounting and the choice of what to release happen elsewhere,
+in one trusted process (notes/engines.md §6).
 
 Contract every backend (pandas, DuckDB, Spark) must meet identically:
 
@@ -25,6 +26,9 @@ Contract every backend (pandas, DuckDB, Spark) must meet identically:
    declared order; nothing else is returned.
 5. **Quantile grids**: a value x (clipped) is counted at the smallest candidate t ≥ x.
    For an equally spaced grid this is ``ceil((x − L)/step)`` in SQL.
+6. **One verdict per table**: a declared column missing from the data (or present only
+   under a name with an invisible character, :func:`absent_columns`), or holding nested
+   values (:func:`nested_column`), is refused by every backend with the same message.
 
 Every aggregate also carries ``dropped``: the rows left out by the missing-value rule.
 The aggregates are exact and therefore *private*: they must never be shown or exported
@@ -33,202 +37,43 @@ The aggregates are exact and therefore *private*: they must never be shown or ex
 
 from __future__ import annotations
 
+import unicodedata
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
-from typing import Any, ClassVar
+from collections.abc import Sequence
+from typing import Any, ClassVar, TypeVar
 
-import numpy as np
-import numpy.typing as npt
-
-from planner.core.errors import QueryError
+from planner.core.errors import DataError, QueryError
 from planner.data.backends.digest import ContentDigest
-from planner.data.schema import Schema
-from planner.planning.queries import Predicate, Query
-
-IntArray = npt.NDArray[np.int64]
-
-
-@dataclass(frozen=True, slots=True)
-class CountAggregate:
-    """Number of rows (matching a predicate, with a usable value in a column)."""
-
-    value: int
-    dropped: int = 0
-
-
-@dataclass(frozen=True, slots=True)
-class SumAggregate:
-    """Sum of clip(x, L, U) over the usable rows of a numeric column.
-
-    ``n`` rows contributed (replaced values included), ``clipped`` of them were outside
-    [L, U], ``dropped`` were left out by the missing-value rule.
-    """
-
-    value: float
-    n: int
-    clipped: int = 0
-    dropped: int = 0
-
-
-@dataclass(frozen=True, slots=True)
-class MeanAggregate:
-    """The two parts of a mean: the clipped sum and the count of the same rows.
-
-    ``public_n`` is the schema's declared n when the mean's mode is ``public_n``.
-    """
-
-    sum: SumAggregate
-    count: CountAggregate
-    public_n: int | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class BinCounts:
-    """Counts over every declared bin, in declared order (zero bins included).
-
-    ``edges`` are the numeric bin edges (``None`` for categories / booleans); bin i is
-    [edges[i], edges[i+1]), the last one closed. ``unbinned`` usable rows fell in no bin
-    (an undeclared category without an "other" bin; a clipped value outside the edges).
-    """
-
-    labels: tuple[str, ...]
-    counts: tuple[int, ...]
-    edges: tuple[float, ...] | None = None
-    unbinned: int = 0
-    dropped: int = 0
-
-    def __post_init__(self) -> None:
-        if len(self.labels) != len(self.counts):
-            raise QueryError("bin labels and counts must have the same length.")
-
-    @property
-    def total(self) -> int:
-        return int(sum(self.counts))
-
-    def as_array(self) -> IntArray:
-        return np.asarray(self.counts, dtype=np.int64)
-
-
-@dataclass(frozen=True, slots=True)
-class QuantileAggregate:
-    """Counts on a declared candidate grid: ``counts[i]`` values have t_i as the smallest
-    candidate ≥ the (clipped) value. ``counts_le[i]`` = #{x ≤ t_i}; ``n`` usable values.
-    """
-
-    candidates: tuple[float, ...]
-    counts: tuple[int, ...]
-    dropped: int = 0
-
-    def __post_init__(self) -> None:
-        if len(self.candidates) != len(self.counts):
-            raise QueryError("quantile candidates and counts must have the same length.")
-
-    @property
-    def n(self) -> int:
-        return int(sum(self.counts))
-
-    @property
-    def counts_le(self) -> IntArray:
-        """#{x ≤ t_i} for each candidate (cumulative counts)."""
-        return np.cumsum(np.asarray(self.counts, dtype=np.int64))
-
-    def rank_utility(self, alpha: float) -> npt.NDArray[np.float64]:
-        """−|#{x ≤ t} − α·n| per candidate (utility sensitivity 1 per record)."""
-        return -np.abs(self.counts_le.astype(np.float64) - alpha * self.n)
-
-
-@dataclass(frozen=True, slots=True)
-class KeyCounts:
-    """Rows per key of a key column (PRIVATE: which keys exist is itself private; only
-    partition selection's thresholded, noisy release of it leaves the process).
-
-    ``keys`` are canonical cell values (:func:`planner.data.backends.cells.canonical_value`),
-    sorted; ``dropped`` counts rows whose key is missing."""
-
-    keys: tuple[str, ...]
-    counts: tuple[int, ...]
-    dropped: int = 0
-
-    def __post_init__(self) -> None:
-        if len(self.keys) != len(self.counts):
-            raise ValueError("KeyCounts needs one count per key.")
-
-    def as_dict(self) -> dict[str, int]:
-        return dict(zip(self.keys, self.counts, strict=True))
-
-
-@dataclass(frozen=True, slots=True)
-class BooleanCounts:
-    """True / false counts of a boolean column."""
-
-    n_true: int
-    n_false: int
-    dropped: int = 0
-
-    @property
-    def n(self) -> int:
-        return self.n_true + self.n_false
-
-
-@dataclass(frozen=True, slots=True)
-class ColumnStats:
-    """Per-column row counts (counts only, never values): what a query on it would use.
-
-    ``usable`` rows enter queries on the column (``replaced`` and ``clipped`` ones
-    included; for categorical columns undeclared values only if there is an "other"
-    bin); ``missing`` were NULL/NaN/±inf/empty; ``invalid`` were unreadable as the
-    declared kind (categorical: undeclared); ``dropped`` = rows the rule removed.
-    """
-
-    rows: int
-    usable: int
-    clipped: int
-    invalid: int
-    missing: int
-    replaced: int
-    dropped: int
-
-    def to_dict(self) -> dict[str, int]:
-        return {
-            "rows": self.rows,
-            "usable": self.usable,
-            "clipped": self.clipped,
-            "invalid": self.invalid,
-            "missing": self.missing,
-            "replaced": self.replaced,
-            "dropped": self.dropped,
-        }
-
-
-@dataclass(frozen=True, slots=True)
-class GroupedAggregate:
-    """One aggregate per declared group (every combination of the grouping columns'
-    declared values, in declared order, empty groups included)."""
-
-    labels: tuple[str, ...]
-    groups: tuple[CountAggregate | SumAggregate | MeanAggregate | QuantileAggregate, ...]
-
-    def __post_init__(self) -> None:
-        if len(self.labels) != len(self.groups):
-            raise QueryError("a grouped aggregate needs one aggregate per group label.")
-
-
-Aggregate = (
-    CountAggregate | SumAggregate | MeanAggregate | BinCounts | QuantileAggregate | BooleanCounts
-    | GroupedAggregate | KeyCounts
+from planner.data.requests import (
+    BinCounts,
+    BooleanCounts,
+    ColumnStats,
+    CountAggregate,
+    GroupResults,
+    KeyCounts,
+    QuantileAggregate,
+    Request,
+    Result,
+    Stats,
+    SumAggregate,
 )
+from planner.data.schema import Schema
+
+R = TypeVar("R")
 
 
 class Backend(ABC):
-    """Computes the exact aggregates a plan needs (see the module docstring's contract)."""
+    """Evaluates the exact aggregates a plan requests (see the module docstring's contract).
+
+    One abstract evaluator, :meth:`evaluate`, compiles or walks every kind of request; a
+    new kind of aggregate adds a branch to it, not a method to this interface.
+    """
 
     schema: Schema
-    #: Whether :meth:`key_counts` is implemented (partition selection checks it before a
-    #: release spends anything).
+    #: Whether :class:`~planner.data.requests.Keys` requests are evaluated (partition
+    #: selection checks it before a release spends anything).
     counts_keys: ClassVar[bool] = False
 
-    # ------------------------------------------------------------------ primitives
     @property
     @abstractmethod
     def rows(self) -> int:
@@ -240,56 +85,30 @@ class Backend(ABC):
         """Rows removed by contribution bounding (beyond c per person)."""
 
     @abstractmethod
-    def count(self, column: str | None = None, predicate: Predicate | None = None) -> CountAggregate:
-        """Rows that match ``predicate`` among those the missing-value rule keeps.
+    def evaluate(self, requests: Sequence[Request[Any]]) -> tuple[Result, ...]:
+        """The exact result of each request, in order.
 
-        ``dropped`` counts rows removed by the rule of ``column`` or of the predicate's
-        column. An undeclared category (no "other" bin) is not dropped: it counts for
-        ``count(column)`` and matches no predicate.
+        Each request is checked against the schema first
+        (:meth:`~planner.data.requests.Request.validate`): :class:`QueryError` naming the
+        column and the fix when it does not fit.
         """
 
-    @abstractmethod
-    def clipped_sum(self, column: str) -> SumAggregate:
-        """Σ clip(x, L, U) over the usable rows of a numeric column."""
+    def prefetch(self, requests: Sequence[Request[Any]] = (), *, report: bool = False,
+                 digest: bool = False) -> None:
+        """Compute ``requests`` ahead (and with ``report`` the column report's counts, with
+        ``digest`` the content digest), in one pass over the data where the engine allows:
+        later :meth:`evaluate` calls for them read the results kept. This default simply
+        computes them."""
+        self.evaluate(requests)
+        if report:
+            self.column_report()
+        if digest:
+            self.content_digest()
 
-    @abstractmethod
-    def bin_counts(self, column: str, edges: Sequence[float] | None = None) -> BinCounts:
-        """Counts over all declared bins: categories (+ other) / false, true / numeric edges."""
-
-    @abstractmethod
-    def candidate_counts(self, column: str, candidates: Sequence[float]) -> QuantileAggregate:
-        """Counts of clipped values on an increasing candidate grid covering [L, U]."""
-
-    @abstractmethod
-    def boolean_counts(self, column: str) -> BooleanCounts:
-        """True and false counts of a boolean column."""
-
-    @abstractmethod
-    def column_stats(self, column: str) -> ColumnStats:
-        """Usable / clipped / invalid / missing counts of one declared column."""
-
-    def where(self, conditions: Sequence[Predicate]) -> Backend:
-        """A view of the same (contribution-bounded) rows restricted to those matching every
-        condition: the aggregates of one group of a grouped statistic. Rows dropped by a
-        condition column's missing-value rule belong to no group.
-
-        Backends override this (pandas with a row mask; DuckDB and Spark with one
-        ``GROUP BY`` per grouping, :meth:`planner.data.backends.sql.SqlBackend.where`); one that
-        cannot restrict says so with a clear error.
-        """
-        raise QueryError(
-            f"the {type(self).__name__} cannot restrict rows to a group, so it cannot compute grouped "
-            "statistics; use the pandas, DuckDB or Spark backend for this plan."
-        )
-
-    def key_counts(self, column: str) -> KeyCounts:
-        """Rows per canonical value of a key column, over the contribution-bounded rows
-        (rows with a missing key are ``dropped``). Backends override this; one that cannot
-        count keys says so."""
-        raise QueryError(
-            f"the {type(self).__name__} cannot count rows per key yet; release key counts with the "
-            "pandas engine (--backend pandas, or 'pandas' on the Data page)."
-        )
+    def result(self, request: Request[R]) -> R:
+        """The result of one request (:meth:`evaluate`), typed as the request says."""
+        out: Any = self.evaluate((request,))[0]
+        return out  # type: ignore[no-any-return]
 
     @abstractmethod
     def content_digest(self) -> ContentDigest:
@@ -300,29 +119,89 @@ class Backend(ABC):
         keyed hash of it may leave the process.
         """
 
-    # ------------------------------------------------------------------ derived
-    def category_counts(self, column: str) -> BinCounts:
-        """Per-category counts of a categorical or boolean column (all declared categories)."""
-        return self.bin_counts(column)
-
-    def aggregate(self, query: Query) -> Aggregate:
-        """The exact aggregate a query's release needs, as its statistic declares it
-        (:meth:`planner.planning.statistics.base.Statistic.aggregate`), validated against the schema."""
-        query.validate(self.schema)
-        return query.statistic.aggregate(query, self)
-
-    def aggregate_all(self, queries: Iterable[Query]) -> dict[str, Aggregate]:
-        """Aggregates of a whole workload, keyed by query id."""
-        return {q.id: self.aggregate(q) for q in queries}
+    def column_stats(self, column: str) -> ColumnStats:
+        """Usable / clipped / invalid / missing counts of one declared column."""
+        return self.result(Stats(column))
 
     def column_report(self) -> dict[str, Any]:
         """Counts only (data-dependent, for the data owner): rows and per-column stats."""
+        stats = self.evaluate([Stats(c.name) for c in self.schema.columns])
         return {
             "rows": self.rows + self.rows_truncated,
             "rows_after_bounding": self.rows,
             "rows_truncated": self.rows_truncated,
             "columns": {
-                c.name: {"kind": c.kind.value, **self.column_stats(c.name).to_dict()}
-                for c in self.schema.columns
+                c.name: {"kind": c.kind.value, **s.to_dict()}
+                for c, s in zip(self.schema.columns, stats, strict=True)
+                if isinstance(s, ColumnStats)
             },
         }
+
+
+def _visible(name: str) -> str:
+    """``name`` without its invisible format characters (Unicode category Cf: byte-order
+    marks, zero-width spaces and joiners, direction marks)."""
+    return "".join(ch for ch in name if unicodedata.category(ch) != "Cf")
+
+
+def absent_columns(declared: Sequence[str], present: Sequence[str], label: str | None = None) -> DataError | None:
+    """The error for declared columns the data does not have (``None`` when it has them all).
+
+    A name present with an invisible character in it (a stray byte-order mark, a
+    zero-width space) looks like the declared one on every screen: the message says so,
+    and how to fix it, rather than that the column is not there. Every backend raises
+    this one message (column names are public: they are the schema's); ``label`` names
+    the file."""
+    absent = [n for n in declared if n not in present]
+    if not absent:
+        return None
+    where = f"file {label!r}: " if label else ""
+    near = {_visible(p): p for p in present if _visible(p) != p}
+    for name in absent:
+        if name in near:
+            hidden = ", ".join(f"U+{ord(ch):04X}" for ch in near[name] if unicodedata.category(ch) == "Cf")
+            return DataError(
+                f"{where}column {name!r} is declared in the schema, and the data has it as {near[name]!r}: its "
+                f"name holds an invisible character ({hidden}). Rename the column in the file (retype its "
+                "header name), or declare it with that name."
+            )
+    return DataError(
+        f"{where}column(s) {absent} are declared in the schema but not in the data; "
+        f"fix the schema or the file (the file has {len(present)} columns)."
+    )
+
+
+def nested_column(label: str | None, column: str) -> DataError:
+    """The error for a declared column whose cells are nested values (a list, a record or a
+    map per cell, as Parquet and Arrow store them): the planner reads one value per cell.
+    The same message from every backend, whatever the nested type's engine spelling."""
+    where = f"file {label!r}" if label else "the table"
+    return DataError(
+        f"{where}: column {column!r} holds nested values (a list, record or map in each cell), not one "
+        "value per cell. Flatten it when you export the file (one row per element, or one column per "
+        "field), or store it as text, or leave the column out of the schema."
+    )
+
+
+def refuse_keys(backend: Backend) -> QueryError:
+    """The error of a backend that cannot count rows per key."""
+    return QueryError(
+        f"the {type(backend).__name__} cannot count rows per key yet; release key counts with the "
+        "pandas engine (--backend pandas, or 'pandas' on the Data page)."
+    )
+
+
+__all__ = [
+    "Backend",
+    "BinCounts",
+    "BooleanCounts",
+    "ColumnStats",
+    "CountAggregate",
+    "GroupResults",
+    "KeyCounts",
+    "QuantileAggregate",
+    "SumAggregate",
+    "absent_columns",
+    "nested_column",
+    "refuse_keys",
+]

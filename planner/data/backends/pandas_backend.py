@@ -21,17 +21,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from planner.core.errors import DataError, QueryError
+from planner.data import requests as rq
 from planner.data.backends import digest as dg
-from planner.data.backends.base import (
-    Backend,
-    BinCounts,
-    BooleanCounts,
-    ColumnStats,
-    CountAggregate,
-    KeyCounts,
-    QuantileAggregate,
-    SumAggregate,
-)
+from planner.data.backends.base import Backend, absent_columns, nested_column, refuse_keys
 from planner.data.backends.cells import (
     _BOOL_LOOKUP,
     _NUMBER_RE,
@@ -41,13 +33,26 @@ from planner.data.backends.cells import (
     canonical_value,
     salt_key,
 )
+from planner.data.requests import (
+    BinCounts,
+    BooleanCounts,
+    ColumnStats,
+    CountAggregate,
+    GroupResults,
+    KeyCounts,
+    Predicate,
+    PredicateOp,
+    QuantileAggregate,
+    Request,
+    Result,
+    SumAggregate,
+)
 from planner.data.schema import (
     Column,
     ColumnKind,
     MissingAction,
     Schema,
 )
-from planner.planning.queries import Predicate, PredicateOp, bin_labels
 
 BoolArray = npt.NDArray[np.bool_]
 
@@ -109,6 +114,26 @@ def _missing_mask(series: pd.Series) -> BoolArray:
         return np.array(series.isna().to_numpy(dtype=bool), dtype=np.bool_)
     t = _arrow_text(series)
     return np.array(_np_bool(pc.is_null(t)) | _np_bool(pc.equal(t, "")), dtype=np.bool_)
+
+
+#: What :func:`pandas.api.types.infer_dtype` says of a column that holds no nested value.
+_FLAT = frozenset({"string", "empty", "integer", "floating", "mixed-integer-float", "boolean", "decimal",
+                   "complex", "bytes", "datetime64", "datetime", "date", "timedelta64", "timedelta", "time",
+                   "period", "interval", "categorical"})
+
+
+def nested_columns(df: pd.DataFrame, names: Sequence[str]) -> list[str]:
+    """The columns among ``names`` whose cells hold nested values: lists, arrays, tuples
+    or dicts (Arrow's list, struct and map columns as pandas holds them). Only columns of
+    Python objects can; a column of text or numbers is never scanned cell by cell."""
+    out = []
+    for name in names:
+        s = df[name]
+        if s.dtype != object or pd.api.types.infer_dtype(s, skipna=True) in _FLAT:
+            continue
+        if bool(s.map(lambda v: isinstance(v, (list, tuple, dict, np.ndarray)), na_action="ignore").any()):
+            out.append(name)
+    return out
 
 
 def parse_numbers(series: pd.Series) -> tuple[FloatArray, BoolArray]:
@@ -606,28 +631,35 @@ class PandasBackend(Backend):
         The declaration.
     salt : str or None
         Overrides ``schema.salt`` for the contribution-bounding hash.
+    label : str or None
+        The file the table was read from (named in messages).
 
     Raises
     ------
     DataError
-        If a declared column is absent or the identifier column has missing values.
+        If a declared column is absent or holds nested values, or the identifier column
+        has missing values.
 
     Examples
     --------
+    >>> from planner.data.requests import ClippedSum
     >>> from planner.data.schema import Column, ColumnKind, MissingRule, Schema
     >>> s = Schema((Column("age", ColumnKind.NUMERIC, MissingRule(), 0, 100),))
     >>> b = PandasBackend(pd.DataFrame({"age": [30, 150, None]}), s)
-    >>> b.clipped_sum("age")
+    >>> b.result(ClippedSum("age"))
     SumAggregate(value=130.0, n=2, clipped=1, dropped=1)
     """
 
-    def __init__(self, df: pd.DataFrame, schema: Schema, salt: str | None = None) -> None:
-        absent = [n for n in schema.names if n not in df.columns]
-        if absent:
-            raise DataError(
-                f"column(s) {absent} are declared in the schema but not in the data; "
-                f"fix the schema or the file (the file has {len(df.columns)} columns)."
-            )
+    counts_keys: ClassVar[bool] = True
+
+    def __init__(self, df: pd.DataFrame, schema: Schema, salt: str | None = None, *,
+                 label: str | None = None) -> None:
+        absent = absent_columns(schema.names, [str(c) for c in df.columns], label)
+        if absent is not None:
+            raise absent
+        nested = nested_columns(df, schema.names)
+        if nested:
+            raise nested_column(label, nested[0])
         self.schema = schema
         self._all = df
         keep = bound_contributions(df, schema, salt)
@@ -637,6 +669,7 @@ class PandasBackend(Backend):
         self._cache: dict[str, Conformed] = {}
         self._sorted: dict[str, FloatArray] = {}
         self._digest: dg.ContentDigest | None = None
+        self._whole = True  # False in a group's view: keys are counted over the whole table only
 
     @property
     def rows(self) -> int:
@@ -668,17 +701,35 @@ class PandasBackend(Backend):
             self._sorted[column] = np.sort(x)
         return self._sorted[column]
 
-    def _col(self, column: str, *kinds: ColumnKind) -> Column:
-        col = self.schema.column(column)
-        if kinds and col.kind not in kinds:
-            raise QueryError(
-                f"column {column!r} is {col.kind.value}; this aggregate needs "
-                f"{' or '.join(k.value for k in kinds)}."
-            )
-        return col
+    # ------------------------------------------------------------------ the evaluator
+    def evaluate(self, requests: Sequence[Request[Any]]) -> tuple[Result, ...]:
+        """Each request walked on the conformed arrays (a mask, a ``bincount`` or a
+        ``searchsorted`` each)."""
+        for r in requests:
+            r.validate(self.schema)
+        return tuple(self._evaluate(r) for r in requests)
+
+    def _evaluate(self, r: Request[Any]) -> Result:
+        if isinstance(r, rq.Count):
+            return self._count(r.column, r.where)
+        if isinstance(r, rq.ClippedSum):
+            return self._clipped_sum(r.column)
+        if isinstance(r, rq.Bins):
+            return self._bins(r)
+        if isinstance(r, rq.Candidates):
+            return self._candidates(r)
+        if isinstance(r, rq.Booleans):
+            return self._booleans(r.column)
+        if isinstance(r, rq.Keys):
+            return self._keys(r.column)
+        if isinstance(r, rq.Stats):
+            return self.conformed(r.column).stats
+        if isinstance(r, rq.Grouped):
+            return self._grouped(r)
+        raise rq.unknown(r)
 
     def _predicate_mask(self, p: Predicate) -> BoolArray:
-        col = self._col(p.column)
+        col = self.schema.column(p.column)
         conf = self.conformed(p.column)
         v = conf.values
         op = p.op
@@ -692,10 +743,7 @@ class PandasBackend(Backend):
             else:
                 m = np.asarray(_NUMERIC_OPS[op](x, k), dtype=np.bool_)
         elif col.kind in (ColumnKind.CATEGORICAL, ColumnKind.BOOLEAN):
-            if col.kind is ColumnKind.BOOLEAN:
-                wanted = [int(bool(c)) for c in p.values]
-            else:
-                wanted = [col.labels.index(str(c)) for c in p.values]
+            wanted = p.codes(col)
             codes = np.asarray(v, dtype=np.int64)
             if op is PredicateOp.EQ:
                 m = codes == wanted[0]
@@ -709,22 +757,19 @@ class PandasBackend(Backend):
             raise QueryError(f"a predicate on identifier column {col.name!r} is not allowed.")
         return m & conf.usable
 
-    def count(self, column: str | None = None, predicate: Predicate | None = None) -> CountAggregate:
+    def _count(self, column: str | None, predicate: Predicate | None) -> CountAggregate:
         usable = np.ones(self.rows, dtype=bool)
         if column is not None:
-            self._col(column)
             usable &= ~self.conformed(column).dropped
         if predicate is not None:
-            predicate.validate(self.schema, "count")
             usable &= ~self.conformed(predicate.column).dropped
         dropped = int(self.rows - usable.sum())
         m = usable if predicate is None else usable & self._predicate_mask(predicate)
         return CountAggregate(int(np.count_nonzero(m)), dropped)
 
-    counts_keys: ClassVar[bool] = True
-
-    def key_counts(self, column: str) -> KeyCounts:
-        self._col(column, ColumnKind.KEY)
+    def _keys(self, column: str) -> KeyCounts:
+        if not self.counts_keys or not self._whole:
+            raise refuse_keys(self)
         conf = self.conformed(column)
         series = self._df[column][conf.usable]
         uniques, idx = _factorize(series)
@@ -737,8 +782,7 @@ class PandasBackend(Backend):
         keys = tuple(sorted(counts))
         return KeyCounts(keys, tuple(counts[k] for k in keys), conf.stats.dropped)
 
-    def clipped_sum(self, column: str) -> SumAggregate:
-        self._col(column, ColumnKind.NUMERIC)
+    def _clipped_sum(self, column: str) -> SumAggregate:
         conf = self.conformed(column)
         vals = np.asarray(conf.values, dtype=np.float64)
         if conf.stats.usable != vals.size:
@@ -747,56 +791,38 @@ class PandasBackend(Backend):
             exact_sum(vals), int(vals.size), conf.stats.clipped, conf.stats.dropped
         )
 
-    def bin_counts(self, column: str, edges: Sequence[float] | None = None) -> BinCounts:
-        col = self._col(column, ColumnKind.CATEGORICAL, ColumnKind.BOOLEAN, ColumnKind.NUMERIC)
-        conf = self.conformed(column)
-        if col.kind is ColumnKind.NUMERIC:
-            if edges is None:
-                raise QueryError(f"bin counts of numeric column {column!r} need declared bin edges.")
-            e = np.asarray(edges, dtype=np.float64)
-            if e.ndim != 1 or e.size < 2 or np.any(np.diff(e) <= 0) or not np.all(np.isfinite(e)):
-                raise QueryError("bin edges must be at least 2 strictly increasing finite numbers.")
-            xs = self._usable_sorted(column)
+    def _bins(self, r: rq.Bins) -> BinCounts:
+        col = self.schema.column(r.column)
+        conf = self.conformed(r.column)
+        labels = r.labels(col)
+        if r.edges is not None:
+            e = np.asarray(r.edges, dtype=np.float64)
+            xs = self._usable_sorted(r.column)
             # bin i = [e_i, e_{i+1}), the last one closed: #{x < e_{i+1}} − #{x < e_i}
             below = np.searchsorted(xs, e, side="left")
             below[-1] = np.searchsorted(xs, e[-1], side="right")
             counts = np.diff(below)
-            labels = bin_labels(e)
             return BinCounts(
-                labels, tuple(int(c) for c in counts), tuple(float(v) for v in e),
+                labels, tuple(int(c) for c in counts), r.edges,
                 int(xs.size - (below[-1] - below[0])), conf.stats.dropped,
             )
-        if edges is not None:
-            raise QueryError(f"column {column!r} is {col.kind.value}; its bins are declared, not edges.")
-        labels = col.labels
         codes = np.asarray(conf.values, dtype=np.int64)[conf.usable]
         counts = np.bincount(codes, minlength=len(labels))
         unbinned = int(conf.stats.invalid if col.kind is ColumnKind.CATEGORICAL and not col.other_bin else 0)
         return BinCounts(labels, tuple(int(c) for c in counts), None, unbinned, conf.stats.dropped)
 
-    def candidate_counts(self, column: str, candidates: Sequence[float]) -> QuantileAggregate:
-        col = self._col(column, ColumnKind.NUMERIC)
-        lo, hi = col.bounds
-        grid = np.asarray(candidates, dtype=np.float64)
-        if grid.ndim != 1 or grid.size < 1 or np.any(np.diff(grid) <= 0):
-            raise QueryError("quantile candidates must be a strictly increasing list.")
-        if grid[0] > lo or grid[-1] < hi:
-            raise QueryError(
-                f"quantile candidates must cover the declared bounds [{lo:g}, {hi:g}] of {column!r}."
-            )
-        conf = self.conformed(column)
+    def _candidates(self, r: rq.Candidates) -> QuantileAggregate:
+        grid = np.asarray(r.grid, dtype=np.float64)
+        conf = self.conformed(r.column)
         if np.all(np.isfinite(grid)):
             # the values counted at t_i are those with t_{i−1} < x ≤ t_i (every clipped x ≤ U ≤ t_k)
-            counts = np.diff(np.searchsorted(self._usable_sorted(column), grid, side="right"), prepend=0)
+            counts = np.diff(np.searchsorted(self._usable_sorted(r.column), grid, side="right"), prepend=0)
         else:
             x = np.asarray(conf.values, dtype=np.float64)[conf.usable]
             counts = np.bincount(np.searchsorted(grid, x, side="left"), minlength=grid.size)
-        return QuantileAggregate(
-            tuple(float(v) for v in grid), tuple(int(c) for c in counts), conf.stats.dropped
-        )
+        return QuantileAggregate(r.grid, tuple(int(c) for c in counts), conf.stats.dropped)
 
-    def boolean_counts(self, column: str) -> BooleanCounts:
-        self._col(column, ColumnKind.BOOLEAN)
+    def _booleans(self, column: str) -> BooleanCounts:
         conf = self.conformed(column)
         v = np.asarray(conf.values)
         if conf.stats.usable != v.size:
@@ -804,22 +830,28 @@ class PandasBackend(Backend):
         t = int(np.count_nonzero(v))
         return BooleanCounts(t, int(v.size - t), conf.stats.dropped)
 
-    def column_stats(self, column: str) -> ColumnStats:
-        self._col(column)
-        return self.conformed(column).stats
+    def _grouped(self, r: rq.Grouped) -> GroupResults:
+        """Each group's requests on a view of the (bounded) rows in the group: the rows
+        whose usable codes of the ``by`` columns are the group's."""
+        cols = [self.conformed(name) for name in r.by]
+        out: list[tuple[Result, ...]] = []
+        for codes in r.codes(self.schema):
+            mask = np.ones(self.rows, dtype=bool)
+            for conf, code in zip(cols, codes, strict=True):
+                mask &= conf.usable & (np.asarray(conf.values, dtype=np.int64) == code)
+            view = self._view(mask)
+            out.append(tuple(view._evaluate(inner) for inner in r.requests))
+        return GroupResults(r.labels(self.schema), tuple(out))
 
-    def where(self, conditions: Sequence[Predicate]) -> PandasBackend:
-        """The rows (already contribution-bounded) matching every condition, as a backend."""
-        mask = np.ones(self.rows, dtype=bool)
-        for p in conditions:
-            p.validate(self.schema, "group")
-            mask &= self._predicate_mask(p)
-        view = object.__new__(PandasBackend)
+    def _view(self, mask: BoolArray) -> PandasBackend:
+        """The rows (already contribution-bounded) where ``mask`` holds, as a backend."""
+        view = object.__new__(type(self))
         view.schema = self.schema
         view._truncated = 0
         view._df = self._df.loc[mask].reset_index(drop=True)
         view._cache = {}
         view._sorted = {}
+        view._whole = False
         return view
 
     def content_digest(self) -> dg.ContentDigest:

@@ -17,20 +17,23 @@ key_count               :mod:`.keys` (partition selection over undeclared keys)
 
 A new statistic is one module with a :class:`~planner.planning.statistics.base.Statistic`
 subclass, one :class:`~planner.planning.queries.QueryKind` member and one line in
-:data:`STATISTICS`; planning, release, simulation, the backends and the app's forms read
-it from here.
+:data:`STATISTICS`; planning, release, simulation and the app's forms read it from here.
+Its exact aggregate is asked of the backends as requests (:mod:`planner.data.requests`):
+:func:`plan_requests` gathers a plan's, :func:`exact_aggregates` evaluates them together.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from types import MappingProxyType
-from typing import Final
+from typing import TYPE_CHECKING, Any, Final
 
 from planner.core.errors import QueryError
+from planner.data.requests import Request
+from planner.data.schema import Schema
 from planner.planning.mechanisms.base import MechanismName
-from planner.planning.queries import QueryKind
-from planner.planning.statistics.base import Statistic
+from planner.planning.queries import Query, QueryKind, register
+from planner.planning.statistics.base import Aggregate, Statistic
 from planner.planning.statistics.count import Count
 from planner.planning.statistics.grouped import (
     GroupedCount,
@@ -47,12 +50,19 @@ from planner.planning.statistics.quantile import Median, Quantile
 from planner.planning.statistics.sum import Sum
 from planner.planning.statistics.synthetic import SyntheticSample
 
+if TYPE_CHECKING:
+    from planner.data.backends.base import Backend
+
 #: Every registered statistic, by kind.
 STATISTICS: Final[Mapping[QueryKind, Statistic]] = MappingProxyType({
     s.kind: s for s in (Count(), Sum(), Mean(), Histogram(), Quantile(), Median(), Mode(), Proportion(),
                         SyntheticSample(), GroupedCount(), GroupedSum(), GroupedMean(), GroupedQuantile(),
                         KeyCount())
 })
+
+
+for _s in STATISTICS.values():
+    register(_s)
 
 
 def statistic(kind: QueryKind | str) -> Statistic:
@@ -68,4 +78,34 @@ def valid_mechanisms() -> dict[QueryKind, frozenset[MechanismName]]:
     return {k: frozenset(s.mechanism_names) for k, s in STATISTICS.items()}
 
 
-__all__ = ["STATISTICS", "Statistic", "statistic", "valid_mechanisms"]
+# ------------------------------------------------------------------ exact aggregates
+def plan_requests(queries: Iterable[Query], schema: Schema) -> tuple[Request[Any], ...]:
+    """Every request the queries' releases need (:meth:`Statistic.requests`), each once,
+    in order: what a backend computes in one pass for the plan (validated first)."""
+    out: dict[Request[Any], None] = {}
+    for q in queries:
+        q.validate(schema)
+        out.update(dict.fromkeys(statistic(q.kind).requests(q, schema)))
+    return tuple(out)
+
+
+def prefetch(backend: Backend, queries: Iterable[Query], *, report: bool = False, digest: bool = False) -> None:
+    """Compute every aggregate of the queries ahead, in one pass where the engine allows
+    (:meth:`Backend.prefetch`): a plan the backend cannot compute is refused here."""
+    backend.prefetch(plan_requests(queries, backend.schema), report=report, digest=digest)
+
+
+def exact_aggregates(backend: Backend, queries: Iterable[Query]) -> dict[str, Aggregate]:
+    """Each query's exact aggregate (PRIVATE: never shown or exported), keyed by query id:
+    every request of the plan evaluated together (one statement on a SQL engine), then
+    put together by each statistic (:meth:`Statistic.aggregate_of`)."""
+    qs = list(queries)
+    schema = backend.schema
+    asked = {q.id: statistic(q.kind).requests(q, schema) for q in qs}
+    flat = plan_requests(qs, schema)
+    results = dict(zip(flat, backend.evaluate(flat), strict=True))
+    return {q.id: statistic(q.kind).aggregate_of(q, schema, [results[r] for r in asked[q.id]]) for q in qs}
+
+
+__all__ = ["STATISTICS", "Statistic", "exact_aggregates", "plan_requests", "prefetch", "statistic",
+           "valid_mechanisms"]

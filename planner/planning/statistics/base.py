@@ -9,12 +9,14 @@ per constructor):
   (:meth:`Statistic.parts`);
 * its **allocation items** and its **accuracy prediction** (:meth:`items`,
   :meth:`predict`);
-* the **exact aggregate** it needs from a backend (:meth:`aggregate`);
+* the **exact aggregate** it needs, asked of a backend as requests
+  (:mod:`planner.data.requests`: :meth:`requests`) and put together from their results
+  (:meth:`aggregate_of`);
 * the **OpenDP measurements** of its release and their post-processing
   (:meth:`release`, through :mod:`planner.privacy.noise`);
 * its **planning simulation** (:meth:`simulate`, numpy draws from a caller's generator).
 
-``workload``, ``release``, ``simulation`` and the backends loop over the registry
+``workload``, ``release`` and ``simulation`` loop over the registry
 (:mod:`planner.planning.statistics`); the consistency test walks every statistic × mechanism ×
 relation × c and checks that the planned noise scale is the OpenDP measurement's and the
 planned cost is OpenDP's privacy map.
@@ -33,22 +35,67 @@ import numpy as np
 import numpy.typing as npt
 
 from planner.core.errors import QueryError, SchemaError
+from planner.data.requests import (
+    BinCounts,
+    BooleanCounts,
+    CountAggregate,
+    KeyCounts,
+    Predicate,
+    QuantileAggregate,
+    Request,
+    Result,
+    SumAggregate,
+)
 from planner.data.schema import Column, ColumnKind, Schema
 from planner.planning.allocation import Item, ItemAllocation
 from planner.planning.mechanisms.base import MechanismName, Sensitivity
-from planner.planning.queries import Predicate, Query, QueryKind, QueryPart
+from planner.planning.queries import Query, QueryKind, QueryPart
 from planner.privacy.accounting import pure_epsilon
 from planner.privacy.budget import CompositionRule
 from planner.privacy.events import ThresholdedEvent
 
 if TYPE_CHECKING:
     from planner.core.strict_json import JSON
-    from planner.data.backends.base import Aggregate, Backend
+    from planner.data.backends.base import Backend
     from planner.privacy.noise import Component, Draw
 
 FloatArray = npt.NDArray[np.float64]
 #: Confidence of every error bound the planner shows: 95%.
 BETA = 0.05
+
+
+@dataclass(frozen=True, slots=True)
+class MeanAggregate:
+    """The two parts of a mean: the clipped sum and the count of the same rows.
+
+    ``public_n`` is the schema's declared n when the mean's mode is ``public_n``.
+    """
+
+    sum: SumAggregate
+    count: CountAggregate
+    public_n: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class GroupedAggregate:
+    """One aggregate per declared group (every combination of the grouping columns'
+    declared values, in declared order, empty groups included)."""
+
+    labels: tuple[str, ...]
+    groups: tuple[CountAggregate | SumAggregate | MeanAggregate | QuantileAggregate, ...]
+
+    def __post_init__(self) -> None:
+        if len(self.labels) != len(self.groups):
+            raise QueryError("a grouped aggregate needs one aggregate per group label.")
+
+
+#: A statistic's exact aggregate: what its release and its simulation read (PRIVATE).
+Aggregate = (
+    CountAggregate | SumAggregate | MeanAggregate | BinCounts | QuantileAggregate | BooleanCounts
+    | GroupedAggregate | KeyCounts
+)
+#: The backends' results a statistic's aggregate may be as it is.
+PLAIN: tuple[type, ...] = (CountAggregate, SumAggregate, BinCounts, QuantileAggregate, BooleanCounts, KeyCounts)
 
 
 class OptionType(StrEnum):
@@ -411,8 +458,24 @@ class Statistic(ABC):
 
     # ------------------------------------------------------------------ data and release
     @abstractmethod
+    def requests(self, q: Query, schema: Schema) -> tuple[Request[Any], ...]:
+        """The exact aggregates the release needs, asked of a backend
+        (:mod:`planner.data.requests`; data-independent)."""
+
+    def aggregate_of(self, q: Query, schema: Schema, results: Sequence[Result]) -> Aggregate:
+        """The statistic's exact aggregate from the results of its :meth:`requests`, in
+        their order (private: never shown or exported). By default the one result as it
+        is; override to put several together."""
+        if len(results) != 1 or not isinstance(results[0], PLAIN):
+            raise wrong_aggregate(q, results)
+        out: Aggregate = results[0]  # type: ignore[assignment]
+        return out
+
     def aggregate(self, q: Query, backend: Backend) -> Aggregate:
-        """The exact aggregate the release needs (private: never shown or exported)."""
+        """The exact aggregate the release needs, evaluated by ``backend`` (validated
+        against its schema first)."""
+        q.validate(backend.schema)
+        return self.aggregate_of(q, backend.schema, backend.evaluate(self.requests(q, backend.schema)))
 
     @abstractmethod
     def release(self, part: Part, share: ItemAllocation, pred: Prediction, schema: Schema,

@@ -8,17 +8,19 @@ whole number ≥ 0.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
-from planner.data.backends.base import CountAggregate
+from planner.data import requests as rq
+from planner.data.requests import CountAggregate
 from planner.data.schema import ColumnKind, Schema
 from planner.planning.allocation import ItemAllocation
 from planner.planning.mechanisms.base import Sensitivity
 from planner.planning.queries import Query, QueryKind, QueryPart
 from planner.planning.statistics import _additive as add
 from planner.planning.statistics.base import (
+    Aggregate,
     FloatArray,
     ItemRelease,
     OptionSpec,
@@ -33,7 +35,6 @@ from planner.privacy.budget import CompositionRule
 
 if TYPE_CHECKING:
     from planner.core.strict_json import JSON
-    from planner.data.backends.base import Aggregate, Backend
 
 WHOLE = OptionSpec(
     "nonnegative_integer", OptionType.BOOL, "Whole number ≥ 0",
@@ -84,8 +85,8 @@ class Count(Statistic):
         return add.predict(part, share, q.mechanism, self.parts(q, schema)[0].sensitivity, "rows",
                            component="count", rounded=bool(q.option("nonnegative_integer")))
 
-    def aggregate(self, q: Query, backend: Backend) -> Aggregate:
-        return backend.count(q.column, q.predicate)
+    def requests(self, q: Query, schema: Schema) -> tuple[rq.Request[Any], ...]:
+        return (rq.Count(q.column, q.predicate),)
 
     def release(self, part: Part, share: ItemAllocation, pred: Prediction, schema: Schema,
                 rule: CompositionRule) -> ItemRelease:

@@ -40,20 +40,20 @@ by default the declared public n divided by the number of groups.
 
 from __future__ import annotations
 
-import itertools
 import math
 from abc import abstractmethod
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Final
 
 import numpy as np
 
 from planner.core.errors import QueryError
-from planner.data.backends.base import (
+from planner.data import requests as rq
+from planner.data.requests import (
     CountAggregate,
-    GroupedAggregate,
-    MeanAggregate,
+    GroupResults,
     QuantileAggregate,
+    Result,
     SumAggregate,
 )
 from planner.data.schema import ColumnKind, Relation, Schema
@@ -61,12 +61,15 @@ from planner.planning.allocation import Family, Item, ItemAllocation
 from planner.planning.mechanisms import exponential as em
 from planner.planning.mechanisms.base import MechanismName, Sensitivity
 from planner.planning.mechanisms.registry import additive
-from planner.planning.queries import Predicate, PredicateOp, Query, QueryKind, QueryPart
+from planner.planning.queries import Query, QueryKind, QueryPart
 from planner.planning.statistics import _additive as add
 from planner.planning.statistics.base import (
+    Aggregate,
     AnswerRow,
     FloatArray,
+    GroupedAggregate,
     ItemRelease,
+    MeanAggregate,
     OptionSpec,
     OptionType,
     Part,
@@ -99,13 +102,13 @@ from planner.planning.statistics.quantile import (
     level_prediction,
     quantile_scores,
     rank_counts,
+    rank_requests,
 )
 from planner.planning.statistics.sum import mid_magnitude, sum_sensitivity
 from planner.privacy.budget import CompositionRule
 
 if TYPE_CHECKING:
     from planner.core.strict_json import JSON
-    from planner.data.backends.base import Aggregate, Backend
 
 M = MechanismName
 #: Most groups a grouped statistic may have (the product of the grouping columns' values).
@@ -120,21 +123,10 @@ ROWS_PER_GROUP = OptionSpec("rows_per_group", OptionType.FLOAT, "Rows per group 
                             minimum=1.0)
 
 
-def groups(q: Query, schema: Schema) -> tuple[tuple[str, tuple[Predicate, ...]], ...]:
-    """Every group: its label ("North · female") and the conditions that select its rows."""
-    per_col: list[list[tuple[str, Predicate]]] = []
-    for name in q.by:
-        col = schema.column(name)
-        if col.kind is ColumnKind.BOOLEAN:
-            per_col.append([(lab, Predicate(name, PredicateOp.EQ, lab == "true")) for lab in col.labels])
-        else:
-            per_col.append([(lab, Predicate(name, PredicateOp.EQ, lab)) for lab in col.labels])
-    return tuple((" · ".join(lab for lab, _ in combo), tuple(p for _, p in combo))
-                 for combo in itertools.product(*per_col))
-
-
 def group_labels(q: Query, schema: Schema) -> tuple[str, ...]:
-    return tuple(lab for lab, _ in groups(q, schema))
+    """Every group's label ("North · female"), in declared order
+    (:func:`planner.data.requests.group_labels`)."""
+    return rq.group_labels(schema, q.by)
 
 
 def rows_per_group(q: Query, schema: Schema) -> float:
@@ -222,16 +214,25 @@ class _Grouped(Statistic):
         return None
 
     @abstractmethod
-    def sub_aggregate(self, q: Query, backend: Backend) -> Aggregate:
-        """The base aggregate of one group (``backend`` is restricted to the group)."""
+    def group_requests(self, q: Query, schema: Schema) -> tuple[rq.Request[Any], ...]:
+        """What the base statistic asks of the rows of one group."""
 
-    def aggregate(self, q: Query, backend: Backend) -> Aggregate:
-        parts = []
-        for _, conds in groups(q, backend.schema):
-            agg = self.sub_aggregate(q, backend.where(conds))
-            assert isinstance(agg, (CountAggregate, SumAggregate, MeanAggregate, QuantileAggregate))
-            parts.append(agg)
-        return GroupedAggregate(group_labels(q, backend.schema), tuple(parts))
+    def group_aggregate(self, q: Query, schema: Schema,
+                        results: tuple[Result, ...]) -> CountAggregate | SumAggregate | MeanAggregate | QuantileAggregate:
+        """The base aggregate of one group from its results (by default the one result)."""
+        (r,) = results
+        if not isinstance(r, (CountAggregate, SumAggregate)):
+            raise wrong_aggregate(q, r)
+        return r
+
+    def requests(self, q: Query, schema: Schema) -> tuple[rq.Request[Any], ...]:
+        return (rq.Grouped(self.group_requests(q, schema), q.by),)
+
+    def aggregate_of(self, q: Query, schema: Schema, results: Sequence[Result]) -> Aggregate:
+        (g,) = results
+        if not isinstance(g, GroupResults):
+            raise wrong_aggregate(q, g)
+        return GroupedAggregate(g.labels, tuple(self.group_aggregate(q, schema, r) for r in g.results))
 
 
 class GroupedCount(_Grouped):
@@ -262,8 +263,8 @@ class GroupedCount(_Grouped):
         return add.predict(part, share, q.mechanism, bins_sensitivity(schema), "rows per group", component="counts",
                            rounded=bool(q.option("nonnegative_integer")))
 
-    def sub_aggregate(self, q: Query, backend: Backend) -> Aggregate:
-        return backend.count(q.column)
+    def group_requests(self, q: Query, schema: Schema) -> tuple[rq.Request[Any], ...]:
+        return (rq.Count(q.column),)
 
     def release(self, part: Part, share: ItemAllocation, pred: Prediction, schema: Schema,
                 rule: CompositionRule) -> ItemRelease:
@@ -321,8 +322,8 @@ class GroupedSum(_Grouped):
         return add.predict(part, share, q.mechanism, grouped_sum_sensitivity(q, schema), self.unit(q, schema),
                            component="sums")
 
-    def sub_aggregate(self, q: Query, backend: Backend) -> Aggregate:
-        return backend.clipped_sum(q.column or "")
+    def group_requests(self, q: Query, schema: Schema) -> tuple[rq.Request[Any], ...]:
+        return (rq.ClippedSum(q.column or ""),)
 
     def release(self, part: Part, share: ItemAllocation, pred: Prediction, schema: Schema,
                 rule: CompositionRule) -> ItemRelease:
@@ -381,8 +382,13 @@ class GroupedMean(_Grouped):
     def predict(self, part: Part, share: ItemAllocation, schema: Schema, rule: CompositionRule) -> Prediction:
         return self.model(part.query, schema).predict(part, share, self.unit(part.query, schema))
 
-    def sub_aggregate(self, q: Query, backend: Backend) -> Aggregate:
-        s = backend.clipped_sum(q.column or "")
+    def group_requests(self, q: Query, schema: Schema) -> tuple[rq.Request[Any], ...]:
+        return (rq.ClippedSum(q.column or ""),)
+
+    def group_aggregate(self, q: Query, schema: Schema, results: tuple[Result, ...]) -> MeanAggregate:
+        (s,) = results
+        if not isinstance(s, SumAggregate):
+            raise wrong_aggregate(q, s)
         return MeanAggregate(s, CountAggregate(s.n, s.dropped), None)
 
     def release(self, part: Part, share: ItemAllocation, pred: Prediction, schema: Schema,
@@ -477,8 +483,11 @@ class GroupedQuantile(_Grouped):
                                 b=alpha_fraction(alpha).denominator, k=len(candidate_grid(q, schema)),
                                 n=rows_per_group(q, schema), unit=self.unit(q, schema))
 
-    def sub_aggregate(self, q: Query, backend: Backend) -> Aggregate:
-        return rank_counts(backend, q.column or "", candidate_grid(q, backend.schema))
+    def group_requests(self, q: Query, schema: Schema) -> tuple[rq.Request[Any], ...]:
+        return rank_requests(q.column or "", candidate_grid(q, schema))
+
+    def group_aggregate(self, q: Query, schema: Schema, results: tuple[Result, ...]) -> RankCounts:
+        return rank_counts(results)
 
     def release(self, part: Part, share: ItemAllocation, pred: Prediction, schema: Schema,
                 rule: CompositionRule) -> ItemRelease:

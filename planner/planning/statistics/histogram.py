@@ -19,13 +19,15 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 
 from planner.core.errors import QueryError
-from planner.data.backends.base import BinCounts
+from planner.data import requests as rq
+from planner.data.requests import BinCounts, bin_labels
 from planner.data.schema import ColumnKind, Relation, Schema
 from planner.planning.allocation import ItemAllocation
 from planner.planning.mechanisms.base import Sensitivity
-from planner.planning.queries import MAX_GRID, Query, QueryKind, QueryPart, bin_labels
+from planner.planning.queries import MAX_GRID, Query, QueryKind, QueryPart
 from planner.planning.statistics import _additive as add
 from planner.planning.statistics.base import (
+    Aggregate,
     AnswerRow,
     FloatArray,
     ItemRelease,
@@ -43,7 +45,6 @@ from planner.privacy.budget import CompositionRule
 
 if TYPE_CHECKING:
     from planner.core.strict_json import JSON
-    from planner.data.backends.base import Aggregate, Backend
 
 BINS = OptionSpec("bins", OptionType.INT, "Number of equal-width bins",
                   "Numeric columns: the declared range [L, U] cut into this many equal bins.",
@@ -170,9 +171,9 @@ class Histogram(Statistic):
         return add.predict(part, share, q.mechanism, bins_sensitivity(schema), "rows per bin", component="bins",
                            rounded=bool(q.option("nonnegative_integer")))
 
-    def aggregate(self, q: Query, backend: Backend) -> Aggregate:
-        e = edges(q, backend.schema)
-        return backend.bin_counts(q.column or "", None if e is None else e.tolist())
+    def requests(self, q: Query, schema: Schema) -> tuple[rq.Request[Any], ...]:
+        e = edges(q, schema)
+        return (rq.Bins(q.column or "", None if e is None else tuple(e.tolist())),)
 
     def release(self, part: Part, share: ItemAllocation, pred: Prediction, schema: Schema,
                 rule: CompositionRule) -> ItemRelease:

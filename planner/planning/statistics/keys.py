@@ -46,18 +46,20 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
-from typing import TYPE_CHECKING, ClassVar, Final
+from typing import TYPE_CHECKING, Any, ClassVar, Final
 
 import numpy as np
 
 from planner.core.errors import QueryError
-from planner.data.backends.base import KeyCounts
+from planner.data import requests as rq
+from planner.data.requests import KeyCounts
 from planner.data.schema import ColumnKind, Relation, Schema
 from planner.planning.allocation import ItemAllocation
 from planner.planning.mechanisms.base import MechanismName, Sensitivity
 from planner.planning.queries import Query, QueryKind, QueryPart
 from planner.planning.statistics import _additive as add
 from planner.planning.statistics.base import (
+    Aggregate,
     AnswerRow,
     FloatArray,
     ItemRelease,
@@ -75,7 +77,7 @@ from planner.privacy.budget import CompositionRule
 
 if TYPE_CHECKING:
     from planner.core.strict_json import JSON
-    from planner.data.backends.base import Aggregate, Backend
+    from planner.data.backends.base import Backend
 
 M = MechanismName
 #: Default δ of the key release: the chance a key held by one person is shown.
@@ -225,8 +227,8 @@ class KeyCount(Statistic):
                 "the pandas engine (--backend pandas, or 'pandas' on the Data page). Nothing was spent."
             )
 
-    def aggregate(self, q: Query, backend: Backend) -> Aggregate:
-        return backend.key_counts(q.column or "")
+    def requests(self, q: Query, schema: Schema) -> tuple[rq.Request[Any], ...]:
+        return (rq.Keys(q.column or ""),)
 
     def release(self, part: Part, share: ItemAllocation, pred: Prediction, schema: Schema,
                 rule: CompositionRule) -> ItemRelease:

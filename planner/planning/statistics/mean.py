@@ -43,6 +43,7 @@ float sum's; :mod:`planner.release`).
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -51,7 +52,8 @@ import numpy.typing as npt
 
 from planner.core.errors import QueryError
 from planner.core.rootfind import brentq
-from planner.data.backends.base import CountAggregate, MeanAggregate
+from planner.data import requests as rq
+from planner.data.requests import CountAggregate, Result, SumAggregate
 from planner.data.schema import ColumnKind, Relation, Schema
 
 # scipy is imported in the functions that use it (~0.3 s): `planner release` and the app's first
@@ -63,8 +65,10 @@ from planner.planning.queries import MeanMode, Query, QueryKind, QueryPart
 from planner.planning.statistics import _additive as add
 from planner.planning.statistics.base import (
     BETA,
+    Aggregate,
     FloatArray,
     ItemRelease,
+    MeanAggregate,
     OptionSpec,
     OptionType,
     Part,
@@ -84,7 +88,6 @@ from planner.privacy.budget import CompositionRule
 
 if TYPE_CHECKING:
     from planner.core.strict_json import JSON
-    from planner.data.backends.base import Aggregate, Backend
     from planner.privacy.noise import Component, Draw
 
 M = MechanismName
@@ -294,10 +297,15 @@ class Mean(Statistic):
                                bound_kind="model" if schema.relation is Relation.ADD_REMOVE else "exact")
         return self.model(q, schema).predict(part, share, unit)
 
-    def aggregate(self, q: Query, backend: Backend) -> Aggregate:
-        s = backend.clipped_sum(q.column or "")
-        pn = backend.schema.public_n if _public_n(q) else None
-        return MeanAggregate(s, CountAggregate(s.n, s.dropped), pn)
+    def requests(self, q: Query, schema: Schema) -> tuple[rq.Request[Any], ...]:
+        return (rq.ClippedSum(q.column or ""),)
+
+    def aggregate_of(self, q: Query, schema: Schema, results: Sequence[Result]) -> Aggregate:
+        """The clipped sum and the count of the same rows (its ``n``)."""
+        (s,) = results
+        if not isinstance(s, SumAggregate):
+            raise wrong_aggregate(q, s)
+        return MeanAggregate(s, CountAggregate(s.n, s.dropped), schema.public_n if _public_n(q) else None)
 
     def release(self, part: Part, share: ItemAllocation, pred: Prediction, schema: Schema,
                 rule: CompositionRule) -> ItemRelease:

@@ -42,13 +42,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 import numpy.typing as npt
 
 from planner.core.errors import QueryError
-from planner.data.backends.base import BinCounts
+from planner.data import requests as rq
+from planner.data.requests import BinCounts
 from planner.data.schema import ColumnKind, Relation, Schema
 from planner.planning.allocation import Family, Item, ItemAllocation
 from planner.planning.mechanisms import exponential as em
@@ -57,6 +58,7 @@ from planner.planning.mechanisms.ism import mode_distance
 from planner.planning.queries import Query, QueryKind, QueryPart
 from planner.planning.statistics.base import (
     BETA,
+    Aggregate,
     FloatArray,
     ItemRelease,
     MechanismSpec,
@@ -73,7 +75,6 @@ from planner.privacy.budget import CompositionRule
 
 if TYPE_CHECKING:
     from planner.core.strict_json import JSON
-    from planner.data.backends.base import Aggregate, Backend
 
 M = MechanismName
 
@@ -196,8 +197,8 @@ class Mode(Statistic):
         return prediction(part, share, noise={"epsilon": share.theta, f"{kind}_scale": s}, scales={"scores": s},
                           rmse=rmse, bound=bound, unit=self.unit(q, schema), bound_kind="at most")
 
-    def aggregate(self, q: Query, backend: Backend) -> Aggregate:
-        return backend.bin_counts(q.column or "")
+    def requests(self, q: Query, schema: Schema) -> tuple[rq.Request[Any], ...]:
+        return (rq.Bins(q.column or ""),)
 
     def release(self, part: Part, share: ItemAllocation, pred: Prediction, schema: Schema,
                 rule: CompositionRule) -> ItemRelease:

@@ -19,12 +19,13 @@ beside the central mechanisms, for comparison (:meth:`Proportion.comparison`).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 import numpy.typing as npt
 
-from planner.data.backends.base import BooleanCounts
+from planner.data import requests as rq
+from planner.data.requests import BooleanCounts
 from planner.data.schema import ColumnKind, Relation, Schema
 from planner.planning.allocation import ItemAllocation
 from planner.planning.mechanisms import randomized_response as rr
@@ -34,6 +35,7 @@ from planner.planning.queries import Query, QueryKind, QueryPart
 from planner.planning.statistics import _additive as add
 from planner.planning.statistics.base import (
     BETA,
+    Aggregate,
     FloatArray,
     ItemRelease,
     Part,
@@ -47,7 +49,6 @@ from planner.privacy.budget import CompositionRule
 
 if TYPE_CHECKING:
     from planner.core.strict_json import JSON
-    from planner.data.backends.base import Aggregate, Backend
 
 M = MechanismName
 
@@ -98,8 +99,8 @@ class Proportion(Statistic):
         return (np.asarray(rr.worst_case_rmse(epsilons, n), dtype=np.float64),
                 np.asarray(rr.worst_case_error_bound(epsilons, n, BETA), dtype=np.float64))
 
-    def aggregate(self, q: Query, backend: Backend) -> Aggregate:
-        return backend.boolean_counts(q.column or "")
+    def requests(self, q: Query, schema: Schema) -> tuple[rq.Request[Any], ...]:
+        return (rq.Booleans(q.column or ""),)
 
     def release(self, part: Part, share: ItemAllocation, pred: Prediction, schema: Schema,
                 rule: CompositionRule) -> ItemRelease:

@@ -17,7 +17,7 @@ released the candidate below the true median of whole-number data at any ε (bef
 issue 18); Smith's score is 0 where #{x < t}/(#{x < t} + #{x > t}) = α, ignoring the
 ties, and OpenDP's ``make_private_quantile`` released a 10th percentile of ages one year
 off at every ε in the issue-18 benchmark. The aggregate therefore carries #{x = t}
-besides #{x ≤ t} (:class:`RankCounts`, from two backend requests: :func:`rank_counts`).
+besides #{x ≤ t} (:class:`RankCounts`, from two requests: :func:`rank_requests`, :func:`rank_counts`).
 
 Sensitivity of the scores (c = rows per privacy unit). Claim: ‖u(x) − u(x')‖∞ ≤ c·b
 under substitution and ≤ c·max(a, b − a) under add/remove. Proof. u_t = −max(f_t, g_t, 0)
@@ -71,7 +71,8 @@ import numpy as np
 import numpy.typing as npt
 
 from planner.core.errors import QueryError, ReleaseError
-from planner.data.backends.base import QuantileAggregate
+from planner.data import requests as rq
+from planner.data.requests import BinCounts, QuantileAggregate, Result
 from planner.data.schema import ColumnKind, Relation, Schema
 from planner.planning.allocation import Family, Item, ItemAllocation
 from planner.planning.mechanisms import exponential as em
@@ -79,6 +80,7 @@ from planner.planning.mechanisms.base import MechanismName, Sensitivity
 from planner.planning.queries import DEFAULT_CANDIDATES, MAX_GRID, Query, QueryKind, QueryPart
 from planner.planning.statistics.base import (
     BETA,
+    Aggregate,
     AnswerRow,
     FloatArray,
     ItemRelease,
@@ -98,7 +100,6 @@ from planner.privacy.budget import CompositionRule
 
 if TYPE_CHECKING:
     from planner.core.strict_json import JSON
-    from planner.data.backends.base import Aggregate, Backend
     from planner.privacy.noise import Component
 
 M = MechanismName
@@ -166,7 +167,7 @@ def rank_sensitivity(alpha: float, schema: Schema) -> float:
 @dataclass(frozen=True, slots=True)
 class RankCounts(QuantileAggregate):
     """Counts on a candidate grid for the rank scores: the backend's
-    :class:`~planner.data.backends.base.QuantileAggregate` (``counts``: values whose smallest
+    :class:`~planner.data.requests.QuantileAggregate` (``counts``: values whose smallest
     candidate ≥ the value is t_i, so #{x ≤ t_i} is their cumulative sum) and ``ties``,
     #{x = t_i}. Private, like every aggregate.
     """
@@ -186,16 +187,21 @@ class RankCounts(QuantileAggregate):
         return np.asarray(self.counts_le - np.asarray(self.ties, dtype=np.int64), dtype=np.int64)
 
 
-def rank_counts(backend: Backend, column: str, grid: npt.NDArray[np.float64]) -> RankCounts:
-    """#{x ≤ t} and #{x = t} on the grid from two primitive backend requests: the candidate
-    counts, and bin counts over the edges t₁ < … < t_k < t_k + (t_k − t_{k−1}) (bin i is
+def rank_requests(column: str, grid: npt.NDArray[np.float64]) -> tuple[rq.Candidates, rq.Bins]:
+    """The two requests #{x ≤ t} and #{x = t} on the grid come from: the candidate counts,
+    and bin counts over the edges t₁ < … < t_k < t_k + (t_k − t_{k−1}) (bin i is
     [t_i, t_{i+1}), so the counts below bin i are #{x < t_i}; every clipped value is ≤ U ≤
-    t_k and lands in a bin). A SQL backend batches both into one statement (``prefetch``).
-    """
-    g = [float(t) for t in grid]
-    le = backend.candidate_counts(column, g)
+    t_k and lands in a bin). A SQL backend counts both with one key in one statement."""
+    g = tuple(float(t) for t in grid)
     top = g[-1] + (g[-1] - g[-2] if len(g) > 1 else 1.0)
-    bins = backend.bin_counts(column, [*g, top])
+    return rq.Candidates(column, g), rq.Bins(column, (*g, top))
+
+
+def rank_counts(results: Sequence[Result]) -> RankCounts:
+    """:class:`RankCounts` from the results of :func:`rank_requests` (in that order)."""
+    le, bins = results
+    if not isinstance(le, QuantileAggregate) or not isinstance(bins, BinCounts):
+        raise QueryError("a quantile's rank counts need candidate counts and bin counts.")
     lt = np.concatenate([[0], np.cumsum(np.asarray(bins.counts, dtype=np.int64))[:-1]])
     ties = le.counts_le - lt
     return RankCounts(le.candidates, le.counts, le.dropped, tuple(int(t) for t in ties))
@@ -205,7 +211,7 @@ def quantile_scores(agg: QuantileAggregate, a: int, b: int) -> npt.NDArray[np.in
     """Integer rank scores u_t = −max(b·#{x < t} − a·n, a·n − b·#{x ≤ t}, 0) for α = a/b
     (gcd(a, b) = 1): b times the distance from rank α·n to the ranks t holds.
 
-    A plain :class:`~planner.data.backends.base.QuantileAggregate` carries no ties: it is read
+    A plain :class:`~planner.data.requests.QuantileAggregate` carries no ties: it is read
     as values strictly between candidates (#{x < t} = #{x ≤ t}), which is what a hand-made
     aggregate of spread-out data means; a release reads :class:`RankCounts` (the
     statistic's own aggregate) and refuses anything else.
@@ -351,8 +357,11 @@ class Quantile(Statistic):
                                 b=alpha_fraction(alpha).denominator, k=len(candidate_grid(q, schema)),
                                 n=float(need_public_n(q, schema)), unit=self.unit(q, schema))
 
-    def aggregate(self, q: Query, backend: Backend) -> Aggregate:
-        return rank_counts(backend, q.column or "", candidate_grid(q, backend.schema))
+    def requests(self, q: Query, schema: Schema) -> tuple[rq.Request[Any], ...]:
+        return rank_requests(q.column or "", candidate_grid(q, schema))
+
+    def aggregate_of(self, q: Query, schema: Schema, results: Sequence[Result]) -> Aggregate:
+        return rank_counts(results)
 
     def release(self, part: Part, share: ItemAllocation, pred: Prediction, schema: Schema,
                 rule: CompositionRule) -> ItemRelease:

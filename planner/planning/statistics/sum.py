@@ -23,18 +23,20 @@ when 0 ∉ [L, U] ([10, 20]: 20, not 10). ∎
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
 from planner.core.errors import QueryError
-from planner.data.backends.base import SumAggregate
+from planner.data import requests as rq
+from planner.data.requests import SumAggregate
 from planner.data.schema import ColumnKind, MissingAction, Relation, Schema
 from planner.planning.allocation import ItemAllocation
 from planner.planning.mechanisms.base import Sensitivity
 from planner.planning.queries import Query, QueryKind, QueryPart
 from planner.planning.statistics import _additive as add
 from planner.planning.statistics.base import (
+    Aggregate,
     FloatArray,
     ItemRelease,
     Part,
@@ -49,7 +51,6 @@ from planner.privacy.budget import CompositionRule
 
 if TYPE_CHECKING:
     from planner.core.strict_json import JSON
-    from planner.data.backends.base import Aggregate, Backend
 
 
 def sum_sensitivity(q: Query, schema: Schema) -> Sensitivity:
@@ -100,8 +101,8 @@ class Sum(Statistic):
         return add.predict(part, share, q.mechanism, sum_sensitivity(q, schema), self.unit(q, schema),
                            component="sum")
 
-    def aggregate(self, q: Query, backend: Backend) -> Aggregate:
-        return backend.clipped_sum(q.column or "")
+    def requests(self, q: Query, schema: Schema) -> tuple[rq.Request[Any], ...]:
+        return (rq.ClippedSum(q.column or ""),)
 
     def release(self, part: Part, share: ItemAllocation, pred: Prediction, schema: Schema,
                 rule: CompositionRule) -> ItemRelease:

@@ -15,13 +15,15 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
-from planner.data.backends.base import BinCounts
+from planner.data import requests as rq
+from planner.data.requests import BinCounts
 from planner.data.schema import ColumnKind, Schema
 from planner.planning.allocation import ItemAllocation
 from planner.planning.mechanisms.base import MechanismName
 from planner.planning.queries import MAX_GRID, Query, QueryKind, QueryPart
 from planner.planning.statistics import _additive as add
 from planner.planning.statistics.base import (
+    Aggregate,
     AnswerRow,
     FloatArray,
     ItemRelease,
@@ -39,7 +41,6 @@ from planner.privacy.budget import CompositionRule
 
 if TYPE_CHECKING:
     from planner.core.strict_json import JSON
-    from planner.data.backends.base import Aggregate, Backend
 
 M = MechanismName
 
@@ -91,10 +92,10 @@ class SyntheticSample(Statistic):
     def predict(self, part: Part, share: ItemAllocation, schema: Schema, rule: CompositionRule) -> Prediction:
         return add.predict(part, share, M.LAPLACE, bins_sensitivity(schema), "rows per bin", component="bins")
 
-    def aggregate(self, q: Query, backend: Backend) -> Aggregate:
-        e = edges(q, backend.schema)
+    def requests(self, q: Query, schema: Schema) -> tuple[rq.Request[Any], ...]:
+        e = edges(q, schema)
         assert e is not None
-        return backend.bin_counts(q.column or "", e.tolist())
+        return (rq.Bins(q.column or "", tuple(e.tolist())),)
 
     def release(self, part: Part, share: ItemAllocation, pred: Prediction, schema: Schema,
                 rule: CompositionRule) -> ItemRelease:
