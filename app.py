@@ -32,6 +32,7 @@ elif principal.role is Role.VIEWER:
                           default=True)]
 else:
     PLAN_PAGES = [
+        st.Page("pages/guide_page.py", title="Start here", icon=":material/flag:", url_path="start"),
         st.Page("pages/data_page.py", title="Data", icon=":material/table_view:", url_path="data", default=True),
         st.Page("pages/queries_page.py", title="Queries", icon=":material/help:", url_path="queries"),
         st.Page("pages/accuracy_page.py", title="Accuracy", icon=":material/show_chart:", url_path="accuracy"),

@@ -10,8 +10,8 @@ import streamlit as st
 
 from pages._ui import auth, cached, charts, fmt, frame
 from pages._ui import state as S
+from pages._ui.guard import guard
 from pages._ui.preamble import require_dataset
-from planner.core.errors import PlannerError
 from planner.planning import simulation
 from planner.planning.queries import QueryKind
 
@@ -28,12 +28,9 @@ data, schema, sj = require_dataset()
 ss = st.session_state
 PAGE = "accuracy"
 
-try:
+with guard("Fix the workload on the Queries page first: "):
     wl = cached.workload_json(ss[S.WORKLOAD], ss[S.MODE])
     queries = cached.parse_queries(wl, sj)
-except PlannerError as exc:
-    st.error(f"Fix the workload on the Queries page first: {fmt.plain(str(exc))}")
-    frame.stop()
 if not queries:
     st.info("The workload is empty: add queries on the Queries page.")
     frame.stop()
@@ -75,6 +72,10 @@ else:
                   help="No mechanism whose answers are right on average can do better at this ε "
                        "(the lower bound in Garivier, How to learn while respecting individual privacy?, "
                        "ENS de Lyon, 2021).")
+        if not at.empty:
+            from planner.outputs.words import lower_bound_gap
+
+            st.caption(fmt.plain(lower_bound_gap(float(at["RMSE"].min()), float(lb.iloc[0]))))
 for n in notes:
     st.caption(f"ℹ️ {n}")
 
@@ -100,7 +101,7 @@ st.markdown(f"**Check by simulation** — runs the **{query.mechanism.value}** m
             "the measured error beside the prediction.")
 sim_key = (data.fingerprint, sj, qjson, delta)
 if st.button("Check by simulation", key="acc_simulate"):
-    try:
+    with guard(stop=False) as g:
         agg = cached.exact_aggregate(data.fingerprint, sj, qjson, data.df)
         bar = st.progress(0.0, text="Simulating…")
         sim_eps = cached.EPS_GRID[::3]
@@ -109,9 +110,7 @@ if st.button("Check by simulation", key="acc_simulate"):
             progress=lambda done, total: bar.progress(done / total, text=f"Simulating… ε {done}/{total}"),
         )
         bar.empty()
-    except PlannerError as exc:
-        st.error(fmt.plain(str(exc)))
-    else:
+    if g.ok:
         ss[S.ACC_SIM] = {"key": sim_key, "rows": [
             {"mechanism": r.mechanism, "epsilon": r.epsilon, "empirical RMSE": r.empirical_rmse,
              "low": max(r.empirical_rmse - 2 * r.standard_error, 0.0), "high": r.empirical_rmse + 2 * r.standard_error,
@@ -135,11 +134,9 @@ if sim_state and sim_state["key"] == sim_key:
 
 # --- views that only exist for some kinds
 if query.kind is QueryKind.MODE and query.column:
-    try:
+    with guard(stop=False) as g:
         dfp = cached.mode_exactness(data.fingerprint, sj, query.column, grid, data.df)
-    except PlannerError as exc:
-        st.error(fmt.plain(str(exc)))
-    else:
+    if g.ok:
         st.markdown("**Chance that the released mode is the true mode**: the inverse sensitivity mechanism "
                     "at ε against the best any unbiased mechanism can do at a fraction of ε (Garivier, "
                     "*How to learn while respecting individual privacy?*, ENS de Lyon, 2021).")
@@ -150,11 +147,9 @@ elif query.kind in (QueryKind.MEDIAN, QueryKind.QUANTILE) and query.column:
         ss[S.ACC_ALPHA] = alphas[0]
     alpha = float(alphas[0]) if len(alphas) == 1 else float(
         st.selectbox("Quantile level", alphas, **S.bind(S.ACC_ALPHA, PAGE, options=alphas)))
-    try:
+    with guard(stop=False) as g:
         qc = cached.quantile_check(data.fingerprint, sj, qjson, alpha, cached.EPS_GRID[::3], 500, SIM_SEED, data.df)
-    except PlannerError as exc:
-        st.error(fmt.plain(str(exc)))
-    else:
+    if g.ok:
         st.markdown(f"**Error of the {alpha:g}-quantile in {query.column} units on your data**: the least RMSE "
                     "any unbiased ε-DP mechanism can reach on this instance, against the exponential mechanism "
                     "(what the release uses) and the inverse sensitivity mechanism, both simulated (500 runs per ε).")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pandas as pd
@@ -9,10 +10,12 @@ import streamlit as st
 
 from pages._ui import auth, cached, datasets, fmt, frame
 from pages._ui import state as S
+from pages._ui.guard import guard
 from pages._ui.preamble import require_planner
 from planner.core.errors import PlannerError
 from planner.data.loader import refuse_invalid_cells
 from planner.data.schema import ColumnKind, format_text_list
+from planner.outputs import words
 
 S.init_state()
 require_planner()
@@ -20,6 +23,8 @@ ss = st.session_state
 PAGE = "data"
 
 st.title("Data and schema")
+st.page_link("pages/guide_page.py", label="New here? Start here: five steps from a table to a private release",
+             icon=":material/flag:")
 
 # ----------------------------------------------------------------------------- the active dataset
 try:
@@ -101,11 +106,9 @@ elif picker == "upload":
                                                           {"name": ss[S.UPLOAD_NAME], "bytes": ss[S.UPLOAD_BYTES],
                                                            "file_id": ss[S.UPLOAD_FILE_ID]}))
 elif picker == "server":
-    try:
+    files = []
+    with guard(stop=False):
         files = cached.server_files() if auth.is_owner() else cached.granted_server_files()
-    except PlannerError as exc:
-        st.error(fmt.plain(str(exc)))
-        files = []
     if files:
         ss["data:server_file"] = act.get("file") if act.get("source") == "server" and act.get("file") in files else None
         st.selectbox("File in the server's data directory", files, key="data:server_file", index=None,
@@ -158,7 +161,8 @@ if data.source in ("upload", "server"):
         cols = dict(dd["columns"])
         for name in dd["use"]:
             entry = dict(cols.get(name, {"kind": kinds.get(name, "numeric"), "bounds": "", "categories": ""}))
-            for field, suffix in (("kind", "kind"), ("bounds", "bounds"), ("categories", "cats")):
+            for field, suffix in (("kind", "kind"), ("bounds", "bounds"), ("categories", "cats"),
+                                  ("missing", "missing")):
                 if f"data:col:{name}:{suffix}" in ss:
                     entry[field] = ss[f"data:col:{name}:{suffix}"]
             cols[name] = entry
@@ -204,11 +208,23 @@ if data.source in ("upload", "server"):
             ss["data:schema_problems"] = {"fp": fp, "problems": problems}
             return
         ss["data:schema_problems"] = None
+        prev = ss[S.SCHEMAS].get(fp)
         ss[S.SCHEMAS] = dict(ss[S.SCHEMAS], **{fp: schema.to_json()})
-        if ss[S.WORKLOAD_FP] != fp or not S.workload_edited():
+        # the starting workload follows the schema only while it is the one made from the
+        # previous schema, untouched; a restored or edited workload is never replaced silently
+        auto = prev is None or S.same_workload(ss[S.WORKLOAD], S.starter_workload(json.loads(prev)))
+        kept = ""
+        if ss[S.WORKLOAD_FP] != fp or (auto and not S.workload_edited()):
             S.set_workload(S.starter_workload(schema.to_dict()), fp)
+        else:
+            names = set(schema.names)
+            stale = [str(r.get("id")) for r in S.clean_rows(ss[S.WORKLOAD])
+                     if r.get("column") and r.get("column") not in names]
+            kept = (f" Your {len(S.clean_rows(ss[S.WORKLOAD]))} queries are kept"
+                    + (f"; {', '.join(stale[:5])} ask(s) about columns no longer declared: fix or drop them on "
+                       "the Queries page." if stale else "."))
         S.notice(PAGE, f"Schema saved: {len(schema.columns)} column(s) declared, "
-                       f"{len(all_cols) - len(schema.columns)} ignored.")
+                       f"{len(all_cols) - len(schema.columns)} ignored." + kept)
 
     st.subheader("Declare the schema")
     st.warning(
@@ -222,11 +238,9 @@ if data.source in ("upload", "server"):
                                  key=f"data:schema_upload:{ss[S.UPLOADER_VERSION]}")
     if schema_up is not None and ss.get("data:schema_loaded") != schema_up.file_id:
         ss["data:schema_loaded"] = schema_up.file_id
-        try:
+        with guard(f"{schema_up.name}: ", stop=False) as g:
             loaded, from_plan = datasets.load_schema_file(schema_up.getvalue())
-        except PlannerError as exc:
-            st.error(fmt.plain(f"{schema_up.name}: {exc}"))
-        else:
+        if g.ok:
             ss[S.DRAFTS][fp] = datasets.draft_from_schema(loaded, kinds)
             _commit()
             saved = S.pop_notice(PAGE)  # "Schema saved: …", when the file's columns fit this one
@@ -270,14 +284,15 @@ if data.source in ("upload", "server"):
     if used:
         st.markdown(f"**2. What is public about each of the {len(used)} column(s) in use**")
         kind_values = [k.value for k in ColumnKind]
-        h1, h2, h3, h4 = st.columns([2, 2, 2, 4])
+        h1, h2, h3, h4, h5 = st.columns([2, 2, 2, 4, 2])
         h1.caption("column")
         h2.caption("kind (suggested from the data; `key`: values you cannot list, released by threshold)")
         h3.caption("public bounds L, U (numeric)")
         h4.caption('public categories (categorical; quote one that holds a comma: "Smith, John")')
+        h5.caption("a missing value: blank drops the row from this column's answers; a value replaces it")
         for name in used:
             entry = d["columns"].get(name, {"kind": kinds.get(name, "numeric"), "bounds": "", "categories": ""})
-            c1, c2, c3, c4 = st.columns([2, 2, 2, 4])
+            c1, c2, c3, c4, c5 = st.columns([2, 2, 2, 4, 2])
             c1.markdown(f"**{fmt.plain(name)}**")
             kk, bk, ck = f"data:col:{name}:kind", f"data:col:{name}:bounds", f"data:col:{name}:cats"
             ss[kk] = entry["kind"] if entry["kind"] in kind_values else "numeric"
@@ -293,6 +308,11 @@ if data.source in ("upload", "server"):
                           label_visibility="collapsed",
                           on_change=_set_col, args=(name, "categories", ck),
                           disabled=entry["kind"] != "categorical")
+            mk = f"data:col:{name}:missing"
+            ss[mk] = entry.get("missing", "")
+            c5.text_input(f"{name}: value for a missing cell", key=mk, placeholder="drop the row",
+                          label_visibility="collapsed", on_change=_set_col, args=(name, "missing", mk),
+                          disabled=entry["kind"] == "identifier")
 
     st.markdown("**3. Who is protected**")
     r1, r2, r3, r4 = st.columns(4)
@@ -309,7 +329,9 @@ if data.source in ("upload", "server"):
                  help="Declare a column of kind 'identifier' in use to protect people with several rows.")
     ss["data:max_rows"] = int(d["max_rows"])
     r3.number_input("Max rows per person", min_value=1, step=1, key="data:max_rows",
-                    on_change=_set, args=("max_rows", "data:max_rows"))
+                    on_change=_set, args=("max_rows", "data:max_rows"),
+                    help="Contribution bounding: a person with more rows keeps this many, chosen by a fixed "
+                         "pseudo-random order; the others are left out of every answer.")
     ss["data:public_n"] = int(d["public_n"])
     r4.number_input("Public (approximate) row count, 0 if none", min_value=0, step=1, key="data:public_n",
                     on_change=_set, args=("public_n", "data:public_n"),
@@ -382,15 +404,16 @@ if not auth.is_owner():
     st.caption("🔒 The column report (counts computed from the raw data) is shown to owners only.")
     frame.stop()
 st.caption("🔒 **Visible to you only — computed from your raw data.** Counts only; never exported.")
-try:
+with guard():
     rep: dict[str, Any] = cached.report(data.fingerprint, data.schema_json or "", data.df)
-except PlannerError as exc:
-    st.error(fmt.plain(str(exc)))
-    frame.stop()
 c1, c2, c3 = st.columns(3)
 c1.metric("Rows", f"{rep['rows']:,}")
 c2.metric("Columns", f"{len(data.df.columns)}")
 c3.metric("Rows after contribution bounding", f"{rep['rows_after_bounding']:,}")
+st.caption(fmt.plain(words.bounding_words(schema)))
+effect = words.bounding_effect(schema, int(rep["rows"]), int(rep["rows_after_bounding"]))
+if effect:
+    st.warning(fmt.plain(effect), icon=":material/content_cut:")
 report_df = pd.DataFrame([{"column": k, **{f: v.get(f) for f in ("kind", "usable", "clipped", "invalid", "missing",
                                                                    "replaced", "dropped")}}
                           for k, v in rep["columns"].items()])
@@ -400,7 +423,6 @@ else:
     st.dataframe(report_df, hide_index=True, width="stretch")
 st.caption("usable: rows that enter answers on this column · clipped: values outside the declared bounds, moved to "
            "the bound · invalid: unreadable as the declared kind, or an undeclared category.")
-try:
+# the refusal a release makes (app, command line and scripts alike)
+with guard("A release of this file will be refused until this is fixed: ", stop=False, show="warning"):
     refuse_invalid_cells(schema, rep)
-except PlannerError as exc:  # the refusal a release makes (app, command line and scripts alike)
-    st.warning(f"A release of this file will be refused until this is fixed: {fmt.plain(str(exc))}", icon=":material/block:")

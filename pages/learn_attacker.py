@@ -11,9 +11,8 @@ import math
 import streamlit as st
 
 from pages._ui import demo_charts as dc
-from pages._ui import fmt, frame
 from pages._ui import state as S
-from planner.core.errors import PlannerError
+from pages._ui.guard import guard
 from planner.learn import attacker as demos
 
 
@@ -46,12 +45,9 @@ prior = c3.slider("Attacker's prior that X smokes", 0.01, 0.99, step=0.01, **S.l
                   help="0.19 is about the public smoking rate")
 seed = dc.seed_controls("atk")
 
-try:
+with guard():
     res = _attack(int(target), float(epsilon), float(prior), seed)
     lo, hi = demos.posterior_bounds(res.prior, res.epsilon)
-except PlannerError as exc:
-    st.error(fmt.plain(str(exc)))
-    frame.stop()
 
 pid = int(people["person_id"].iloc[int(target)])
 st.subheader("1. Exact answers")
@@ -88,10 +84,8 @@ delta = st.select_slider(
     "δ (small chance that the ε guarantee fails)", options=[0.0, 1e-6, 1e-3, 0.01, 0.05],
     **S.learned("atk_delta", 0.0), help="Approximate DP allows the guarantee to fail with probability δ; 0 = pure DP.",
 )
-try:
+with guard(stop=False):
     st.altair_chart(dc.power_chart(float(epsilon), float(delta)), width="stretch")
-except PlannerError as exc:
-    st.error(fmt.plain(str(exc)))
 st.markdown(
     f"**What you see:** no test can rise above the limit curves. At ε = {epsilon:g}, accepting 5 % "
     f"false alarms buys at most a {min(1.0, 0.05 * math.exp(float(epsilon)) + float(delta)):.1%} chance "

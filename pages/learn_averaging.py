@@ -9,9 +9,8 @@ if str(Path(__file__).resolve().parents[1]) not in sys.path:  # `streamlit run p
 import streamlit as st
 
 from pages._ui import demo_charts as dc
-from pages._ui import fmt, frame
 from pages._ui import state as S
-from planner.core.errors import PlannerError
+from pages._ui.guard import guard
 from planner.learn import averaging as demos
 
 COLUMNS = {"income": "income", "hours worked": "hours_worked", "age": "age"}
@@ -55,11 +54,8 @@ clamp = st.checkbox(
 seed = dc.seed_controls("avg")
 
 column = COLUMNS[label]
-try:
+with guard():
     res = _demo(column, int(n), float(eps), bool(clamp), seed)
-except PlannerError as exc:
-    st.error(fmt.plain(str(exc)))
-    frame.stop()
 
 lo, hi = dc.census_bounds(column)
 unit = UNITS[column]

@@ -10,9 +10,8 @@ import pandas as pd
 import streamlit as st
 
 from pages._ui import demo_charts as dc
-from pages._ui import fmt, frame
 from pages._ui import state as S
-from planner.core.errors import PlannerError
+from pages._ui.guard import guard
 from planner.learn import composition as demos
 from planner.privacy.accountants import rule as registered_rule
 
@@ -43,11 +42,8 @@ delta = c3.select_slider("δ (chance the guarantee fails)", [1e-9, 1e-7, 1e-6, 1
                          help="The advanced and Rényi rules hold except with this tiny probability; "
                               "pick it much smaller than 1 / number of people.")
 
-try:
+with guard():
     curves = _curves(float(eps0), int(k_max), float(delta))
-except PlannerError as exc:
-    st.error(fmt.plain(str(exc)))
-    frame.stop()
 
 st.altair_chart(dc.composition_chart(curves), width="stretch")
 if curves.drv_crossover is None:
@@ -72,11 +68,8 @@ st.markdown(
 )
 total = st.select_slider("Total ε to spend", [0.1, 0.5, 1.0, 2.0, 5.0, 10.0], **S.learned("comp_total", 1.0),
                          help=dc.EPSILON_HELP)
-try:
+with guard():
     acc = _accuracy(float(total), int(k_max), float(delta))
-except PlannerError as exc:
-    st.error(fmt.plain(str(exc)))
-    frame.stop()
 st.altair_chart(dc.accuracy_chart(acc), width="stretch")
 SHORT = {r: registered_rule(r).short for r in demos.DEMO_RULES}
 table = pd.DataFrame({"questions k": acc.k})
@@ -90,8 +83,9 @@ for r in demos.DEMO_RULES:
     config[f"error ({SHORT[r]})"] = st.column_config.NumberColumn(
         format="±%.3g", help="Typical error of each count in people (RMSE = √2/ε)")
 st.dataframe(table.iloc[:: max(1, len(table) // 6)], hide_index=True, width="stretch", column_config=config)
-k_pick = st.select_slider("Number of questions k (for the simulated answers below)", [int(k) for k in acc.k],
-                          int(acc.k[len(acc.k) // 2]), key="comp_kpick")
+ks = [int(k) for k in acc.k]
+k_pick = st.select_slider("Number of questions k (for the simulated answers below)", ks,
+                          **S.learned("comp_kpick", ks[len(ks) // 2], options=ks))
 seed = dc.seed_controls("comp")
 i = int(list(acc.k).index(k_pick))
 g = dc.rng(seed)

@@ -9,9 +9,8 @@ if str(Path(__file__).resolve().parents[1]) not in sys.path:  # `streamlit run p
 import streamlit as st
 
 from pages._ui import demo_charts as dc
-from pages._ui import fmt, frame
 from pages._ui import state as S
-from planner.core.errors import PlannerError
+from pages._ui.guard import guard
 from planner.learn import histogram as demos
 from planner.planning.mechanisms.histogram import MiseCurve
 
@@ -54,12 +53,9 @@ reps = st.select_slider(
 )
 seed = dc.seed_controls("hist")
 
-try:
+with guard():
     sample = _sample(int(n), float(eps), int(m), seed)
     curve = _mise(int(n), float(eps), int(reps), seed)
-except PlannerError as exc:
-    st.error(fmt.plain(str(exc)))
-    frame.stop()
 
 left, right = st.columns(2)
 left.altair_chart(dc.sample_chart(sample.real, f"Real sample ({n:,} points)"), width="stretch")

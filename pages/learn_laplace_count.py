@@ -10,9 +10,9 @@ import pandas as pd
 import streamlit as st
 
 from pages._ui import demo_charts as dc
-from pages._ui import fmt, frame
+from pages._ui import frame
 from pages._ui import state as S
-from planner.core.errors import PlannerError
+from pages._ui.guard import guard
 from planner.learn import laplace_count as demos
 
 EXACT = "within ±10 % (formula)"
@@ -44,11 +44,8 @@ seed = dc.seed_controls("lc")
 if not eps:
     st.info("Pick at least one ε.")
     frame.stop()
-try:
+with guard():
     demo = _demo((int(big), int(small)), tuple(sorted(float(e) for e in eps)), seed)
-except PlannerError as exc:
-    st.error(fmt.plain(str(exc)))
-    frame.stop()
 
 left, right = st.columns(2)
 left.altair_chart(dc.laplace_count_chart(demo, 0), width="stretch")

@@ -9,9 +9,8 @@ if str(Path(__file__).resolve().parents[1]) not in sys.path:  # `streamlit run p
 import streamlit as st
 
 from pages._ui import demo_charts as dc
-from pages._ui import fmt, frame
 from pages._ui import state as S
-from planner.core.errors import PlannerError
+from pages._ui.guard import guard
 from planner.learn import majority as demos
 
 
@@ -40,11 +39,8 @@ c1, c2 = st.columns(2)
 eps = c1.select_slider("ε", [0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0], **S.learned("maj_eps", 0.1),
                         help=dc.EPSILON_HELP)
 n = c2.select_slider("Number of voters n (odd)", [11, 21, 51, 101, 201, 501, 1001], **S.learned("maj_n", 101))
-try:
+with guard():
     curves = _curves(float(eps), int(n))
-except PlannerError as exc:
-    st.error(fmt.plain(str(exc)))
-    frame.stop()
 
 st.altair_chart(dc.majority_chart(curves), width="stretch")
 matches = "matches" if curves.quarter_matches else "does NOT match"
@@ -56,7 +52,8 @@ st.markdown(
     "ε/2. The exponential mechanism is slightly below the two-outcome ISM everywhere."
 )
 
-s = st.slider("Try one vote: number of “yes” votes s", 0, int(n), int(n) // 2 + 3, key="maj_s")
+s = st.slider("Try one vote: number of “yes” votes s", 0, int(n),
+              **S.learned("maj_s", int(n) // 2 + 3, options=range(int(n) + 1)))
 seed = dc.seed_controls("maj")
 em_sim, ism_sim = _votes(float(eps), int(n), int(s), seed)
 m1, m2, m3 = st.columns(3)

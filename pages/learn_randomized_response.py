@@ -10,9 +10,8 @@ import numpy as np
 import streamlit as st
 
 from pages._ui import demo_charts as dc
-from pages._ui import fmt, frame
 from pages._ui import state as S
-from planner.core.errors import PlannerError
+from pages._ui.guard import guard
 from planner.learn import survey as demos
 from planner.planning.mechanisms import randomized_response as rr
 
@@ -55,12 +54,9 @@ rate = col2.slider("True rate in the population", 0.0, 1.0, step=0.01, **S.learn
 n = col3.slider("Respondents", 50, 20_000, step=50, **S.learned("rr_n", 1000))
 seed = dc.seed_controls("rr")
 
-try:
+with guard():
     keep = demos.design_keep_probability(design, param)
     sim, est, direct = _simulate(float(rate), int(n), keep, seed)
-except PlannerError as exc:
-    st.error(fmt.plain(str(exc)))
-    frame.stop()
 
 m1, m2, m3, m4 = st.columns(4)
 m1.metric("Truthful reports p", f"{keep:.1%}", help="Chance that a report is the respondent's true answer.")

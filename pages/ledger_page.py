@@ -9,6 +9,7 @@ import streamlit as st
 
 from pages._ui import auth, cached, charts, fmt, frame, lifetime
 from pages._ui import state as S
+from pages._ui.guard import guard
 from planner.core.errors import PlannerError
 
 S.init_state()
@@ -18,12 +19,9 @@ PAGE = "ledger"
 st.title("Ledger")
 st.caption("Every release is recorded here before any noise is drawn; nothing is ever refunded or forgotten.")
 
-try:
+with guard():
     led = cached.ledger()
     datasets = led.datasets()
-except PlannerError as exc:
-    st.error(fmt.plain(str(exc)))
-    frame.stop()
 if not datasets:
     st.info("No dataset has a lifetime budget yet: set one on the Planner or the Release page." if auth.is_owner()
             else "No dataset has been shared with you yet: an owner shares one with `planner grant`.")
@@ -42,7 +40,7 @@ fp = st.selectbox("Dataset", list(labels), format_func=labels.__getitem__,
 
 status = led.status(fp)
 lifetime.metrics(status)
-st.caption(f"Composition rule: **{status.rule.value}**, fixed with the lifetime budget (δ = {status.delta_total:g}).")
+st.caption(f"Composition rule: **{fmt.rule(status.rule)}**, fixed with the lifetime budget (δ = {status.delta_total:g}).")
 
 note = S.pop_notice(PAGE)
 if note:
@@ -60,16 +58,15 @@ if changes:
 
 history = led.history(fp)
 if history:
-    pts = [{"step": "start", "order": 0, "series": "spent", "epsilon": 0.0}]
-    pts += [{"step": f"#{h.release_id} {h.created_at:%m-%d %H:%M}", "order": i, "series": "spent",
-             "epsilon": h.epsilon_spent} for i, h in enumerate(history, start=1)]
-    pts += [dict(p, series="lifetime budget", epsilon=status.epsilon_total) for p in list(pts)]
+    from planner.outputs.report import ledger_points
+
+    pts = ledger_points(status, history, label=lambda h: f"#{h.release_id} {h.created_at:%m-%d %H:%M}")
     st.altair_chart(charts.history_chart(pd.DataFrame(pts)), width="stretch")
 
 st.subheader("Releases")
 grew = {h.release_id: h.epsilon_release for h in history}  # the spent total's growth, under the rule
 for rec in reversed(led.releases(fp)):
-    spent = f" · ε {fmt.eps(grew[rec.release_id])} ({status.rule.value})" if rec.release_id in grew else ""
+    spent = f" · ε {fmt.eps(grew[rec.release_id])} ({fmt.rule(status.rule)})" if rec.release_id in grew else ""
     with st.expander(f"Release #{rec.release_id} · {rec.created_at:%Y-%m-%d %H:%M:%S} · "
                      f"{len({s.query_id.split(':')[0] for s in rec.spends})} queries{spent} · {rec.status.value}",
                      expanded=rec.release_id == ss.get(S.LAST_RELEASE_ID)):
@@ -77,7 +74,7 @@ for rec in reversed(led.releases(fp)):
             st.markdown("**Released answers** (noisy by design; what anyone this dataset is shared with may see)")
             st.dataframe(pd.DataFrame(fmt.answer_rows(rec.answers)), hide_index=True, width="stretch",
                          height=min(35 * (len(fmt.answer_rows(rec.answers)) + 1) + 3, 420))
-        st.caption(f"Each answer's own cost; the spent total composes all of them under the {status.rule.value} rule."
+        st.caption(f"Each answer's own cost; the spent total composes all of them under {fmt.rule(status.rule)}."
                    + (f" Released by {rec.actor}." if getattr(rec, "actor", None) else ""))
         spends = pd.DataFrame([{k: v for k, v in s.to_dict().items() if k != "event"}
                                | {"mechanism": str(s.event.to_dict().get("event", ""))} for s in rec.spends])

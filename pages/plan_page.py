@@ -7,8 +7,9 @@ import json
 import pandas as pd
 import streamlit as st
 
-from pages._ui import cached, charts, fmt, frame, lifetime, planfiles, planning
+from pages._ui import cached, charts, fmt, frame, lifetime, planfiles, planning, results
 from pages._ui import state as S
+from pages._ui.guard import guard
 from pages._ui.preamble import require_dataset
 from planner.core.errors import PlannerError
 from planner.planning import advice
@@ -35,7 +36,7 @@ if status is None:
         lifetime.set_form(data, PAGE)
 else:
     lifetime.metrics(status)
-    st.caption(f"Every release of this dataset is accounted under the **{status.rule.value}** rule. The lifetime "
+    st.caption(f"Every release of this dataset is accounted under **{fmt.rule(status.rule)}**. The lifetime "
                "budget can only be raised by a recorded decision (Ledger page).")
 
 # ----------------------------------------------------------------------------- settings
@@ -70,7 +71,7 @@ if status is None:
                  help="How the privacy costs of the answers are added up. Fixed for good when you set the "
                       "dataset's lifetime budget.")
 else:
-    c3.markdown(f"Composition rule  \n**{status.rule.value}**  \n:small[fixed by the lifetime budget]")
+    c3.markdown(f"Composition rule  \n**{fmt.rule(status.rule)}**  \n:small[fixed by the lifetime budget]")
 st.radio("How the budget is split", S.MODES, horizontal=True,
          **S.bind(S.MODE, PAGE, options=S.MODES, then=_mode_changed),
          format_func=S.MODE_LABELS.__getitem__,
@@ -82,6 +83,9 @@ st.toggle("Measure each error relative to a public size (declared bounds × publ
           help="Optimal split only. On: a count off by 100 and a mean income off by 100 are not the same mistake; "
                "each error is divided by a public size of its answer before the split is optimised. A scale typed "
                "for a query (Queries page) is used for that query either way.")
+with guard(stop=False, show="none"):
+    results.epsilon_context(None if mode == "target" else planning.settings(data).epsilon,
+                            status.rule.value if status is not None else str(ss[S.RULE]))
 if mode == "weighted" and ss[S.RELATIVE] and schema.public_n is None:
     st.info("**Errors are compared as they are**: the public sizes need a public row count, and this dataset "
             "declares none. A sum over a wide range then weighs far more than a count and takes most of ε. "
@@ -92,12 +96,9 @@ manual_refused = False  # the manual split's own box already says it costs more 
 if mode == "manual":
     st.markdown("**The manual split**: type each answer's share. It started from the equal split; "
                 "the planner adds the shares up under the rule and refuses a split that costs more than ε.")
-    try:
+    with guard("The workload is not valid yet: "):
         wl_m = cached.workload_json(ss[S.WORKLOAD], "manual")
         items = cached.item_ids(wl_m, sj)
-    except PlannerError as exc:
-        st.error(f"The workload is not valid yet: {fmt.plain(str(exc))}")
-        frame.stop()
     shares = dict(ss[S.MANUAL])
     man_key = f"planner:manual:{ss[S.EDITOR_VERSION]}:{len(items)}"
     if man_key not in ss:
@@ -114,25 +115,21 @@ if mode == "manual":
                    column_config={"share": st.column_config.NumberColumn(
                        "share", min_value=0.0, format="%.6g",
                        help="ε for pure mechanisms; ρ (zero-concentrated DP) for Gaussian noise")})
-    try:
+    with guard(stop=False) as g:
         s_now = planning.settings(data)
         total = cached.manual_total(wl_m, sj, s_now.delta, s_now.rule, planning.pins_of(ss[S.MANUAL]))
-    except PlannerError as exc:
-        st.error(fmt.plain(str(exc)))
-    else:
+    if g.ok:
         fits = s_now.budget.fits(total)  # the one test of fitting: the ledger's
         manual_refused = not fits
         (st.success if fits else st.error)(
-            f"These shares cost **ε = {total:.6g}** under the **{s_now.rule}** rule, "
+            f"These shares cost **ε = {total:.6g}** under **{fmt.rule(s_now.rule)}**, "
             + (f"within the ε = {s_now.epsilon:g} set above." if fits else
                f"more than the ε = {s_now.epsilon:g} set above: lower some shares or raise ε."),
             icon=":material/functions:")
 
-try:
+with guard(stop=False, show="none" if manual_refused else "error") as made:
     view = planning.current_plan(data, sj)
-except PlannerError as exc:
-    if not manual_refused:
-        st.error(fmt.plain(str(exc)))
+if not made.ok:
     st.subheader("Restore a plan file")
     planfiles.upload_form(data, PAGE)
     frame.stop()
@@ -149,17 +146,21 @@ if noisy:
     st.warning("At this budget some answers will be mostly noise: " + "; ".join(noisy)
                + ". Raise ε, give these queries more weight, or drop queries.", icon=":material/blur_on:")
 
+# ----------------------------------------------------------------------------- what each answer can support
+st.subheader("What each answer can support")
+results.verdict_table(plan, schema)
+
 # ----------------------------------------------------------------------------- the plan
 if view.target is not None:
     res = view.target
     m1, m2, m3 = st.columns(3)
-    m1.metric("Least ε meeting every target", f"{res.population_epsilon:.4g}", help=f"under the {s.rule} rule, δ = {s.delta:g}")
+    m1.metric("Least ε meeting every target", f"{res.population_epsilon:.4g}", help=f"under {fmt.rule(s.rule)}, δ = {s.delta:g}")
     m2.metric("Hardest target", res.binding, help="the query whose target needs the most budget")
     m3.metric("Queries", len({p.query_id for p in plan.predictions}))
     st.caption("This is the plan the Release page releases: each query gets exactly the share that meets its target.")
 else:
     m1, m2, _ = st.columns(3)
-    m1.metric(f"ε this release spends ({s.rule})", f"{a.used_epsilon:.4g}", help=f"of the ε = {a.epsilon:g} you set")
+    m1.metric("ε this release spends", f"{a.used_epsilon:.4g}", help=f"of the ε = {a.epsilon:g} you set, composed under {fmt.rule(s.rule)}")
     m2.metric("Queries", len({p.query_id for p in plan.predictions}))
     if mode == "equal":
         st.caption("Equal split: every answer gets the same ε, the most that fits the ε you set under the rule. "
@@ -267,12 +268,10 @@ if mode == "weighted":
                  column_config={"ε used": st.column_config.NumberColumn(format="%.4g")})
     st.toggle("Plot each rule's errors across ε", **S.bind(S.SHOW_CURVE, PAGE))
     if ss[S.SHOW_CURVE]:
-        try:
+        with guard(stop=False) as g:
             with st.spinner("Optimising the split at 12 budgets under every rule…"):
                 curve = cached.compare_curve(view.wl_json, sj, cached.curve_epsilons(s.epsilon), s.delta, view.scales)
-        except PlannerError as exc:
-            st.error(fmt.plain(str(exc)))
-        else:
+        if g.ok:
             st.altair_chart(charts.rules_chart(curve, s.epsilon), width="stretch")
             st.caption("Lower is better. Rules that buy the same accuracy draw their lines on top of one another.")
 elif mode in ("equal", "manual"):

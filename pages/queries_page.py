@@ -8,10 +8,10 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from pages._ui import builder, cached, fmt
+from pages._ui import builder, cached
 from pages._ui import state as S
+from pages._ui.guard import guard
 from pages._ui.preamble import require_dataset
-from planner.core.errors import PlannerError
 from planner.planning.queries import QueryKind
 from planner.planning.statistics import STATISTICS
 
@@ -91,11 +91,9 @@ st.data_editor(
 )
 rows = ss[S.WORKLOAD]
 
-try:
+with guard("The workload is not valid yet: ", stop=False) as g:
     qs = cached.parse_queries(cached.workload_json(rows, mode), sj)
-except PlannerError as exc:
-    st.error(f"The workload is not valid yet: {fmt.plain(str(exc))}")
-else:
+if g.ok:
     st.success(f"{len(qs)} valid queries" + (" (edited)." if S.workload_edited() else "."))
 
 

@@ -7,20 +7,14 @@ answers: the ledger returns them for the same plan hash without sampling again.
 
 from __future__ import annotations
 
-import io
-import json
-from typing import Any
-
 import pandas as pd
 import streamlit as st
 
-from pages._ui import cached, charts, fmt, frame, lifetime, planfiles, planning
+from pages._ui import cached, fmt, frame, lifetime, planfiles, planning, results
 from pages._ui import state as S
+from pages._ui.guard import guard
 from pages._ui.preamble import require_dataset
 from planner import release as rel
-from planner.core.errors import PlannerError
-from planner.data.backends import check_backend
-from planner.planning.statistics import exact_aggregates
 
 st.title("Release")
 
@@ -28,10 +22,9 @@ data, schema, sj = require_dataset()
 ss = st.session_state
 PAGE = "release"
 
-try:
+with guard("The plan cannot be made yet: ", stop=False) as made:
     view = planning.current_plan(data, sj)
-except PlannerError as exc:
-    st.error(f"The plan cannot be made yet: {fmt.plain(str(exc))}")
+if not made.ok:
     st.page_link("pages/plan_page.py", label="Fix it on the Planner", icon=":material/calculate:")
     frame.stop()
 plan, s = view.plan, view.settings
@@ -44,7 +37,7 @@ mode_txt = (f"the least ε meeting every target, **ε = {a.used_epsilon:.4g}**" 
             else f"**ε = {a.used_epsilon:.4g}**, " + {"weighted": "split by weight", "equal": "split equally",
                                                     "manual": "split by hand"}.get(s.mode, s.mode))
 st.markdown(f"**The plan in force** (set on the Queries and Planner pages): {mode_txt}, δ = {a.delta:g}, "
-            f"**{a.rule.value}** rule, {len({p.query_id for p in plan.predictions})} queries on **{fmt.plain(data.name)}**.")
+            f"**{fmt.rule(a.rule)}**, {len({p.query_id for p in plan.predictions})} queries on **{fmt.plain(data.name)}**.")
 rows_by_id = {r.get("id"): r for r in S.clean_rows(ss[S.WORKLOAD])}
 st.dataframe(pd.DataFrame([{
     "query": p.query_id, "kind": p.kind, "mechanism": p.mechanism,
@@ -53,29 +46,25 @@ st.dataframe(pd.DataFrame([{
     "ε share": p.epsilon, "±95% error": p.error_bound_95, "unit": p.unit} for p in plan.predictions]),
     hide_index=True, width="stretch", height=35 * (len(plan.predictions) + 1) + 3,
     column_config={c: st.column_config.NumberColumn(format="%.4g") for c in ("ε share", "±95% error", "weight", "target ±")})
+with st.expander("What each answer can support (judged before the release, from public facts only)",
+                 expanded=True):
+    results.verdict_table(plan, schema)
 
 
 # ------------------------------------------------------------------------- actions
 def _do_release() -> None:
-    """on_click: release the plan in force through the engine (check → record → sample → store)."""
+    """on_click: release the plan in force through the engine's one release path
+    (checks → spend recorded → sample → store: ``planner.release.release``)."""
     ss[S.CONFIRM_OPEN] = False
     ss[S.CONFIRMED] = False
     ss[S.RELEASE_ERROR] = None
-    try:
+    with guard(stop=False, show="none", on_error=lambda msg: ss.__setitem__(S.RELEASE_ERROR, msg)):
         v = planning.current_plan(data, sj)  # exactly what the page shows (same durable settings)
         engine = cached.backend(data.fingerprint, sj, cached.backend_name(), data)
-        # Every exact aggregate first, as `planner release` does: a plan this backend cannot
-        # compute is refused here, before the ledger records any spend.
-        exact_aggregates(engine, cached.parse_queries(v.wl_json, sj))
-        # ... and the same refusal of unreadable cells as `planner release` and the scripts
-        check_backend(engine)
-        # the content key: the release is recorded on this version of the dataset
+        # recorded on this content version of the dataset
         result = rel.release(v.plan, schema, engine, led, data.content or data.ledger_key, data.name)
-    except PlannerError as exc:
-        ss[S.RELEASE_ERROR] = str(exc)
-        return
-    ss[S.LAST_RESULT] = (data.fingerprint, result)  # the result names the dataset by its key (ds-…)
-    ss[S.LAST_RELEASE_ID] = result.release_id
+        ss[S.LAST_RESULT] = (data.fingerprint, result)  # the result names the dataset by its key (ds-…)
+        ss[S.LAST_RELEASE_ID] = result.release_id
 
 
 def _open() -> None:
@@ -86,21 +75,20 @@ def _cancel() -> None:
     ss[S.CONFIRM_OPEN] = False
 
 
-stored = None
-if s.lifetime is not None:  # this plan on this content, released before: shown, never drawn again
-    stored = led.stored_release(data.ledger_key, plan_hash, digest=data.content)
-
 if ss[S.CONFIRMED]:  # AppTest drives the dialog through this flag (it loses clicks inside st.dialog)
     _do_release()
-
 if ss[S.RELEASE_ERROR]:
     st.error(fmt.plain(ss[S.RELEASE_ERROR]))
 
 last = ss[S.LAST_RESULT]
 result = last[1] if last is not None and last[0] == data.fingerprint and last[1].plan_hash == plan_hash else None
+fresh = result is not None
+if result is None and s.lifetime is not None:  # released before on this content: shown, never drawn again
+    result = rel.stored(plan, schema, led, data.ledger_key, digest=data.content,
+                        prepared=cached.prepared(plan_hash, plan, schema))
 
 # ------------------------------------------------------------------------- before the release
-if result is None and stored is None:
+if result is None:
     st.subheader("Lifetime budget")
     note = S.pop_notice(PAGE)
     if note:
@@ -114,10 +102,8 @@ if result is None and stored is None:
         frame.stop()
     pv = planning.preview(data, view, schema)
     if pv is None:  # the budget is visible but this principal may not spend it (the engine's word)
-        try:
+        with guard(stop=False, show="warning"):
             led.preview(data.ledger_key, planning.spends(view, schema))
-        except PlannerError as exc:
-            st.warning(str(exc), icon=":material/lock:")
         st.button("Release…", type="primary", key="release:open", disabled=True,
                   help="The ledger does not let you release on this dataset.")
         frame.stop()
@@ -138,7 +124,7 @@ if result is None and stored is None:
         @st.dialog("Confirm the release", on_dismiss=_cancel)
         def _confirm() -> None:
             st.markdown(f"This spends **ε = {fmt.eps(pv.epsilon_release)}** of the lifetime budget of "
-                        f"**{fmt.plain(data.name)}** ({pv.rule.value} rule, δ = {a.delta:g}). "
+                        f"**{fmt.plain(data.name)}** ({fmt.rule(pv.rule)}, δ = {a.delta:g}). "
                         f"Remaining afterwards: **ε = {fmt.eps(max(pv.epsilon_remaining_after, 0.0))}** "
                         f"of {pv.epsilon_total:g}." + (f" {composed}" if composed else ""))
             st.warning("This cannot be undone: the spend is recorded before any noise is drawn.")
@@ -155,74 +141,20 @@ if result is None and stored is None:
 
 
 # ------------------------------------------------------------------------- the answers
-def _alphas() -> dict[tuple[str, str], float]:
-    """(query, part) → quantile level, from the plan's parts ("quantile@0.5")."""
-    out: dict[tuple[str, str], float] = {}
-    for p in plan.predictions:
-        if p.part.startswith("quantile@"):
-            level = float(p.part.split("@", 1)[1])
-            out[(p.query_id, p.part)] = level
-            out.setdefault((p.query_id, ""), level)
-    return out
-
-
-def _show_answers(table: pd.DataFrame) -> None:
-    levels = _alphas()
-    table = table.assign(alpha=[levels.get((str(q), str(pt) if pd.notna(pt) else ""))
-                                for q, pt in zip(table["query"], table.get("part", [""] * len(table)), strict=True)])
-    shown = table.assign(value=table["value"].map(fmt.value), label=table["label"].fillna("").astype(str))
-    order = ["query", "kind", "mechanism", "label", "value", "epsilon", "delta", "rmse", "error_bound_95", "unit"]
-    shown = shown[[c for c in order if c in shown.columns]]
-    st.dataframe(shown, hide_index=True, width="stretch", height=35 * (len(shown) + 1) + 3,
-                 column_config={c: st.column_config.NumberColumn(format="%.4g") for c in ("epsilon", "delta", "rmse")}
-                 | {"error_bound_95": st.column_config.NumberColumn("±95% error", format="%.4g",
-                                                                    help="the true value is within ± this, 19 times in 20"),
-                    "rmse": st.column_config.NumberColumn("typical error", format="%.4g")})
-    st.markdown("**Released values with their 95% error bars**, one chart per unit so that answers in the same "
-                "unit share one scale.")
-    for kind, unit, grp in charts.answer_groups(table):
-        st.altair_chart(charts.answers_chart(kind, unit, grp), width="stretch")
-
-
-if result is None:
-    st.success(f"This plan was already released (release #{stored.release_id}); showing the stored answers. "
+if fresh:
+    status = planning.lifetime(data.ledger_key)
+    st.success(f"Released (release #{result.release_id}). These answers are stored; a rerun shows them again. "
+               + (f"ε {fmt.eps(max(status.epsilon_remaining, 0.0))} of the lifetime {status.epsilon_total:g} remains."
+                  if status else ""))
+elif result.status in ("done", "reused"):
+    st.success(f"This plan was already released (release #{result.release_id}); showing the stored answers. "
                "Nothing is sampled again and nothing more is spent.")
-    if stored.answers:
-        st.button("Prepare the CSV and JSON downloads", key="release:reload", on_click=_do_release,
-                  help="Returns the stored answers from the ledger; spends nothing and samples nothing.")
-        rows: list[dict[str, Any]] = []
-        preds = {p.query_id: p for p in plan.predictions}
-        for qid, ans in stored.answers.items():
-            p = preds.get(qid)
-            base = {"query": qid, "kind": p.kind if p else "", "mechanism": p.mechanism if p else "", "part": "",
-                    "rmse": p.rmse if p else None, "error_bound_95": p.error_bound_95 if p else None,
-                    "unit": p.unit if p else ""}
-            vals = ans.get("counts", ans.get("values")) if isinstance(ans, dict) else None
-            if isinstance(ans, dict) and isinstance(ans.get("labels"), list) and isinstance(vals, list):
-                rows += [base | {"label": str(lab), "value": v} for lab, v in zip(ans["labels"], vals, strict=False)]
-            else:
-                rows.append(base | {"label": "", "value": ans.get("value") if isinstance(ans, dict) else ans})
-        _show_answers(pd.DataFrame(rows))
-    else:
-        st.warning(f"Release #{stored.release_id} is recorded as **{stored.status}**: the budget was spent but "
-                   "no answers were stored. It is never sampled again, and the spend is never refunded.")
+else:
+    st.warning(f"Release #{result.release_id} is recorded as **{result.status}**: the budget was spent but "
+               "no answers were stored. It is never sampled again, and the spend is never refunded.")
     frame.stop()
-
-status = planning.lifetime(data.ledger_key)
-st.success(f"Released (release #{result.release_id}). These answers are stored; a rerun shows them again. "
-           + (f"ε {fmt.eps(max(status.epsilon_remaining, 0.0))} of the lifetime {status.epsilon_total:g} remains."
-              if status else ""))
-csv_text = result.to_csv()
-_show_answers(pd.read_csv(io.StringIO(csv_text), dtype={"label": str, "part": str}))
-for w in result.warnings:
-    st.warning(w)
+results.show(result, plan, schema, PAGE)
 st.caption(f"Exact aggregates computed by the **{cached.backend_name()}** backend; the noise was added by OpenDP.")
-d1, d2 = st.columns(2)
-d1.download_button("Download answers (CSV)", csv_text, file_name=f"release-{result.release_id}.csv",
-                   mime="text/csv", key="release:csv", on_click="ignore")
-d2.download_button("Download report (JSON)", json.dumps(result.report_json(), indent=2, default=str),
-                   file_name=f"release-{result.release_id}.json", mime="application/json", key="release:json",
-                   on_click="ignore")
 st.markdown("**The released plan as files**: the plan file, a script and a notebook that reproduce it, and a "
             "report of this release for stakeholders.")
 planfiles.downloads(data, view, PAGE, release=result)

@@ -12,16 +12,17 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from pages._ui import fmt, frame
-from planner.core.errors import PlannerError
+from pages._ui import fmt
+from pages._ui.guard import guard
 from planner.planning import dpsgd
 from planner.privacy.sampling import SamplingScheme
 
 #: Durable values (keys no widget uses) and their defaults: widget state is dropped when
-#: the page is not rendered, these survive a visit to another page.
+#: the page is not rendered, these survive a visit to another page. δ = 1e-6 ≪ 1/N = 1.7e-5
+#: at N = 60,000, as the page itself advises.
 DEFAULTS: dict[str, Any] = {
     "train.n": 60000, "train.batch": 256, "train.epochs": 60.0, "train.sigma": 1.1,
-    "train.delta": 1e-5, "train.scheme": SamplingScheme.POISSON.value, "train.target": 2.0,
+    "train.delta": 1e-6, "train.scheme": SamplingScheme.POISSON.value, "train.target": 2.0,
 }
 ACCOUNTANT_LABELS = {"rdp": "Rényi DP (moments accountant)", "pld": "optimal (privacy loss distributions)"}
 COLOURS = {"rdp": "#9aa4b1", "pld": "#1f6feb"}
@@ -105,12 +106,9 @@ c6.radio("Batches", [s.value for s in SamplingScheme], key=_seed("train.scheme")
 
 args = (int(ss["train.n"]), int(ss["train.batch"]), float(ss["train.epochs"]), float(ss["train.sigma"]),
         float(ss["train.delta"]), str(ss["train.scheme"]))
-try:
+with guard():
     priv = _privacy(*args)
     curve = _curve(*args)
-except PlannerError as exc:
-    st.error(fmt.plain(str(exc)))
-    frame.stop()
 
 m1, m2, m3, m4 = st.columns(4)
 m1.metric("ε, Rényi DP", fmt.eps(priv.epsilon["rdp"]))
@@ -144,23 +142,19 @@ st.number_input("Target ε", min_value=0.01, max_value=100.0, step=0.1, key=_see
                 on_change=_keep, args=("train.target",))
 target = float(ss["train.target"])
 left, right = st.columns(2)
-try:
+with guard(stop=False, where=left):
     by_sigma = _solve("sigma", *args, target)
     left.metric("Least σ at these epochs", f"{by_sigma.run.sigma:.4g}",
                 help=f"ε = {fmt.eps(by_sigma.privacy.epsilon['pld'])} with the optimal accountant; "
                      f"Rényi DP would need more noise for the same target.")
     left.caption(f"Rényi DP at that σ: ε = {fmt.eps(by_sigma.privacy.epsilon['rdp'])}.")
-except PlannerError as exc:
-    left.error(fmt.plain(str(exc)))
-try:
+with guard(stop=False, where=right):
     by_epochs = _solve("epochs", *args, target)
     shown = by_epochs.to_dict()["epochs"]
     right.metric("Most epochs at this σ", f"{shown:,}" if isinstance(shown, int) else f"{shown:.3g}",
                  help=f"{by_epochs.run.steps:,} steps; ε = {fmt.eps(by_epochs.privacy.epsilon['pld'])} "
                       "with the optimal accountant.")
     right.caption(f"Rényi DP at those epochs: ε = {fmt.eps(by_epochs.privacy.epsilon['rdp'])}.")
-except PlannerError as exc:
-    right.error(fmt.plain(str(exc)))
 
 st.subheader("What to know")
 st.markdown("\n".join(f"- {line}" for line in dpsgd.guidance(priv.run)))

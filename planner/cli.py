@@ -187,7 +187,12 @@ def _cmd_release(args: argparse.Namespace) -> Any:
     except BaseException:
         scan.cancel()
         raise
-    return cmd_release(args.spec, args.data, args.ledger, args.backend, args.spark_master, scan=scan)
+    out = cmd_release(spec, args.data, args.ledger, args.backend, args.spark_master, scan=scan)
+    from planner.outputs.words import context
+
+    # ε in context: the same words as the app and the HTML report
+    out["context"] = context(None if spec.mode == "target" else spec.epsilon, spec.rule.value)
+    return out
 
 
 def _cmd_ledger(args: argparse.Namespace) -> Any:

@@ -343,8 +343,8 @@ def _add(schema: Schema, mode: str) -> None:
         text = f"Added {row['id']}."
     ss[S.WORKLOAD] = rows
     ss[S.EDITOR_VERSION] += 1
-    _put(("editing",), None)
-    _put(("id",), "")
+    # the next query starts fresh: a new form, nothing carried over from the one just added
+    ss[S.BUILDER] = _default_draft()
     ss["qb:result"] = {"ok": text}
 
 

@@ -197,3 +197,39 @@ def quantile_check_chart(df: pd.DataFrame, epsilon: float, column: str) -> alt.L
         tooltip=["curve", alt.Tooltip("epsilon:Q", format=".3g"), alt.Tooltip("RMSE:Q", format=".4g")])
     rule = alt.Chart(pd.DataFrame({"epsilon": [epsilon]})).mark_rule(color="red").encode(x=x, tooltip=[alt.Tooltip("epsilon:Q", title="chosen ε", format=".3g")])
     return alt.layer(lines, rule).properties(height=340)
+
+
+# ----------------------------------------------------------------------------- one answer
+def answer_value_chart(df: pd.DataFrame, unit: str) -> alt.LayerChart:
+    """Released numbers of one answer (columns label, value, low, high) with their ±95% bars."""
+    y = alt.Y("label:N", sort=None, title=None, axis=alt.Axis(labelLimit=260))
+    x_title = f"released value ± 95% error ({unit})" if unit else "released value ± 95% error"
+    base = alt.Chart(df)
+    bars = base.mark_errorbar(ticks=True, color="#3b5bdb", thickness=2).encode(
+        x=alt.X("low:Q", title=x_title, scale=alt.Scale(zero=False)), x2="high:Q", y=y)
+    pts = base.mark_point(filled=True, size=70, color="black").encode(
+        x="value:Q", y=y, tooltip=["label", alt.Tooltip("value:Q", format=",.4g"),
+                                   alt.Tooltip("low:Q", title="95% from", format=",.4g"),
+                                   alt.Tooltip("high:Q", title="95% to", format=",.4g")])
+    return alt.layer(bars, pts).properties(height=alt.Step(28) if len(df) > 1 else 70)
+
+
+def answer_quantile_chart(df: pd.DataFrame, lower: float, upper: float, column: str) -> alt.LayerChart:
+    """Released quantiles (columns label, value) as dots where the released values fall on the
+    column's declared range [lower, upper]."""
+    x = alt.X("value:Q", title=f"{column} (declared range {lower:g} to {upper:g})",
+              scale=alt.Scale(domain=[lower, upper]))
+    y = alt.Y("label:N", sort=None, title=None, axis=alt.Axis(labelLimit=260))
+    rule = alt.Chart(df).mark_rule(color="#ced4da").encode(y=y, x=alt.datum(lower), x2=alt.datum(upper))
+    pts = alt.Chart(df).mark_point(filled=True, size=90, color="black").encode(
+        x=x, y=y, tooltip=["label", alt.Tooltip("value:Q", format=",.4g")])
+    text = alt.Chart(df).mark_text(align="left", dx=8, dy=-10).encode(
+        x=x, y=y, text=alt.Text("value:Q", format=",.4g"))
+    return alt.layer(rule, pts, text).properties(height=alt.Step(34) if len(df) > 1 else 70)
+
+
+def sample_chart(values: pd.DataFrame, lower: float, upper: float, column: str, bins: int) -> alt.Chart:
+    """The synthetic sample's values as a histogram over the declared range."""
+    return alt.Chart(values).mark_bar(color="#3b5bdb").encode(
+        x=alt.X("value:Q", bin=alt.Bin(extent=[lower, upper], maxbins=max(bins, 1)), title=f"{column} (synthetic values)"),
+        y=alt.Y("count():Q", title="synthetic values")).properties(height=220)

@@ -106,6 +106,10 @@ def draft_from_schema(schema: Schema | None, kinds: dict[str, str]) -> dict[str,
             entry["bounds"] = f"{c.lower:g}, {c.upper:g}"
         if c.categories:
             entry["categories"] = format_text_list(c.categories)
+        if c.missing.action.value == "replace" and c.missing.value is not None:
+            v = c.missing.value
+            entry["missing"] = ("true" if v else "false") if isinstance(v, bool) else (
+                f"{v:g}" if isinstance(v, float) else str(v))
     return {"use": [c.name for c in schema.columns], "columns": cols, "relation": schema.relation.value,
             "unit": schema.unit.column or UNIT_ROW, "max_rows": schema.unit.max_rows,
             "public_n": schema.public_n or 0,
@@ -120,6 +124,31 @@ def draft(fingerprint: str, schema: Schema | None, kinds: dict[str, str]) -> dic
     return dict(drafts[fingerprint])
 
 
+def missing_rule(name: str, kind: str, text: str, problems: list[str]) -> dict[str, Any]:
+    """The column's missing-value rule from the form's text: blank drops the row from the
+    answers on this column; a value replaces the missing cell (a number for a numeric column,
+    true/false for a boolean one, a declared category for a categorical one)."""
+    t = text.strip()
+    if not t:
+        return {"action": "drop"}
+    if kind == "numeric":
+        try:
+            value: Any = float(t)
+        except ValueError:
+            problems.append(f"column {name!r}: the value that replaces a missing cell must be a number; got {t[:30]!r}.")
+            return {"action": "drop"}
+        if not math.isfinite(value):
+            problems.append(f"column {name!r}: the value that replaces a missing cell must be a finite number.")
+            return {"action": "drop"}
+        return {"action": "replace", "value": value}
+    if kind == "boolean":
+        if t.lower() not in ("true", "false"):
+            problems.append(f"column {name!r}: the value that replaces a missing cell must be true or false.")
+            return {"action": "drop"}
+        return {"action": "replace", "value": t.lower() == "true"}
+    return {"action": "replace", "value": t}
+
+
 def spec_from_draft(d: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     """The schema JSON the draft declares, and the problems found reading the form's text.
 
@@ -131,7 +160,7 @@ def spec_from_draft(d: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
         c = d["columns"].get(name, {"kind": "numeric", "bounds": "", "categories": ""})
         entry: dict[str, Any] = {"name": name, "kind": c["kind"]}
         if c["kind"] != "identifier":
-            entry["missing"] = {"action": "drop"}
+            entry["missing"] = missing_rule(name, c["kind"], c.get("missing") or "", problems)
         if c["kind"] == "numeric":
             text = (c.get("bounds") or "").strip()
             if text:

@@ -54,15 +54,19 @@ RULE_COLOURS = dict(zip((RULE_LABELS[CompositionRule.BASIC], DRV_LABEL, RULE_LAB
 
 
 def seed_controls(prefix: str, default: int = DEFAULT_SEED) -> int:
-    """A seed number input and a "Run again" button that draws a new seed (on_click)."""
+    """A seed number input and a "Run again" button that draws a new seed (on_click). The
+    seed lasts across pages like every other Learn control (:func:`pages._ui.state.learned`)."""
+    from . import state as S
+
     key = f"{prefix}_seed"
-    if key not in st.session_state:
-        st.session_state[key] = default
+    kw = S.learned(key, default)
+    durable = S.learned_key(key)
 
     def _new_seed() -> None:
-        old = int(st.session_state[key])
+        old = int(st.session_state[durable])
         new = secrets.randbelow(1_000_000)
-        st.session_state[key] = new if new != old else (old + 1) % 1_000_000
+        st.session_state[durable] = new if new != old else (old + 1) % 1_000_000
+        st.session_state[key] = st.session_state[durable]
 
     left, right = st.columns([3, 1], vertical_alignment="bottom")
     left.number_input(
@@ -70,10 +74,10 @@ def seed_controls(prefix: str, default: int = DEFAULT_SEED) -> int:
         min_value=0,
         max_value=2**31 - 1,
         step=1,
-        key=key,
+        **kw,
     )
     right.button("Run again", key=f"{prefix}_run_again", on_click=_new_seed, width="stretch")
-    return int(st.session_state[key])
+    return int(st.session_state[durable])
 
 
 def rng(seed: int) -> np.random.Generator:

@@ -51,3 +51,11 @@ def answer_rows(answers: dict[str, Any]) -> list[dict[str, str]]:
     for qid, ans in answers.items():
         one(str(qid), "", ans)
     return out
+
+
+def rule(name: object) -> str:
+    """A composition rule in words, never a bare acronym (the engine's words:
+    :func:`planner.outputs.words.rule_name`)."""
+    from planner.outputs.words import rule_name
+
+    return rule_name(str(getattr(name, "value", name)))

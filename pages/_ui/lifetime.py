@@ -212,7 +212,7 @@ def metrics(status: BudgetStatus) -> None:
     """Lifetime ε, spent so far, remaining (one row of metrics)."""
     c1, c2, c3, c4 = st.columns(4)
     c1.metric("Lifetime ε", f"{status.epsilon_total:g}", help=f"δ = {status.delta_total:g} for all releases together")
-    c2.metric("Spent so far", fmt.eps(status.epsilon_spent), help=f"composed under the {status.rule.value} rule")
+    c2.metric("Spent so far", fmt.eps(status.epsilon_spent), help=f"composed under {fmt.rule(status.rule)}")
     c3.metric("Remaining", fmt.eps(max(status.epsilon_remaining, 0.0)))
     c4.metric("Releases", status.releases)
 
@@ -220,10 +220,10 @@ def metrics(status: BudgetStatus) -> None:
 def preview_metrics(pv: ReleasePreview) -> None:
     """Spent so far / this release / remaining afterwards, from the ledger's own check."""
     c1, c2, c3, c4 = st.columns(4)
-    c1.metric("Lifetime ε", f"{pv.epsilon_total:g}", help=f"δ = {pv.delta_total:g}, {pv.rule.value} rule")
+    c1.metric("Lifetime ε", f"{pv.epsilon_total:g}", help=f"δ = {pv.delta_total:g}, {fmt.rule(pv.rule)}")
     c2.metric("Spent so far", fmt.eps(pv.epsilon_spent))
     c3.metric("This release", fmt.eps(pv.epsilon_release) if pv.fits else f"{pv.epsilon_release:.4g}",
-              help=f"How much the spent total grows, composed under the {pv.rule.value} rule with what was spent "
+              help=f"How much the spent total grows, composed under {fmt.rule(pv.rule)} with what was spent "
                    "before (under basic composition, exactly this release's ε).")
     if pv.fits:
         c4.metric("Remaining afterwards", fmt.eps(max(pv.epsilon_remaining_after, 0.0)))
@@ -238,7 +238,7 @@ def composed_note(pv: ReleasePreview, own_epsilon: float, own_delta: float) -> s
         return ""
     before = ", with what was spent before," if pv.epsilon_spent > 0 else ""
     return (f"On its own this plan costs ε = {fmt.eps(own_epsilon)} (δ = {own_delta:g}); the ledger accounts it under "
-            f"the {pv.rule.value} rule at the lifetime δ = {pv.delta_total:g}{before} so the spent total grows by "
+            f"{fmt.rule(pv.rule)} at the lifetime δ = {pv.delta_total:g}{before} so the spent total grows by "
             f"ε = {fmt.eps(pv.epsilon_release)}.")
 
 

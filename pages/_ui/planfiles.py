@@ -25,7 +25,7 @@ import streamlit as st
 
 from planner.core.errors import PlanError, PlannerError
 
-from . import cached, planning
+from . import cached, fmt, planning
 from . import state as S
 
 if TYPE_CHECKING:
@@ -64,7 +64,7 @@ def restore(spec: PlanSpec, data: cached.Active) -> list[str]:
                 "is fixed. Pick the dataset the plan was made for on the Data page, then upload the plan again.")
         absent = [c for c in spec.schema.names if c not in {str(x) for x in data.df.columns}]
         if absent:
-            raise PlanError(f"this plan file declares column(s) {absent[:5]} that {data.name} does not have; pick "
+            raise PlanError(f"this plan file declares column(s) {', '.join(repr(c) for c in absent[:5])} that {data.name} does not have; pick "
                             "the dataset the plan was made for on the Data page, then upload the plan again.")
         ss[S.SCHEMAS] = dict(ss[S.SCHEMAS], **{fp: spec.schema.to_json()})
         ss[S.DRAFTS] = {k: v for k, v in ss[S.DRAFTS].items() if k != fp}
@@ -77,15 +77,15 @@ def restore(spec: PlanSpec, data: cached.Active) -> list[str]:
         ss[S.RELATIVE] = bool(explicit) and _same(explicit, defaults)
         if ss[S.RELATIVE]:
             explicit = {}
-    rows = [S.row_from_query(q, explicit.get(q.id)) for q in spec.queries]
+    rows = [{**S.row_from_query(q, explicit.get(q.id)), **spec.other_mode.get(q.id, {})} for q in spec.queries]
     S.set_workload(rows, fp)
     ss[S.MODE] = mode
     ss[S.EPSILON] = float(spec.epsilon)
     ss[S.DELTA] = float(spec.delta)
     status = planning.lifetime(fp)
     if status is not None and status.rule is not spec.rule:
-        notes.append(f"The plan file says the {spec.rule.value} rule, but this dataset's lifetime budget is accounted "
-                     f"under {status.rule.value}: the plan in force uses {status.rule.value}, so its shares differ "
+        notes.append(f"The plan file says {fmt.rule(spec.rule)}, but this dataset's lifetime budget is accounted "
+                     f"under {fmt.rule(status.rule)}: the plan in force uses it, so its shares differ "
                      "from the file's.")
     else:
         ss[S.RULE] = spec.rule.value
@@ -117,7 +117,7 @@ def upload_form(data: cached.Active, page: str) -> None:
         else:
             ss[S.PLAN_FILE_NOTE] = {"page": page, "ok": (
                 f"Restored {up.name}: {len(spec.queries)} queries, {S.MODE_LABELS[spec.mode]}, "
-                f"ε = {spec.epsilon:g}, δ = {spec.delta:g}, {spec.rule.value} rule.") + "".join(" " + n for n in notes)}
+                f"ε = {spec.epsilon:g}, δ = {spec.delta:g}, {fmt.rule(spec.rule)}.") + "".join(" " + n for n in notes)}
         st.rerun()  # the sidebar (drawn before this page) shows the restored plan
     note = ss[S.PLAN_FILE_NOTE]
     if note and note.get("page") == page:

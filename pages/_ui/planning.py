@@ -137,8 +137,13 @@ def spec_json(data: cached.Active, schema_json: str, s: Settings, rows: list[dic
     items = {i for i, *_ in cached.item_ids(wl, schema_json)}
     raw = dict(s.manual) if s.mode == "manual" else dict(s.pins) if s.mode == "weighted" else {}
     pins = {k: v for k, v in raw.items() if k in items}  # shares of queries since removed are dropped
+    other_key = "weight" if s.mode == "target" else "target"
+    other = {str(r["id"]): {other_key: float(r[other_key])} for r in S.clean_rows(rows)
+             if r.get("id") and isinstance(r.get(other_key), (int, float)) and not isinstance(r.get(other_key), bool)
+             and math.isfinite(r[other_key]) and r[other_key] > 0}
     doc = plan_spec.spec_document(Schema.from_json(schema_json), s.epsilon, s.delta, s.rule, s.mode, qs,
-                                  error_scales=sc or None, pinned=pins or None, dataset_name=data.name)
+                                  error_scales=sc or None, pinned=pins or None, dataset_name=data.name,
+                                  other_mode=other or None)
     return json.dumps(doc, sort_keys=True), wl, tuple(sorted(sc.items()))
 
 

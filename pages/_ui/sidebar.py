@@ -55,7 +55,7 @@ def render_budget(box: Any, data: cached.Active | None) -> None:
             st.caption("Not set yet (Planner or Release page).")
         else:
             st.markdown(f"ε **{fmt.eps(max(status.epsilon_remaining, 0.0))}** left of {status.epsilon_total:g}  \n"
-                        f"{status.releases} release(s) · {status.rule.value} rule")
+                        f"{status.releases} release(s) · {fmt.rule(status.rule)}")
         st.markdown("### Next release")
         try:
             s = planning.settings(data)
@@ -63,5 +63,5 @@ def render_budget(box: Any, data: cached.Active | None) -> None:
             st.caption("ε or δ is not valid yet: see the Planner.")
             return
         what = "least ε meeting every target" if s.mode == "target" else f"ε = {s.epsilon:g}"
-        st.markdown(f"{what}, δ = {s.delta:g}  \n{s.rule} rule · {len(S.clean_rows(ss[S.WORKLOAD]))} queries"
+        st.markdown(f"{what}, δ = {s.delta:g}  \n{fmt.rule(s.rule)} · {len(S.clean_rows(ss[S.WORKLOAD]))} queries"
                     + (" (edited)" if S.workload_edited() else ""))

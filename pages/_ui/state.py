@@ -216,6 +216,11 @@ def _write_back(wk: str, durable: str, then: Callable[[], None] | None) -> None:
         then()
 
 
+def learned_key(name: str) -> str:
+    """The durable key under which the Learn control ``name`` keeps its value."""
+    return f"{KEEP}learn.{name}"
+
+
 def learned(name: str, default: Any, options: Sequence[Any] | None = None) -> dict[str, Any]:
     """Keyword arguments for a Learn demo's control that keeps its value across pages.
 
@@ -223,7 +228,7 @@ def learned(name: str, default: Any, options: Sequence[Any] | None = None) -> di
     (a key no widget uses), seeded with ``default`` the first time, exactly as
     :func:`bind` does for the planning pages. Pass no ``value=``/``index=``/``default=``.
     """
-    durable = f"{KEEP}learn.{name}"
+    durable = learned_key(name)
     ss = st.session_state
     if durable not in ss:
         ss[durable] = copy.deepcopy(default)
@@ -255,6 +260,11 @@ def bind(durable: str, page: str, *, options: Sequence[Any] | None = None,
 def _canonical(rows: list[dict[str, Any]]) -> str:
     return json.dumps([{k: r.get(k) for k in WORKLOAD_COLUMNS} for r in normal_rows(clean_rows(rows))],
                       sort_keys=True, default=str)
+
+
+def same_workload(a: list[dict[str, Any]], b: list[dict[str, Any]]) -> bool:
+    """True when two workloads hold the same queries (blank rows and formatting aside)."""
+    return _canonical(a) == _canonical(b)
 
 
 def workload_edited() -> bool:

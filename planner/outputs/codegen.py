@@ -50,20 +50,13 @@ def _literal(value: Any, indent: int = 4) -> str:
     return text.replace("\n", "\n" + " " * indent)
 
 
-def _plan_call(spec: PlanSpec) -> str:
-    m = SplitMode(spec.mode)
-    if m is SplitMode.TARGET:
-        return ("    # target mode: the least ε meeting every question's target (95%)\n"
-                "    return workload.plan_for_targets(QUERIES, SCHEMA, DELTA, RULE, ERROR_SCALES).plan")
-    if m is SplitMode.EQUAL:
-        return ("    # equal split: every answer gets the same ε, the most that fits EPSILON under RULE\n"
-                "    return workload.plan_equal(QUERIES, SCHEMA, EPSILON, DELTA, RULE, ERROR_SCALES)")
-    if m is SplitMode.MANUAL:
-        return ("    # manual split: the shares typed in the app (ε, or ρ for Gaussian noise); refused when\n"
-                "    # they cost more than EPSILON under RULE\n"
-                "    return workload.plan_manual(QUERIES, SCHEMA, EPSILON, DELTA, RULE, SHARES, ERROR_SCALES)")
-    return ("    # weighted: the split that makes Σ weight × (error ÷ scale)² smallest; pinned shares are held\n"
-            "    return workload.plan(QUERIES, SCHEMA, EPSILON, DELTA, RULE, ERROR_SCALES, SHARES or None)")
+_MODE_WORDS: Final = {
+    SplitMode.TARGET: "target mode: the least ε meeting every question's target (95%)",
+    SplitMode.EQUAL: "equal split: every answer gets the same ε, the most that fits EPSILON under RULE",
+    SplitMode.MANUAL: "manual split: the shares typed in the app (ε, or ρ for Gaussian noise); refused when "
+                      "they cost more than EPSILON under RULE",
+    SplitMode.WEIGHTED: "weighted: the split that makes Σ weight × (error ÷ scale)² smallest; pinned shares are held",
+}
 
 
 def steps(spec: PlanSpec, data: str, dataset_name: str, backend: str | None = None) -> list[Step]:
@@ -86,8 +79,9 @@ _IMPORTS: Final = Step("Imports", "This project's library: the same functions th
                        "from pathlib import Path\n\n"
                        "from planner.outputs import report\n"
                        "from planner.planning import workload\n"
+                       "from planner.planning.plan_spec import PlanSpec, build_plan\n"
                        "from planner.planning.queries import Query\n"
-                       "from planner.release import plan_hash\n"
+                       "from planner.release import plan_hash, release_file\n"
                        "from planner.data.schema import Schema")
 
 
@@ -115,28 +109,33 @@ def _budget_step(spec: PlanSpec, data: str, dataset_name: str, backend: str | No
     shares = spec.pinned if m in (SplitMode.WEIGHTED, SplitMode.MANUAL) else {}
     lifetime = None if spec.lifetime is None else (float(spec.lifetime[0]), float(spec.lifetime[1]))
     return Step("3. The budget",
-                f"Mode: **{m.value}**. ε and δ for this release, the composition rule the dataset's ledger "
-                "accounts under, the public scales errors are measured against, the fixed shares, and the "
-                "dataset's lifetime budget (registered on the first release if the ledger has none).",
+                f"Mode: **{m.value}** ({_MODE_WORDS[m]}). ε and δ for this release, the composition rule the "
+                "dataset's ledger accounts under, the public scales errors are measured against, the fixed shares, "
+                "and the dataset's lifetime budget (registered on the first release if the ledger has none). "
+                "Together with the schema and the questions they are the plan file the app downloads.",
+                f"MODE = {m.value!r}\n"
                 f"EPSILON = {float(spec.epsilon)!r}\n"
                 f"DELTA = {float(spec.delta)!r}\n"
                 f"RULE = {spec.rule.value!r}\n"
-                f"ERROR_SCALES = {_literal(dict(spec.error_scales) or None, 15)}\n"
+                f"ERROR_SCALES = {_literal(dict(spec.error_scales), 15)}\n"
                 f"SHARES = {_literal(dict(shares), 9)}\n"
                 f"LIFETIME = {lifetime!r}  # (ε, δ) of all releases together, or None\n"
                 f"DATA = {data!r}\n"
                 f"DATASET_NAME = {dataset_name!r}\n"
-                f"BACKEND = {backend!r}  # pandas, duckdb or spark; None: DuckDB when installed")
+                f"BACKEND = None  # the engine of the exact aggregates: None is DuckDB when installed, else pandas"
+                f"{'' if not backend else f'; the app used {backend}'} (all give the same aggregates)\n\n"
+                "SPEC = PlanSpec(SCHEMA, EPSILON, DELTA, RULE, MODE, tuple(QUERIES), ERROR_SCALES, SHARES, DATASET_NAME,\n"
+                "                LIFETIME)")
 
 
 def _plan_step(spec: PlanSpec) -> Step:
     """4. The plan in its mode (:func:`_plan_call`)."""
     return Step("4. The plan",
-                "Data-independent: it reads the schema, the questions and the budget, never the rows.",
-                "def make_plan() -> workload.Plan:\n"
-                '    """The plan, exactly as the app made it."""\n'
-                f"{_plan_call(spec)}\n\n\n"
-                "plan = make_plan()\n"
+                "Data-independent: it reads the schema, the questions and the budget, never the rows. "
+                "`build_plan` is the one function that makes a plan in its mode, for the app, the command line "
+                "and this script alike.",
+                "outcome = build_plan(SPEC)\n"
+                "plan: workload.Plan = outcome.plan\n"
                 "print(f\"ε spent: {plan.used_epsilon:.6g} under {plan.allocation.rule.value}; \"\n"
                 "      f\"plan hash {plan_hash(plan, SCHEMA)[:16]}…\")")
 
@@ -158,37 +157,19 @@ _ACCURACY: Final = Step("5. The accuracy table and a chart",
 
 #: 6. The release and 7. the ledger's state (the same code for every plan).
 _RELEASE: Final = Step("6. The release (spends the budget)",
-                       "Loads the data on a backend (DuckDB when installed), then the ledger checks the budget, records "
-                       "the spend before any noise is drawn, samples once through OpenDP and stores the answers. "
+                       "The same path as `planner release`: the data is read once (every exact aggregate, the "
+                       "check of every cell and the content's key), then the ledger checks the budget, records the "
+                       "spend before any noise is drawn, samples once through OpenDP and stores the answers. "
                        "Releasing the same plan again returns the stored answers and spends nothing.",
-                       "def release_plan(plan: workload.Plan, data: str = DATA, ledger_url: str | None = None,\n"
+                       "def release_plan(data: str = DATA, ledger_url: str | None = None,\n"
                        "                 backend_name: str | None = None) -> dict:\n"
-                       '    """Release ``plan`` on ``data`` and record it in the ledger; the release report as JSON."""\n'
-                       "    from planner.data.backends import check_backend, close_backend, default_backend, make_backend\n"
-                       "    from planner.ledger import Ledger\n"
-                       "    from planner.planning.statistics import prefetch\n"
-                       "    from planner.release import release\n"
-                       "    from planner.data.sources import open_cli_source, source_fingerprint\n\n"
-                       "    source = open_cli_source(data)\n"
-                       "    backend = make_backend(backend_name or BACKEND or default_backend(), source, SCHEMA)\n"
-                       "    try:\n"
-                       "        check_backend(backend)\n"
-                       "        # every aggregate before any spend: a plan the backend cannot compute is refused\n"
-                       "        # with nothing spent\n"
-                       "        prefetch(backend, QUERIES)\n"
-                       "        ledger = Ledger(ledger_url)\n"
-                       "        try:\n"
-                       "            result = release(plan, SCHEMA, backend, ledger, source_fingerprint(source), DATASET_NAME,\n"
-                       "                             total_epsilon=None if LIFETIME is None else LIFETIME[0],\n"
-                       "                             total_delta=None if LIFETIME is None else LIFETIME[1], rule=RULE)\n"
-                       "            print(result.to_csv())\n"
-                       "            # 7. the ledger's state after the release\n"
-                       "            print(json.dumps(ledger.status(result.fingerprint).to_dict(), indent=2))\n"
-                       "            return result.report_json()\n"
-                       "        finally:\n"
-                       "            ledger.close()\n"
-                       "    finally:\n"
-                       "        close_backend(backend)")
+                       '    """Release the plan on ``data`` and record it in the ledger; the release report as JSON."""\n'
+                       "    result = release_file(SPEC, data, ledger_url, backend_name or BACKEND, outcome=outcome)\n"
+                       "    print(result.to_csv())\n"
+                       "    # 7. the ledger's state after the release\n"
+                       "    print(json.dumps({'epsilon_total': result.epsilon_total, 'epsilon_spent': result.epsilon_spent,\n"
+                       "                      'epsilon_remaining': result.epsilon_remaining}, indent=2))\n"
+                       "    return result.report_json()")
 
 
 _SCRIPT_MAIN: Final = '''
@@ -212,7 +193,7 @@ def main(argv: list[str] | None = None) -> int:
         from planner.core.errors import PlannerError
 
         try:
-            out["release"] = release_plan(plan, args.data, args.ledger, args.backend)
+            out["release"] = release_plan(args.data, args.ledger, args.backend)
         except PlannerError as exc:  # the engine's own message: what is wrong and how to fix it
             print(f"error: {exc}", file=sys.stderr)
             return 2
@@ -233,7 +214,7 @@ def _header(spec: PlanSpec, dataset_name: str, generated: datetime | None) -> st
     return (f"Reproduce the privacy plan for {dataset_name} ({SplitMode(spec.mode).value} split, ε = "
             f"{spec.epsilon:g}, {spec.rule.value} rule), and release it, with the Privacy Budget Planner.\n\n"
             f"Generated by the Privacy Budget Planner on {when}. It needs the planner's library installed "
-            "(`pip install -e .` in the project's repository).")
+            "(`pip install -e .` in the project's repository; `pip install -e \".[duckdb]\"` for large files).")
 
 
 def python_script(spec: PlanSpec, data: str, dataset_name: str, *, backend: str | None = None,
@@ -266,7 +247,8 @@ def notebook(spec: PlanSpec, data: str, dataset_name: str, *, backend: str | Non
     import nbformat.v4 as nbf
 
     name = _clean(dataset_name)
-    cells = [nbf.new_markdown_cell("# " + _header(spec, name, generated).replace("\n\n", "\n\n", 1))]
+    cells = [nbf.new_markdown_cell("# " + _header(spec, name, generated)
+                                   + " Open it in Jupyter (`pip install jupyter`, then `jupyter notebook`).")]
     for s in steps(spec, data, name, backend):
         cells.append(nbf.new_markdown_cell(f"## {s.title}\n\n{s.text}"))
         cells.append(nbf.new_code_cell(s.code))
@@ -276,7 +258,7 @@ def notebook(spec: PlanSpec, data: str, dataset_name: str, *, backend: str | Non
                                        "cell again afterwards returns the stored answers and spends nothing."))
     cells.append(nbf.new_code_cell("RELEASE = False\n"
                                    "if RELEASE:\n"
-                                   "    release_report = release_plan(plan)"))
+                                   "    release_report = release_plan()"))
     nb = nbf.new_notebook(cells=cells, metadata={
         "kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"},
         "language_info": {"name": "python"}})

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import html
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Final
 
@@ -34,6 +34,7 @@ from planner.planning.workload import Plan, Prediction, SplitMode
 from planner.privacy.accountants import rule as rule_of
 
 if TYPE_CHECKING:
+    from planner.data.schema import Schema
     from planner.ledger import BudgetStatus, HistoryPoint
     from planner.release import ReleaseResult
 
@@ -141,20 +142,53 @@ def rules_chart(rows: Sequence[Mapping[str, Any]], mode: str) -> dict[str, Any]:
     return _base(title, values) | {
         "mark": "bar", "width": 420, "height": {"step": 26},
         "encoding": {
-            "y": {"field": "rule", "type": "nominal", "sort": None, "title": None},
+            "y": {"field": "rule", "type": "nominal", "sort": None, "title": None, "axis": {"labelLimit": 360}},
             "x": {"field": field, "type": "quantitative", "title": "× the best rule's error" if errors else "ε"},
             "color": {"field": "in force", "type": "nominal", "title": None,
                       "scale": {"domain": ["in force", "alternative"], "range": ["#3b5bdb", "#adb5bd"]}},
         }}
 
 
+def ledger_points(status: BudgetStatus, history: Sequence[HistoryPoint], *,
+                  label: Callable[[HistoryPoint], str] | None = None) -> list[dict[str, Any]]:
+    """The ledger chart's points: spent ε after each release and the lifetime ε in force at
+    each (``HistoryPoint.epsilon_total``), so that the budget line steps up at a raise instead
+    of drawing a raised budget as if it had always applied; a raise after the last release
+    adds a last step, "now".
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace as N
+    >>> pts = ledger_points(N(epsilon_total=3.0, epsilon_spent=1.5),
+    ...                     [N(release_id=1, epsilon_spent=1.0, epsilon_total=1.0),
+    ...                      N(release_id=2, epsilon_spent=1.5, epsilon_total=3.0)])
+    >>> [(p["step"], p["epsilon"]) for p in pts if p["series"] == "lifetime budget"]
+    [('start', 1.0), ('#1', 1.0), ('#2', 3.0)]
+    """
+    name = label or (lambda h: f"#{h.release_id}")
+
+    def total(h: HistoryPoint) -> float:
+        return float(h.epsilon_total) if math.isfinite(h.epsilon_total) else float(status.epsilon_total)
+
+    def spent(x: float) -> float | None:
+        return float(x) if math.isfinite(x) else None
+
+    first = total(history[0]) if history else float(status.epsilon_total)
+    pts: list[dict[str, Any]] = [{"step": "start", "order": 0, "series": "spent", "epsilon": 0.0},
+                                 {"step": "start", "order": 0, "series": "lifetime budget", "epsilon": first}]
+    for i, h in enumerate(history, start=1):
+        pts.append({"step": name(h), "order": i, "series": "spent", "epsilon": spent(h.epsilon_spent)})
+        pts.append({"step": name(h), "order": i, "series": "lifetime budget", "epsilon": total(h)})
+    if history and not math.isclose(total(history[-1]), float(status.epsilon_total), rel_tol=1e-12):
+        n = len(history) + 1
+        pts.append({"step": "now", "order": n, "series": "spent", "epsilon": spent(status.epsilon_spent)})
+        pts.append({"step": "now", "order": n, "series": "lifetime budget", "epsilon": float(status.epsilon_total)})
+    return pts
+
+
 def ledger_chart(status: BudgetStatus, history: Sequence[HistoryPoint]) -> dict[str, Any]:
-    """Spent ε after each release against the lifetime budget (a step line)."""
-    pts = [{"step": "start", "order": 0, "series": "spent", "epsilon": 0.0}]
-    pts += [{"step": f"#{h.release_id}", "order": i, "series": "spent",
-             "epsilon": h.epsilon_spent if math.isfinite(h.epsilon_spent) else None}
-            for i, h in enumerate(history, start=1)]
-    pts += [dict(p, series="lifetime budget", epsilon=status.epsilon_total) for p in list(pts)]
+    """Spent ε after each release against the lifetime budget in force (step lines)."""
+    pts = ledger_points(status, history)
     return _base("The dataset's lifetime budget and what its releases spent", pts) | {
         "mark": {"type": "line", "point": True, "interpolate": "step-after"}, "width": 420, "height": 180,
         "encoding": {
@@ -239,7 +273,10 @@ def secret_sample_text(plan: Plan) -> str:
 
 
 def guarantee_text(spec: PlanSpec) -> list[str]:
-    """The privacy guarantee of a plan in plain words (paragraphs of HTML)."""
+    """The privacy guarantee of a plan in plain words (paragraphs of HTML), with ε in context
+    (:mod:`planner.outputs.words`: the same words the app and the command line show)."""
+    from planner.outputs.words import DEPLOYED, composition_note, epsilon_meaning
+
     s = spec.schema
     eps, delta = spec.epsilon, spec.delta
     unit = ("one row of the table" if s.unit.column is None
@@ -265,6 +302,9 @@ def guarantee_text(spec: PlanSpec) -> list[str]:
         "release of the same data spends more of the dataset's lifetime budget; the ledger adds those costs up "
         "under the rule above and refuses a release that would exceed it. Anything computed from the published "
         "answers alone is covered by the same guarantee (post-processing).",
+        "<b>What this ε means for one person.</b> " + html.escape(epsilon_meaning(eps)),
+        "<b>Why the spent total differs from the ε typed.</b> " + html.escape(composition_note(spec.rule.value)),
+        "<b>What others used.</b> " + " ".join(html.escape(d) for d in DEPLOYED),
         "<b>How accurate.</b> Each answer carries noise calibrated to the most one person can change it "
         "(its sensitivity). The predicted errors come from public facts only — the declared schema and bounds, "
         "ε, δ and the declared public row count — never from the data: the true value lies within the ±95% "
@@ -287,11 +327,13 @@ def _num(value: Any, digits: int = 4) -> str:
     return f"{float(value):,.{digits}g}"
 
 
-def _table(header: Sequence[str], rows: Sequence[Sequence[Any]], numeric: Sequence[int] = ()) -> str:
+def _table(header: Sequence[str], rows: Sequence[Sequence[Any]], numeric: Sequence[int] = (),
+           raw: Sequence[int] = ()) -> str:
+    """An HTML table; ``numeric`` columns are numbers, ``raw`` columns are HTML made here."""
     head = "".join(f"<th>{_e(h)}</th>" for h in header)
     body = "".join(
-        "<tr>" + "".join(f'<td class="n">{_num(v)}</td>' if i in numeric else f"<td>{_e(v)}</td>"
-                         for i, v in enumerate(r)) + "</tr>" for r in rows)
+        "<tr>" + "".join(f'<td class="n">{_num(v)}</td>' if i in numeric else f"<td>{v}</td>" if i in raw
+                         else f"<td>{_e(v)}</td>" for i, v in enumerate(r)) + "</tr>" for r in rows)
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
@@ -329,7 +371,7 @@ table{border-collapse:collapse;margin:.6em 0 1em;font-size:.92em}th,td{border:1p
 text-align:left;vertical-align:top}th{background:#f3f5fa}td.n{text-align:right;font-variant-numeric:tabular-nums}
 .meta{color:#555}.note{background:#f3f5fa;border-left:4px solid #3b5bdb;padding:.5em .8em}
 .warn{background:#fff4e6;border-left:4px solid #f08c00;padding:.5em .8em}figure{margin:1em 0}
-figure svg{max-width:100%;height:auto}.sources li{margin:.3em 0}
+figure svg{max-width:100%;height:auto}.headline{font-size:1.4em;font-weight:600;margin:.2em 0}.sources li{margin:.3em 0}
 """
 
 
@@ -369,12 +411,14 @@ def plan_report(
     name = spec.dataset_name or (status.name if status is not None else "the dataset")
     heading = title or (f"Release #{release.release_id} of {name}" if release is not None
                         else f"Privacy plan for {name}")
-    out = _head_section(spec, plan, heading, generated, released=release is not None)
+    out = _head_section(spec, plan, heading, generated, released=release is not None,
+                        added=_added_by(release, history))
     out += _questions_section(spec)
+    if release is not None:
+        out += _release_section(release, plan, spec.schema)
+    out += _verdict_section(plan, spec.schema) if release is None else []
     out += _budget_section(plan)
     out += _rules_section(spec, plan)
-    if release is not None:
-        out += _release_section(release)
     out.append("<h2>The privacy guarantee in plain words</h2>")
     out += [f"<p>{p}</p>" for p in guarantee_text(spec)]
     out += _ledger_section(status, history)
@@ -384,8 +428,21 @@ def plan_report(
     return "\n".join(out)
 
 
+def _added_by(release: ReleaseResult | None, history: Sequence[HistoryPoint]) -> float | None:
+    """What ``release`` added to the dataset's spent total (the ledger's composition), if known."""
+    if release is None:
+        return None
+    prev = 0.0
+    for h in history:
+        if h.release_id == release.release_id:
+            return float(h.epsilon_spent - prev)
+        prev = h.epsilon_spent
+    return None
+
+
 def _head_section(
-    spec: PlanSpec, plan: Plan, heading: str, generated: datetime | None, *, released: bool
+    spec: PlanSpec, plan: Plan, heading: str, generated: datetime | None, *, released: bool,
+    added: float | None = None,
 ) -> list[str]:
     """The document's head, title, when and how it was made, the ε spent, the secret
     sample (if any) and the plan's warnings."""
@@ -400,8 +457,12 @@ def _head_section(
         f'<p class="meta">Made with the Privacy Budget Planner on {when}. Mode: {_e(MODE_WORDS[spec.mode])}; '
         f"composition rule: {_e(rule_words(a.rule))}; δ = {a.delta:g}.</p>",
         '<p class="note">' + (
-            f"This release spent <b>ε = {_num(plan.used_epsilon)}</b> of the dataset's privacy budget on "
-            f"{n_questions} questions." if released else
+            f"The answers of this release cost <b>ε = {_num(plan.used_epsilon)}</b> on their own "
+            f"({n_questions} questions)"
+            + ("." if added is None or abs(added - plan.used_epsilon) <= 1e-9 * max(1.0, plan.used_epsilon) else
+               f"; composed with the dataset's earlier releases under the rule, they added <b>ε = {_num(added)}</b> "
+               "to its spent total (see “Why the spent total differs from the ε typed” below).")
+            if released else
             f"This plan spends <b>ε = {_num(plan.used_epsilon)}</b> of the dataset's privacy budget on "
             f"{n_questions} questions. Nothing has been released by this plan yet.") + "</p>",
     ]
@@ -493,26 +554,52 @@ def _rule_sentence(rows: Sequence[Mapping[str, Any]], mode: str) -> str:
     return text + "</p>"
 
 
-def _release_section(result: ReleaseResult) -> list[str]:
+def _verdict_section(plan: Plan, schema: Schema) -> list[str]:
+    """Before any release: what each answer can support (:func:`planner.planning.advice.verdicts`)."""
+    from planner.planning.advice import verdicts
+
+    vs = verdicts(plan, schema)
+    return ["<h2>What each answer can support</h2>",
+            "<p>Judged from public facts only (the declared bounds, categories and row count, and this plan's "
+            "noise), never from the data: the same verdicts the released answers carry.</p>",
+            _table(["answer", "verdict", "error (in the owner's units)", "what it can support", "to improve it"],
+                   [[qid, _grade_html(v.grade.value), v.error, v.supports, v.fix] for qid, v in vs.items()],
+                   raw=[1])]
+
+
+def _grade_html(grade: str) -> str:
+    colour = {"usable": "#2b8a3e", "rough": "#e67700", "mostly noise": "#c92a2a"}.get(grade, "#555")
+    return f'<b style="color:{colour}">{_e(grade)}</b>'
+
+
+def _release_section(result: ReleaseResult, plan: Plan, schema: Schema) -> list[str]:
+    """Per query a headline value with its error bar and its verdict, its chart, then every
+    released number in one table (:func:`planner.outputs.results.answer_views`)."""
+    from planner.outputs.results import answer_views
+
     out = ["<h2>The released answers</h2>",
            f"<p>Release #{result.release_id} ({_e(result.status)}). The released values are noisy by design; "
-           "the ± column is their predicted 95% error.</p>"]
+           "each comes with its predicted 95% error and a verdict on what it can support.</p>"]
+    for v in answer_views(result, plan, schema):
+        out.append(f"<h3>{_e(v.title)} <code>{_e(v.query_id)}</code> · {_grade_html(v.verdict.grade.value)}</h3>")
+        out.append(f'<p class="headline">{_e(v.headline)}</p>')
+        out.append(f"<p>{_e(v.verdict.supports)}" + (f" <i>{_e(v.verdict.fix)}</i>" if v.verdict.fix else "")
+                   + "</p>")
+        vals = [{"item": n.label or v.query_id, "value": float(n.value), "error_bound_95": float(n.high) - float(n.value)}
+                for n in v.numbers if isinstance(n.value, float) and n.high is not None]
+        if vals and v.chart in ("value", "sample"):
+            out.append(f"<figure>{render_svg(answers_chart(vals, v.unit or 'value'))}</figure>")
+        if v.chart == "sample":
+            out.append(f"<p>The bin counts are shown with negatives as 0, as the sample is drawn from them; "
+                       f"{len(v.sample):,} synthetic values were drawn (in the JSON report and the Release page's "
+                       "CSV of values).</p>")
+        for n in v.verdict.notes:
+            out.append(f'<p class="meta">{_e(n)}</p>')
     rows = result.rows()
+    out.append("<h3>Every released number</h3>")
     out.append(_table(["question", "part", "label", "released value", "± 95% error", "unit"],
                       [[r["query"], r["part"], r["label"], r["value"], r["error_bound_95"], r["unit"]] for r in rows],
                       numeric=[3, 4]))
-    by_unit: dict[str, list[dict[str, Any]]] = {}
-    for r in rows:
-        v, b = r.get("value"), r.get("error_bound_95")
-        if r["unit"].startswith("rank") or "utility" in r["unit"] or "gap" in r["unit"]:
-            continue  # ranks and mode gaps are not in the value's unit: the table shows them
-        if isinstance(v, (int, float)) and not isinstance(v, bool) and isinstance(b, (int, float)) \
-                and math.isfinite(v) and math.isfinite(b):
-            item = " · ".join(x for x in (str(r["query"]), str(r["label"] or r["part"] or "")) if x)
-            by_unit.setdefault(f"{r['unit']}, {r['kind']}", []).append({"item": item, "value": float(v),
-                                                                        "error_bound_95": float(b)})
-    for unit, vals in by_unit.items():
-        out.append(f"<figure>{render_svg(answers_chart(vals, unit))}</figure>")
     for w in result.warnings:
         out.append(f'<p class="warn">{_e(w)}</p>')
     return out

@@ -58,7 +58,7 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
@@ -117,9 +117,8 @@ class PlanSpec:
 
     ``pinned`` maps allocation item ids (a query id, or ``"<query>:<part>"`` for a query
     released in parts) to fixed shares: the file's pins in weighted mode, every share in
-    manual mode, and in equal mode the equal split's shares, resolved when the file is
-    read, so that any reader that pins them (``planner release``) releases exactly the
-    equal split.
+    manual mode, none in equal and target mode. Reading a file plans nothing: every mode is
+    applied by :func:`build_plan`, the one place that makes a spec's plan.
     """
 
     schema: Schema
@@ -132,6 +131,10 @@ class PlanSpec:
     pinned: dict[str, float]
     dataset_name: str | None
     lifetime: tuple[float, float] | None = None
+    #: Per query, the value its other mode uses (the target in a weighted, equal or manual
+    #: plan; the weight in a target plan): kept in the file so that switching mode finds it,
+    #: never part of the plan (nor of its hash).
+    other_mode: dict[str, dict[str, float]] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         """The PLAN.json document of this spec (schema inline); :func:`parse_plan_spec`
@@ -139,7 +142,7 @@ class PlanSpec:
         return spec_document(self.schema, self.epsilon, self.delta, self.rule, self.mode, self.queries,
                              error_scales=self.error_scales,
                              pinned=self.pinned if self.mode in (SplitMode.WEIGHTED, SplitMode.MANUAL) else None,
-                             lifetime=self.lifetime, dataset_name=self.dataset_name)
+                             lifetime=self.lifetime, dataset_name=self.dataset_name, other_mode=self.other_mode)
 
 
 @dataclass(frozen=True, slots=True)
@@ -187,13 +190,16 @@ def spec_document(
     pinned: dict[str, float] | None = None,
     lifetime: tuple[float, float] | None = None,
     dataset_name: str | None = None,
+    other_mode: dict[str, dict[str, float]] | None = None,
 ) -> dict[str, Any]:
     """A PLAN.json document (schema inline) that :func:`parse_plan_spec` reads back.
 
     ``queries`` are :class:`~planner.planning.queries.Query` objects (or their JSON form); in target
     mode each keeps its ``target`` and drops its weight, in the other modes the reverse.
     ``pinned`` maps item ids to shares (written per query: a number, or ``{part: share}``
-    for a query released in parts). Numbers are written as Python's shortest repr, which
+    for a query released in parts). ``other_mode`` maps a query id to the value its other
+    mode uses (``{"target": 500}`` in a weighted plan, ``{"weight": 2}`` in a target plan):
+    written as the query's ``other_mode`` and read back, never planned. Numbers are written as Python's shortest repr, which
     reads back to the same float, so the file plans exactly what was planned.
 
     Raises
@@ -227,6 +233,9 @@ def spec_document(
             d["pinned"] = float(single[q.id])
         elif q.id in by_query:
             d["pinned"] = {k: float(v) for k, v in by_query[q.id].items()}
+        kept = {k: float(v) for k, v in (other_mode or {}).get(q.id, {}).items() if k == drop}
+        if kept:
+            d["other_mode"] = kept
         out_queries.append(d)
     doc: dict[str, Any] = {"schema": schema.to_dict(), "budget": {
         "epsilon": float(epsilon), "delta": float(delta), "composition": CompositionRule(rule).value},
@@ -273,7 +282,7 @@ def _unknown_keys(obj: dict[str, Any], allowed: frozenset[str], where: str) -> N
     unknown = sorted(set(obj) - allowed)
     if unknown:
         shown = ", ".join(repr(k[:40]) for k in unknown[:5])
-        raise PlanError(f"{where} has unknown field(s) {shown}; the fields are {sorted(allowed)}.")
+        raise PlanError(f"{where} has unknown field(s) {shown}; the fields are {', '.join(sorted(allowed))}.")
 
 
 def _text(value: Any, name: str, *, max_chars: int = MAX_NAME_CHARS) -> str:
@@ -299,20 +308,18 @@ def parse_plan_spec(data: Any, base_dir: Path | None = None) -> PlanSpec:
     _unknown_keys(data, PLAN_KEYS, "the plan spec")
     schema = _parse_schema(data["schema"], base_dir)
     mode, epsilon, delta, rule = _parse_budget(data)
-    cleaned, scales, pinned = _parse_queries(data["queries"], mode)
+    cleaned, scales, pinned, other_mode = _parse_queries(data["queries"], mode)
     queries = queries_from_list(cleaned, schema)
     if mode == "manual":
         _check_manual_shares(queries, schema, pinned)
-    if mode == "equal":
-        from planner.planning.workload import plan_equal
-
-        pinned = {a.id: a.theta for a in plan_equal(queries, schema, epsilon, delta, rule,
-                                                     scales or None).allocation.items}
+    if mode == "equal":  # the equal split is made by build_plan; a share has no meaning here
+        pinned = {}
     name = data.get("dataset_name")
     if name is not None:
         name = _text(name, "'dataset_name'")
     lifetime = _parse_lifetime(data["lifetime"]) if "lifetime" in data else None
-    return PlanSpec(schema, epsilon, delta, rule, mode, queries, scales, pinned, str(name) if name else None, lifetime)
+    return PlanSpec(schema, epsilon, delta, rule, mode, queries, scales, pinned, str(name) if name else None, lifetime,
+                    other_mode)
 
 
 def _parse_schema(raw_schema: Any, base_dir: Path | None) -> Schema:
@@ -338,7 +345,7 @@ def _parse_budget(data: dict[str, Any]) -> tuple[str, float, float, CompositionR
     mode = data.get("mode", "weighted")
     modes = [m.value for m in SplitMode]
     if not isinstance(mode, str) or mode not in modes:
-        raise PlanError(f"'mode' must be one of {modes}; got "
+        raise PlanError(f"'mode' must be one of {', '.join(modes)}; got "
                         f"{value_class(mode) if not isinstance(mode, str) else repr(mode[:40])}.")
     if "epsilon" not in budget and mode != "target":
         raise PlanError(f"budget.epsilon is missing: a {mode} plan splits this ε across its queries.")
@@ -349,23 +356,25 @@ def _parse_budget(data: dict[str, Any]) -> tuple[str, float, float, CompositionR
         rule = CompositionRule(composition)
     except ValueError as exc:
         raise PlanError(
-            f"budget.composition must be one of basic, advanced, rdp, zcdp; got {composition[:40]!r}."
+            f"budget.composition must be one of {', '.join(r.value for r in CompositionRule)}; got {composition[:40]!r}."
         ) from exc
     return mode, epsilon, delta, rule
 
 
 def _parse_queries(
     raw_queries: Any, mode: str
-) -> tuple[list[dict[str, Any]], dict[str, float], dict[str, float]]:
+) -> tuple[list[dict[str, Any]], dict[str, float], dict[str, float], dict[str, dict[str, float]]]:
     """The plan's ``queries``: each query's own fields (for
-    :func:`~planner.planning.queries.queries_from_list`) with ``scale`` and ``pinned`` taken out,
-    the scales by query id and the shares by allocation item id."""
+    :func:`~planner.planning.queries.queries_from_list`) with ``scale``, ``pinned`` and
+    ``other_mode`` taken out, the scales by query id, the shares by allocation item id and
+    the other mode's values by query id."""
     if not isinstance(raw_queries, list) or not raw_queries:
         raise PlanError("'queries' must be a non-empty list.")
     if len(raw_queries) > MAX_QUERIES:
         raise PlanError(f"'queries' has {len(raw_queries)} entries; at most {MAX_QUERIES} are accepted in one plan.")
     scales: dict[str, float] = {}
     pinned: dict[str, float] = {}
+    other: dict[str, dict[str, float]] = {}
     cleaned = []
     for i, q in enumerate(raw_queries):
         if not isinstance(q, dict):
@@ -381,8 +390,19 @@ def _parse_queries(
             scales[qid] = _positive(q.pop("scale"), f"query {qid!r}: 'scale'")
         if "pinned" in q:
             _parse_pinned(q.pop("pinned"), qid, mode, pinned)
+        if "other_mode" in q:
+            other[qid] = _parse_other_mode(q.pop("other_mode"), qid, mode)
         cleaned.append(q)
-    return cleaned, scales, pinned
+    return cleaned, scales, pinned, other
+
+
+def _parse_other_mode(raw: Any, qid: str, mode: str) -> dict[str, float]:
+    """A query's ``other_mode``: ``{"target": t}`` outside target mode, ``{"weight": w}`` in it."""
+    key = "weight" if mode == "target" else "target"
+    if not isinstance(raw, dict) or set(raw) - {key}:
+        raise PlanError(f"query {qid!r}: 'other_mode' holds the value the other mode uses; in a {mode} plan "
+                        f"that is {{\"{key}\": number}}.")
+    return {key: _positive(raw[key], f"query {qid!r}: other_mode {key}")} if key in raw else {}
 
 
 def _parse_pinned(raw_pin: Any, qid: str, mode: str, pinned: dict[str, float]) -> None:

@@ -42,13 +42,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from planner.core.errors import LedgerError, ReleaseError
+from planner.core.errors import LedgerError, PlannerError, ReleaseError
 from planner.core.strict_json import JSON
+from planner.data.backends import check_backend
 from planner.data.backends.base import Backend
 from planner.data.schema import Schema
 from planner.ledger import Ledger, resolve_dataset
+from planner.planning.plan_spec import PlanOutcome, PlanSpec
 from planner.planning.queries import Query
-from planner.planning.statistics import plan_requests, statistic
+from planner.planning.statistics import exact_aggregates, plan_requests, statistic
 from planner.planning.statistics.base import Aggregate, AnswerRow, ItemRelease
 from planner.planning.workload import Plan
 from planner.privacy.accounting import CompositionRule, Spend, event_rho
@@ -66,7 +68,10 @@ __all__ = [
     "plan_hash",
     "prepare",
     "release",
+    "release_file",
+    "release_spec",
     "resolve_dataset",
+    "stored",
 ]
 
 
@@ -97,10 +102,18 @@ class PreparedRelease:
             seen.setdefault(it.part.query.id, it.part.query)
         return list(seen.values())
 
-    def sample(self, backend: Backend) -> dict[str, JSON]:
-        """Aggregate through the backend and invoke every measurement (draws noise)."""
+    def aggregates(self, backend: Backend) -> dict[str, Aggregate]:
+        """Every exact aggregate the release needs, keyed by query id (one pass where the
+        backend can: :func:`planner.planning.statistics.exact_aggregates`). PRIVATE:
+        computed before the spend so that a plan the backend cannot compute is refused with
+        nothing spent, and handed to :meth:`sample` only."""
+        return exact_aggregates(backend, self.queries())
+
+    def sample(self, backend: Backend, aggregates: Mapping[str, Aggregate] | None = None) -> dict[str, JSON]:
+        """Invoke every measurement on the exact aggregates (draws noise); the aggregates are
+        computed through the backend when not given."""
         out: dict[str, JSON] = {}
-        aggregates: dict[str, Aggregate] = {}
+        aggregates = dict(aggregates or {})
         counts: dict[str, int] = {}
         for it in self.items:
             counts[it.part.query.id] = counts.get(it.part.query.id, 0) + 1
@@ -178,6 +191,7 @@ class QueryAnswer:
     schema_hash: str
     notes: tuple[str, ...] = ()
     rows: tuple[AnswerRow, ...] = ()
+    verdict: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -191,6 +205,7 @@ class QueryAnswer:
             "opendp": list(self.opendp),
             "predictions": list(self.predictions),
             "notes": list(self.notes),
+            "verdict": self.verdict,
             "schema_hash": self.schema_hash,
         }
 
@@ -299,7 +314,11 @@ def _result(
     release_id: int,
     warnings: tuple[str, ...],
 ) -> ReleaseResult:
+    from planner.planning.advice import verdict
+    from planner.planning.workload import default_error_scales
+
     out: list[QueryAnswer] = []
+    scales = default_error_scales(prepared.queries(), schema) or {}
     for q in prepared.queries():
         its = [it for it in prepared.items if it.part.query.id == q.id]
         draws = [d for it in its for d in it.draws]
@@ -317,6 +336,8 @@ def _result(
                 notes=statistic(q.kind).notes(q, schema),
                 rows=statistic(q.kind).answer_rows(q, answers.get(q.id)),
                 schema_hash=prepared.schema_hash,
+                # data-independent: the schema, the plan's noise and the public sizes
+                verdict=verdict([it.prediction for it in its], q, schema, scales.get(q.id)).to_dict(),
             )
         )
     st = ledger.status(fingerprint)
@@ -381,7 +402,18 @@ def release(
     if plan.sampling != schema.sampling:
         raise ReleaseError("the plan was made under another sampling declaration than the schema's; re-plan "
                            "with this schema.")
+    if backend.schema.schema_hash() != schema.schema_hash():
+        raise ReleaseError("the backend's schema differs from the plan's schema; load the data with the plan's schema.")
+    prepared = prepare(plan, schema)
+    # Before anything is recorded: the cells every query reads convert (a numeric column
+    # holding text is refused, with counts only) and the backend can compute each query.
+    check_backend(backend)
+    for q in prepared.queries():
+        statistic(q.kind).check_backend(q, backend)
+    exact: dict[str, Aggregate] | None = None
     if total_epsilon is not None:
+        if _is_new(ledger, fingerprint, dataset_name, schema):  # nothing stored: computed before it is registered
+            exact = prepared.aggregates(backend)
         registered = ledger.register_dataset(
             fingerprint, dataset_name, total_epsilon, 0.0 if total_delta is None else total_delta,
             plan.allocation.rule if rule is None else rule, schema_hash=schema.schema_hash(),
@@ -416,17 +448,16 @@ def release(
             f"the plan was made under the {plan.allocation.rule.value} rule but the dataset's budget "
             f"is composed under {rl.value}; re-plan under {rl.value}."
         )
-    if backend.schema.schema_hash() != schema.schema_hash():
-        raise ReleaseError("the backend's schema differs from the plan's schema; load the data with the plan's schema.")
-    prepared = prepare(plan, schema)
-    for q in dict.fromkeys(item.part.query for item in prepared.items):
-        statistic(q.kind).check_backend(q, backend)  # before anything is spent
+    # Every exact aggregate before the spend, when the ledger would sample now: a plan the
+    # backend cannot compute is refused with nothing spent.
+    if exact is None and _will_sample(ledger, registered.fingerprint, fingerprint, prepared):
+        exact = prepared.aggregates(backend)
     record = ledger.release(
         registered.fingerprint,
         prepared.plan_hash,
         prepared.schema_hash,
         prepared.spends(),
-        lambda: prepared.sample(backend),
+        lambda: prepared.sample(backend, exact),
         # the content released is recorded as a version of the dataset (one table, one budget)
         digest=None if fingerprint == registered.fingerprint else fingerprint,
     )
@@ -434,6 +465,73 @@ def release(
     # the dataset's public key (ds-…), never the data's bare hash (an export must not let
     # anyone test a guess about the data)
     return _result(prepared, schema, answers, ledger, registered.fingerprint, registered.name, record.status.value,
+                   record.release_id, plan.allocation.warnings)
+
+
+def _is_new(ledger: Ledger, content: str, name: str, schema: Schema) -> bool:
+    """True when no dataset holds this content or this name yet (its release is the first)."""
+    try:
+        return ledger.identify(content, name=name, schema_hash=schema.schema_hash()).dataset is None
+    except PlannerError:  # a refusal the registration itself states
+        return False
+
+
+def _will_sample(ledger: Ledger, key: str, content: str, prepared: PreparedRelease) -> bool:
+    """True when the ledger would sample this release now (not stored yet on this content,
+    and it fits what remains): only then are the exact aggregates computed ahead of the
+    spend. Otherwise :meth:`planner.ledger.Ledger.release` returns the stored answers or
+    refuses with its own message, and the data is never read."""
+    try:
+        if ledger.stored_release(key, prepared.plan_hash, digest=None if content == key else content) is not None:
+            return False
+        return ledger.preview(key, [s for _, s in prepared.spends()]).fits
+    except PlannerError:  # a refusal the release itself states
+        return False
+
+
+def release_spec(
+    spec: PlanSpec,
+    backend: Backend,
+    ledger: Ledger,
+    fingerprint: str,
+    dataset_name: str | None = None,
+    *,
+    outcome: PlanOutcome | None = None,
+) -> ReleaseResult:
+    """Release a plan file: its plan in its mode (:func:`planner.planning.plan_spec.build_plan`,
+    the one place a mode is applied), then :func:`release` against the file's lifetime budget.
+
+    What ``planner release`` and the generated script call; the Release page calls
+    :func:`release` with the plan it shows, which it made with the same ``build_plan``.
+    ``dataset_name`` defaults to the file's ``dataset_name``; ``outcome`` is
+    ``build_plan(spec)`` when the caller made it already (the command line plans while the
+    data is read).
+    """
+    from planner.planning.plan_spec import build_plan
+
+    name = dataset_name or spec.dataset_name
+    if not name:
+        raise ReleaseError("the release needs a dataset name: give \"dataset_name\" in the plan file.")
+    life = spec.lifetime
+    return release((outcome or build_plan(spec)).plan, spec.schema, backend, ledger, fingerprint, name,
+                   total_epsilon=None if life is None else life[0],
+                   total_delta=None if life is None else life[1], rule=spec.rule)
+
+
+def stored(plan: Plan, schema: Schema, ledger: Ledger, fingerprint: str, *, digest: str | None = None,
+           prepared: PreparedRelease | None = None) -> ReleaseResult | None:
+    """The stored release of ``plan`` on this content (``digest``; any version when ``None``)
+    as a :class:`ReleaseResult` — the same value a fresh :func:`release` returns, so that one
+    renderer shows both — or ``None`` when the plan was not released on it. Reads the ledger
+    only: nothing is spent or sampled. ``prepared``: :func:`prepare` of the plan, when the
+    caller has it already.
+    """
+    prepared = prepared or prepare(plan, schema)
+    record = ledger.stored_release(fingerprint, prepared.plan_hash, digest=digest)
+    if record is None:
+        return None
+    info = ledger.status(fingerprint)
+    return _result(prepared, schema, record.answers or {}, ledger, info.fingerprint, info.name, record.status.value,
                    record.release_id, plan.allocation.warnings)
 
 
@@ -453,67 +551,75 @@ def _read_spec(spec_path: str) -> tuple[dict[str, Any], Path]:
     return spec, p.parent
 
 
+def release_file(
+    spec: PlanSpec | str,
+    data_path: str,
+    ledger_url: str | None = None,
+    backend: str | None = None,
+    spark_master: str | None = None,
+    *,
+    scan: Any = None,
+    outcome: PlanOutcome | None = None,
+) -> ReleaseResult:
+    """The one release path from a plan file: read the data once → plan in the file's mode →
+    checks → spend recorded → sample → store → the result. ``planner release`` and the
+    generated script call it; the Release page calls :func:`release` with the plan on screen.
+
+    ``spec`` is the plan file parsed once by the caller (or its path, parsed here). DATA is
+    any path or glob the invoking user can read, or ``DB.duckdb::table``
+    (:func:`planner.data.sources.open_cli_source`; the allow-list guards the web app only).
+    ``backend``: ``pandas``, ``duckdb`` or ``spark`` (default
+    :func:`~planner.data.backends.default_backend`: DuckDB when installed, else pandas).
+    ``scan``: a :class:`~planner.data.backends.BackgroundScan` of this spec and data already
+    started (the command line starts it before importing this module); the plan is made
+    while it reads. The data is read once: every aggregate, the column report and the
+    content digest, whose key names the content version in the ledger
+    (:func:`planner.data.sources.dataset_key`). ``outcome``: ``build_plan(spec)`` when the
+    caller made it already.
+    """
+    from planner.data.backends import BackgroundScan, close_backend, default_backend
+    from planner.data.sources import FileSource, dataset_key, open_cli_source
+    from planner.planning.plan_spec import build_plan, load_plan_spec
+
+    if isinstance(spec, str):
+        spec = load_plan_spec(spec)
+    if scan is None:  # read the data while planning
+        kind = (backend or default_backend()).strip().lower()
+        scan = BackgroundScan(kind, open_cli_source(data_path, defer_check=True), spec.schema, plan_requests(spec.queries, spec.schema),
+                              spark_master=spark_master)
+    try:
+        outcome = outcome or build_plan(spec)  # while the scan reads the data
+        engine = scan.result()
+    except BaseException:
+        scan.cancel()
+        raise
+    source = scan.source  # after the scan: a source whose check found another encoding is reopened
+    try:
+        key = dataset_key(engine.content_digest())
+        default_name = source.files[0].name if isinstance(source, FileSource) and len(source.files) == 1 else source.label
+        ledger = Ledger(ledger_url)
+        try:
+            return release_spec(spec, engine, ledger, key, spec.dataset_name or default_name, outcome=outcome)
+        finally:
+            ledger.close()
+    finally:
+        close_backend(engine)
+
+
 def cmd_release(
-    spec_path: str,
+    spec: PlanSpec | str,
     data_path: str,
     ledger_url: str | None,
     backend: str | None = None,
     spark_master: str | None = None,
     scan: Any = None,
 ) -> dict[str, Any]:
-    """``planner release PLAN.json DATA``: plan, load, check, release; the report as JSON.
+    """``planner release --spec PLAN.json --data DATA``: :func:`release_file`; the release
+    report as JSON, naming the backend under ``"backend"``."""
+    from planner.data.backends import default_backend
 
-    PLAN.json: ``{"schema": {...} or "path", "budget": {"epsilon", "delta",
-    "composition"}, "queries": [...], "dataset_name"?: str}``. DATA is any path or glob
-    the invoking user can read, or ``DB.duckdb::table``
-    (:func:`planner.data.sources.open_cli_source`; the allow-list guards the web app only). ``backend``: ``pandas``, ``duckdb`` or ``spark`` (default
-    :func:`~planner.data.backends.default_backend`); the report names it under ``"backend"``.
-    ``scan``: a :class:`~planner.data.backends.BackgroundScan` of this spec and data already
-    started (the command line starts it before importing this module). The data is read
-    once: every aggregate, the column report and the content digest, whose key names the
-    dataset in the ledger (:func:`planner.data.sources.dataset_key`).
-    """
-    from planner.data.backends import BackgroundScan, check_backend, close_backend, default_backend
-    from planner.data.sources import FileSource, dataset_key, open_cli_source
-
-    # One parser for PLAN.json, shared with `planner plan` (planner/planning/plan_spec.py).
-    from planner.planning.plan_spec import load_plan_spec
-    from planner.planning.workload import plan as make_plan
-    from planner.planning.workload import plan_for_targets
-
-    spec = load_plan_spec(spec_path)
-    schema, eps, delta, rl = spec.schema, spec.epsilon, spec.delta, spec.rule
-    kind = (backend or default_backend()).strip().lower()
-    if scan is None:  # read the data while planning
-        scan = BackgroundScan(kind, open_cli_source(data_path, defer_check=True), schema,
-                              plan_requests(spec.queries, schema), spark_master=spark_master)
-    try:
-        if spec.mode == "target":  # release the plan that meets every target (not a weighted split)
-            the_plan = plan_for_targets(spec.queries, schema, delta, rl, spec.error_scales or None).plan
-        else:
-            the_plan = make_plan(spec.queries, schema, eps, delta, rl, spec.error_scales or None, spec.pinned or None)
-    except BaseException:
-        scan.cancel()
-        raise
-    engine = scan.result()
-    source = scan.source  # after the scan: a source whose check found another encoding is reopened
-    try:
-        check_backend(engine)
-        fp = dataset_key(engine.content_digest())
-        default_name = source.files[0].name if isinstance(source, FileSource) and len(source.files) == 1 else source.label
-        name = spec.dataset_name or default_name
-        ledger = Ledger(ledger_url)
-        try:
-            life = spec.lifetime
-            res = release(the_plan, schema, engine, ledger, fp, name,
-                          total_epsilon=None if life is None else life[0],
-                          total_delta=None if life is None else life[1], rule=rl)
-        finally:
-            ledger.close()
-    finally:
-        close_backend(engine)
-    out = res.report_json()
-    out["backend"] = kind
+    out = release_file(spec, data_path, ledger_url, backend, spark_master, scan=scan).report_json()
+    out["backend"] = (backend or default_backend()).strip().lower()
     return out
 
 

@@ -172,7 +172,7 @@ def test_main_flow_release_once_then_ledger():
     # the release says what it spent, under the dataset's rule (session-9 browser check)
     from pages._ui import fmt
 
-    assert any(f"Release #{rid}" in e.label and f"· ε {fmt.eps(before.epsilon_spent)} ({before.rule.value}) ·" in e.label
+    assert any(f"Release #{rid}" in e.label and f"· ε {fmt.eps(before.epsilon_spent)} ({fmt.rule(before.rule)}) ·" in e.label
                for e in at.expander), [e.label for e in at.expander]
 
 

@@ -94,10 +94,10 @@ def test_planner_settings_survive_a_visit_to_every_page():
         assert at.toggle(key=_w(S.RELATIVE, "planner")).value is False
         assert at.radio(key=_w(S.MODE, "planner")).value == "target"
     sidebar = " ".join(m.value for m in at.sidebar.markdown)
-    assert "least ε meeting every target" in sidebar and "zcdp rule" in sidebar and "δ = 1e-07" in sidebar
+    assert "least ε meeting every target" in sidebar and "zero-concentrated differential privacy (zCDP)" in sidebar and "δ = 1e-07" in sidebar
     _goto(at, "release_page")
     header = next(m.value for m in at.markdown if m.value.startswith("**The plan in force**"))
-    assert "least ε meeting every target" in header and "**zcdp** rule" in header and "δ = 1e-07" in header
+    assert "least ε meeting every target" in header and "**zero-concentrated differential privacy (zCDP)**" in header and "δ = 1e-07" in header
 
 
 def test_accuracy_choices_survive_a_visit_to_every_page():
@@ -310,7 +310,7 @@ def test_lifetime_budget_is_set_once_and_raised_only_with_a_recorded_reason():
     assert (status.epsilon_total, status.delta_total, status.rule.value) == (2.0, 1e-6, "basic")
     # the rule in force is now the dataset's: the selector is gone, the page states it
     assert not any(s.key == _w(S.RULE, "planner") for s in at.selectbox)
-    assert any("accounted under the **basic** rule" in c.value for c in at.caption)
+    assert any("accounted under **basic composition**" in c.value for c in at.caption)
     _goto(at, "ledger_page")
     at.number_input(key="ledger:raise_eps").set_value(3.0)
     at.button(key="ledger:raise").click().run()
@@ -434,7 +434,7 @@ def test_a_second_gaussian_release_under_zcdp_says_why_it_spends_less_than_its_o
     notes = [c.value for c in at.caption if "On its own this plan costs" in c.value]
     grows = next(m.value for m in at.metric if m.label == "This release")
     assert len(notes) == 1, notes
-    assert "costs ε = 0.4 " in notes[0] and "under the zcdp rule" in notes[0] and f"grows by ε = {grows}." in notes[0]
+    assert "costs ε = 0.4 " in notes[0] and "under zero-concentrated differential privacy (zCDP)" in notes[0] and f"grows by ε = {grows}." in notes[0]
     # what the ledger then records: the spent total grows by the shown amount, less than 0.4
     before = _led().status(_fp(at)).epsilon_spent
     _release(at)

@@ -97,7 +97,7 @@ def test_manual_split_starts_equal_shows_its_total_and_refuses_an_over_budget_sp
     start = dict(at.session_state[S.MANUAL])
     equal = workload.plan_equal(_census_queries(), CENSUS, 1.0, 1e-6, "rdp")
     assert start == {a.id: a.theta for a in equal.allocation.items}
-    assert any("These shares cost **ε = 1** under the **rdp** rule" in s.value for s in at.success), \
+    assert any("These shares cost **ε = 1** under **Rényi differential privacy (RDP)**" in s.value for s in at.success), \
         [s.value for s in at.success]
     # what the shares editor's on_change writes when a person types (AppTest cannot type into a grid):
     # 0.3 for each of the 7 pure-ε answers costs 7 × 0.3 = 2.1 under basic composition (by hand)
@@ -105,7 +105,7 @@ def test_manual_split_starts_equal_shows_its_total_and_refuses_an_over_budget_sp
     at.session_state[S.MANUAL] = {k: 0.3 for k in start}
     at.run()
     errors = " ".join(e.value for e in at.error)
-    assert "These shares cost **ε = 2.1** under the **basic** rule, more than the ε = 1 set above" in errors
+    assert "These shares cost **ε = 2.1** under **basic composition**, more than the ε = 1 set above" in errors
     # said once (the planner's own refusal said it again, in other words: session-9 browser check)
     assert len([e for e in at.error if "2.1" in e.value]) == 1, [e.value for e in at.error]
     _goto(at, "release_page")
@@ -114,7 +114,7 @@ def test_manual_split_starts_equal_shows_its_total_and_refuses_an_over_budget_sp
     # within budget: released exactly as typed
     at.session_state[S.MANUAL] = {k: 0.1 for k in start}
     _goto(at, "plan_page")
-    assert any("These shares cost **ε = 0.7** under the **basic** rule" in s.value for s in at.success)
+    assert any("These shares cost **ε = 0.7** under **basic composition**" in s.value for s in at.success)
     set_lifetime(at, "planner", 3.0, rule="basic")
     _release(at)
     rec = _led().releases(ledger_key(at))[-1]

@@ -281,14 +281,14 @@ def test_owner_flow_keeps_every_setting_and_releases_the_plan_set(
     no_error(page)
     shot(page, "34-planner-set")
 
-    settings = ["people.csv", "ε = 0.5, δ = 1e-07", "zcdp rule · 6 queries (edited)"]
+    settings = ["people.csv", "ε = 0.5, δ = 1e-07", "zero-concentrated differential privacy (zCDP) · 6 queries (edited)"]
     tour(page, rng, "35-weighted", settings)
 
     # the values are still on the pages that set them
     open_page(page, "Planner")
     assert page.get_by_label("ε for this release", exact=True).input_value() == "0.5"
     assert page.get_by_label("δ", exact=True).input_value() == "1e-7"
-    page.get_by_text("accounted under the **zcdp** rule".replace("**", "")).first.wait_for()
+    page.get_by_text("accounted under zero-concentrated differential privacy (zCDP)").first.wait_for()
     open_page(page, "Queries")
     assert grid_cell(page, 2, 5) == "10" and grid_cell(page, 5, 1) == "age_median"
 
@@ -317,7 +317,7 @@ def test_owner_flow_keeps_every_setting_and_releases_the_plan_set(
     page.get_by_test_id("stMetric").filter(has_text="Least ε meeting every target").wait_for()
     no_error(page)
     shot(page, "37-planner-target-mode")
-    tour(page, rng, "38-target", ["people.csv", "least ε meeting every target", "zcdp rule · 6 queries"])
+    tour(page, rng, "38-target", ["people.csv", "least ε meeting every target", "zero-concentrated differential privacy (zCDP) · 6 queries"])
 
     release_now(page, "39-target-release")
     second = led.releases(fp)[-1]

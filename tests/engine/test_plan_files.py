@@ -318,7 +318,14 @@ def test_generated_script_refuses_a_plan_its_backend_cannot_compute_before_spend
     url = f"sqlite:///{tmp_path}/ledger.db"
     res = _run(script, "--release", "--ledger", url, cwd=tmp_path, home=tmp_path / "home")
     assert res.returncode == 2 and "irregular" in res.stderr and "Traceback" not in res.stderr
-    assert not (tmp_path / "ledger.db").exists()  # refused before the ledger was even opened
+    # refused before anything was recorded: no dataset registered, nothing spent
+    from planner.ledger import Ledger
+
+    led = Ledger(url)
+    try:
+        assert led.datasets() == []
+    finally:
+        led.close()
 
 
 def test_notebook_is_valid_and_its_cells_reproduce_the_plan(tmp_path: Path) -> None:
@@ -418,3 +425,35 @@ def test_a_line_break_in_a_column_name_keeps_the_report_and_its_charts(column: s
 def test_report_chart_failure_is_a_planner_error() -> None:
     with pytest.raises(PlannerError, match="could not be drawn"):
         report.render_svg({"mark": "nonsense-mark", "data": {"values": []}})
+
+
+def test_generated_script_releases_after_the_install_it_names_without_duckdb(tmp_path: Path) -> None:
+    """Issue 29: the script the app generates (where DuckDB computed the aggregates) runs its
+    release after ``pip install -e .``, which does not install DuckDB: here DuckDB cannot be
+    imported at all (a finder refuses it), as on such an install."""
+    block = tmp_path / "noduck"
+    block.mkdir()
+    (block / "sitecustomize.py").write_text(
+        "import importlib.util, sys\n"
+        "_real = importlib.util.find_spec\n"
+        "def _find_spec(name, package=None):  # as on an install without DuckDB\n"
+        "    return None if name.split('.')[0] == 'duckdb' else _real(name, package)\n"
+        "importlib.util.find_spec = _find_spec\n"
+        "class _NoDuck:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name.split('.')[0] == 'duckdb':\n"
+        "            raise ModuleNotFoundError(\"No module named 'duckdb'\", name='duckdb')\n"
+        "        return None\n"
+        "sys.meta_path.insert(0, _NoDuck())\n")
+    spec = parse_plan_spec(_doc("weighted", lifetime=(3.0, 1e-5)))
+    text = codegen.python_script(spec, str(CENSUS_CSV), "census (sample)", backend="duckdb")
+    assert "pip install -e ." in text  # the install it names
+    script = tmp_path / "plan.py"
+    script.write_text(text)
+    env = dict(os.environ, PYTHONPATH=f"{block}{os.pathsep}{ROOT}", PLANNER_HOME=str(tmp_path / "home"))
+    env.pop("PLANNER_LEDGER_URL", None)
+    res = subprocess.run([sys.executable, str(script), "--release", "--ledger", f"sqlite:///{tmp_path}/l.db",
+                          "--out", "out.json"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr[-2000:]
+    out = json.loads((tmp_path / "out.json").read_text())
+    assert out["release"]["status"] == "done" and out["release"]["plan_hash"] == out["plan_hash"]
