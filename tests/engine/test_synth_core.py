@@ -25,7 +25,14 @@ from planner.planning.synth.accuracy import (
 from planner.planning.synth.aim import AIMOptions, aim, aim_events
 from planner.planning.synth.domain import Domain
 from planner.planning.synth.generator import Generator, GeneratorSpec, choose
-from planner.planning.synth.inference import NoisyMarginal, estimate, estimate_total, junction_tree, model_cells, project
+from planner.planning.synth.inference import (
+    NoisyMarginal,
+    estimate,
+    estimate_total,
+    junction_tree,
+    model_cells,
+    project,
+)
 from planner.planning.synth.marginals import RecordSource, TableSource, average_tvd, marginal, tvd
 from planner.planning.synth.mst import ORIGINAL_SPLIT, MSTOptions, mst, mst_events
 from planner.planning.synth.privacy import (
