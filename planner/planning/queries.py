@@ -53,6 +53,7 @@ class QueryKind(StrEnum):
     GROUPED_MEAN = "grouped_mean"
     GROUPED_QUANTILE = "grouped_quantile"
     KEY_COUNT = "key_count"
+    SYNTHETIC_DATA = "synthetic_data"
 
 
 class MeanMode(StrEnum):

@@ -40,6 +40,7 @@ from planner.data.requests import (
     BooleanCounts,
     CountAggregate,
     KeyCounts,
+    MarginalTables,
     Predicate,
     QuantileAggregate,
     Request,
@@ -92,10 +93,11 @@ class GroupedAggregate:
 #: A statistic's exact aggregate: what its release and its simulation read (PRIVATE).
 Aggregate = (
     CountAggregate | SumAggregate | MeanAggregate | BinCounts | QuantileAggregate | BooleanCounts
-    | GroupedAggregate | KeyCounts
+    | GroupedAggregate | KeyCounts | MarginalTables
 )
 #: The backends' results a statistic's aggregate may be as it is.
-PLAIN: tuple[type, ...] = (CountAggregate, SumAggregate, BinCounts, QuantileAggregate, BooleanCounts, KeyCounts)
+PLAIN: tuple[type, ...] = (CountAggregate, SumAggregate, BinCounts, QuantileAggregate, BooleanCounts, KeyCounts,
+                           MarginalTables)
 
 
 class OptionType(StrEnum):

@@ -13,7 +13,7 @@ The engine of the ``synthetic_data`` statistic
   exponential-mechanism selections) and their ρ (:mod:`.privacy`);
 * :mod:`.inference` — Private-PGM-style estimation on a junction tree [MSM19];
 * :mod:`.accuracy` — data-independent TVD predictions;
-* :mod:`.generator` — which mechanism at which budget (MST, or AIM where ρ·n² allows),
+* :mod:`.generator` — which mechanism at which budget (MST, or AIM where ρ·(n/Δ₂)² allows),
   the planned invocations, the fit and the records.
 
 The noise of a release is drawn by OpenDP (:mod:`planner.privacy.noise`); the numpy noise

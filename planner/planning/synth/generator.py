@@ -2,19 +2,21 @@
 
 The ``synthetic_data`` statistic names a mechanism: ``mst``, ``aim`` or ``mst_or_aim``
 (the default). ``mst_or_aim`` is MST below a budget and AIM above it, decided by a
-data-independent rule on ρ (the statistic's share, in zCDP) and the declared public row
-count n:
+data-independent rule on ρ (the statistic's share, in zCDP), the declared public row
+count n and a marginal's L2 sensitivity Δ₂ (c rows per person: c under add/remove, √2·c
+under substitution):
 
-    AIM when ρ·n² ≥ 300, else MST (MST when no public n is declared).
+    AIM when ρ·(n/Δ₂)² ≥ 300, else MST (MST when no public n is declared).
 
-Why ρ·n²: a marginal measured with ρ_t has signal-to-noise n·√(2ρ_t) per unit of
-sensitivity, so both mechanisms' errors are functions of ρ·n² for a given domain. AIM spends
+Why ρ·(n/Δ₂)²: a marginal measured with ρ_t has signal-to-noise n·√(2ρ_t)/Δ₂, so both
+mechanisms' errors are functions of ρ·(n/Δ₂)² for a given domain. AIM spends
 its budget over more, adaptively chosen measurements; when each is too noisy its selections
 are close to random and the fixed spanning tree of MST does better. On the tuning table
 (Capital Bikeshare 2011, 15 columns of up to 16 values, subsamples of 500, 2,000 and 8,645
 rows, ε 0.05 to 1 at δ = 10⁻⁶, 3 seeds each; not one of the benchmark's tables) MST had the
 lower average 2-way TVD at ρn² = 22 (by 0.10) and 80 (by 0.027), the two tied at 350
-(0.504 against 0.511), and AIM was better at every ρn² from 450 up (by 0.004 to 0.04).
+(0.504 against 0.511), and AIM was better at every ρn² from 450 up (by 0.004 to 0.04)
+(one row per person, add/remove: Δ₂ = 1).
 Both are ρ-zCDP for every ρ, whichever runs: the rule changes accuracy, never the privacy
 guarantee. AIM takes 5–10× the time of MST (seconds, for ten columns).
 """
@@ -33,7 +35,7 @@ from planner.planning.synth.marginals import MarginalSource
 from planner.planning.synth.mst import MSTOptions, SynthFit, mst, mst_events
 from planner.planning.synth.privacy import MeasureFn, PlannedInvocation, SelectFn
 
-#: ``mst_or_aim`` runs AIM when ρ·n² is at least this (module docstring).
+#: ``mst_or_aim`` runs AIM when ρ·(n/Δ₂)² is at least this (module docstring).
 AIM_MIN_RHO_N2 = 300.0
 
 
@@ -44,19 +46,21 @@ class Generator(StrEnum):
     AIM = "aim"
 
 
-def choose(method: str, rho: float, public_n: int | None) -> Generator:
+def choose(method: str, rho: float, public_n: int | None, l2_sensitivity: float = 1.0) -> Generator:
     """The generator a query's mechanism runs at share ρ (module docstring).
 
     Examples
     --------
     >>> choose("mst_or_aim", 0.0244, 3000).value, choose("mst_or_aim", 1e-5, 3000).value
     ('aim', 'mst')
+    >>> choose("mst_or_aim", 0.0244, 3000, l2_sensitivity=10.0).value  # 0.0244·300² = 2196
+    'aim'
     >>> choose("mst_or_aim", 1.0, None).value, choose("aim", 1e-9, None).value
     ('mst', 'aim')
     """
     if method in (Generator.MST, Generator.AIM):
         return Generator(method)
-    if public_n is None or rho * float(public_n) ** 2 < AIM_MIN_RHO_N2:
+    if public_n is None or rho * (float(public_n) / l2_sensitivity) ** 2 < AIM_MIN_RHO_N2:
         return Generator.MST
     return Generator.AIM
 
@@ -73,7 +77,8 @@ class GeneratorSpec:
     rows_per_person : int
         The schema's c.
     rows_hint : float or None
-        The declared public row count (AIM's number of rounds; never a private count).
+        The declared public row count over a marginal's L2 sensitivity, n/Δ₂ (AIM's number
+        of rounds depends on ρ·(n/Δ₂)²; never a private count).
     """
 
     generator: Generator

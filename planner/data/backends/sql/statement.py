@@ -34,6 +34,7 @@ from planner.data.backends.sql.compile import (
     DigestSlot,
     InGroup,
     KeysSlot,
+    MarginalsSlot,
     RowsSlot,
     Slot,
     StatsSlot,
@@ -116,9 +117,9 @@ class OneScan:
         over the bounded rows (the content digest stays: it covers every row).
         """
         reqs = list(reqs)
-        later = [r for r in reqs if isinstance(r, (InGroup, KeysSlot))]
+        later = [r for r in reqs if isinstance(r, (InGroup, KeysSlot, MarginalsSlot))]
         if later:  # the whole-table requests first: they decide whether bounding is needed
-            plain = [r for r in reqs if not isinstance(r, (InGroup, KeysSlot))]
+            plain = [r for r in reqs if not isinstance(r, (InGroup, KeysSlot, MarginalsSlot))]
             if plain or self.bounded is None:
                 self.run(plain)
             in_group = [r for r in later if isinstance(r, InGroup)]
@@ -127,6 +128,8 @@ class OneScan:
             for r in later:
                 if isinstance(r, KeysSlot):  # a GROUP BY key of its own
                     self.values[r] = self.key_counts(r.k)
+                elif isinstance(r, MarginalsSlot):  # a GROUP BY GROUPING SETS of its own
+                    self.values[r] = self.marginal_counts(r)
             return
         todo: list[Slot] = list(dict.fromkeys([RowsSlot(), *reqs]))
         if self.bounded is None:
@@ -307,6 +310,38 @@ class OneScan:
                 counts[label] = counts.get(label, 0) + int(n)
         keys = tuple(sorted(counts))
         return KeyCounts(keys, tuple(counts[x] for x in keys), dropped)
+
+    def marginal_counts(self, slot: MarginalsSlot) -> dict[tuple[int, ...], dict[tuple[int, ...], int]]:
+        """Every 1- and 2-way table of the columns' bin keys, over the bounded rows where every
+        key is a bin (:class:`~planner.data.requests.Marginals`): ONE statement,
+        ``SELECT keys, count(*) FROM kept WHERE every key ≥ 0 GROUP BY GROUPING SETS ((k₀),
+        …, (k₀, k₁), …)``, after the first (which decides whether to bound). A key is the
+        bin index of :meth:`Binner.key_sql` (numeric columns by their edges, never per value:
+        the tables need each row's own bin of every column at once); a row's grouping set
+        is the set of its non-NULL keys."""
+        p = Params(self.dialect)
+        ctes = self.engine._kept_with(p, sorted(set(slot.ks)))
+        layers = [Layer() for _ in range(6)]
+        d = len(slot.ks)
+        for j, (k, e) in enumerate(zip(slot.ks, slot.edges, strict=True)):
+            guess, idx, key = self.bins.key_sql(BinsSlot(k, edges=e), p, j)
+            if guess is not None:
+                layers[3].add(f"gg{j}", guess)
+            if idx is not None:
+                layers[4].add(f"gi{j}", idx)
+            layers[5].add(f"gk{j}", key)
+        cols = [f"gk{j}" for j in range(d)]
+        cliques = [(j,) for j in range(d)] + list(itertools.combinations(range(d), 2))
+        sets = ", ".join("(" + ", ".join(cols[j] for j in c) + ")" for c in cliques)
+        where = " AND ".join(f"{c} >= 0" for c in cols)
+        sql = (f"{ctes} SELECT {', '.join(cols)}, count(*) FROM {chain('kept', layers)} z "
+               f"WHERE {where} GROUP BY GROUPING SETS ({sets})")
+        out: dict[tuple[int, ...], dict[tuple[int, ...], int]] = {c: {} for c in cliques}
+        for row in self.engine._run_sql(sql, p):
+            clique = tuple(j for j in range(d) if row[j] is not None)
+            if clique in out:
+                out[clique][tuple(int(row[j]) for j in clique)] = int(row[d])
+        return out
 
     def run_groups(self, reqs: Sequence[InGroup]) -> None:
         """Compute in-group requests: every group of every grouping in ONE statement.
