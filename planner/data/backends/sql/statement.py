@@ -217,7 +217,7 @@ class OneScan:
         plan = self.bins.plan([r for r in todo if isinstance(r, BinsSlot)], pair_ranks=True)
         keys = self.bins.keys(plan, p, layers)
         marg = [r for r in todo if isinstance(r, MarginalsSlot)]
-        tables: dict[MarginalsSlot, Any] = {}
+        tables: dict[Slot, Any] = {}
         if d.histogram("x") is not None:
             layers[5].cols += [(f"gk{j}", e) for j, e in enumerate(keys)]
             domains = [(-2, 2 * len(g.edges or ()) - 3) if g in plan.ranks else self.bins.domain(g)
