@@ -227,7 +227,8 @@ class OneScan:
             named += [(name, dm) for _, name, dm in joint]
             scalar_row, counted = self.one_aggregate(ctes, p, aggs, layers, named)
             grouped = counted[:len(plan.groups)]
-            tables.update(self.read_marginals(marg, joint, counted[len(plan.groups):]))
+            for slot, found in self.read_marginals(marg, joint, counted[len(plan.groups):]).items():
+                tables[slot] = found
         else:
             scalar_row, grouped = self.grouping_sets(ctes, p, aggs, layers, keys)
         res = self.compiler.slot_results(slots, scalar_row)
