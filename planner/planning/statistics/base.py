@@ -359,11 +359,20 @@ class Statistic(ABC):
     not_offered: ClassVar[Mapping[MechanismName, str]] = {}
     #: True when the MSE lower bound for unbiased mechanisms applies (linear queries).
     linear: ClassVar[bool] = False
+    #: The mechanism a query that names none uses (None: the first of :attr:`mechanisms`).
+    default: ClassVar[MechanismName | None] = None
 
     # ------------------------------------------------------------------ declaration
     @property
     def mechanism_names(self) -> tuple[MechanismName, ...]:
         return tuple(m.name for m in self.mechanisms)
+
+    @property
+    def default_mechanism(self) -> MechanismName:
+        """The best default for a query that names no mechanism: pure (a plan may have
+        δ = 0), exact on integer data, and the statistic's most accurate at a given ε where
+        that does not depend on the data."""
+        return self.default if self.default is not None else self.mechanisms[0].name
 
     def option(self, name: str) -> OptionSpec:
         for o in self.options:

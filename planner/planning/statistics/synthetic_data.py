@@ -99,6 +99,7 @@ from planner.privacy.budget import CompositionRule
 
 if TYPE_CHECKING:
     from planner.core.strict_json import JSON
+    from planner.data.backends.base import Backend
     from planner.privacy.noise import Component
 
 M = MechanismName
@@ -355,7 +356,9 @@ class SyntheticData(Statistic):
         if not isinstance(answer, dict):
             return ()
         recs = answer.get("records")
-        return (AnswerRow("", "synthetic rows", float(len(recs)) if isinstance(recs, list) else None),)
+        n = len(recs) if isinstance(recs, list) else 0
+        # the table itself is its own download: the answer row says how many rows it holds
+        return (AnswerRow("", f"{n} synthetic rows (download the table)", None),)
 
     def simulate(self, pred: Prediction, q: Query, schema: Schema, agg: Aggregate, runs: int,
                  rng: np.random.Generator) -> FloatArray:
@@ -427,3 +430,94 @@ class _Invocations:
         if self._next != len(self._comps):
             raise ReleaseError(f"query {q.id!r}: the synthetic table used {self._next} of its {len(self._comps)} "
                                "planned measurements.")
+
+
+# --------------------------------------------------------------------------- owner-only check
+class MarginalComparison:
+    """The real table's marginals beside a released synthetic table's. DATA-DEPENDENT.
+
+    Computed from the private rows, so it is not private: for the data owner's eyes only,
+    labelled so on screen, and never exported (it has no JSON form, and no report or
+    download reads it). Proportions, not counts, are shown; a pair's table is a heat map.
+
+    Attributes
+    ----------
+    columns : tuple of str
+        The synthetic table's columns.
+    labels : tuple of tuple of str
+        Each column's bin labels.
+    one_way_tvd : tuple of float
+        Each column's TVD between the real and the synthetic 1-way marginal.
+    pair_tvd : dict
+        Every pair (i, j), i < j, with its 2-way TVD.
+    measured : frozenset of (int, int)
+        The pairs the release measured (their TVD is what the prediction covers).
+    """
+
+    def __init__(self, real: MarginalTables, synthetic: IntArray, labels: Sequence[Sequence[str]],
+                 measured: Sequence[Sequence[int]]) -> None:
+        from planner.planning.synth.marginals import marginal
+
+        self.columns = tuple(real.columns)
+        self.labels = tuple(tuple(lab) for lab in labels)
+        self.measured = frozenset(tuple(sorted(int(v) for v in p)) for p in measured if len(p) == 2)
+        dom = Domain(real.columns, real.sizes)
+        self._real = {c: real.table(c).astype(np.float64) for c in real.cliques}
+        self._synth = {c: marginal(synthetic, dom, c) for c in real.cliques}
+        self.rows = int(synthetic.shape[0])
+
+        def safe_tvd(c: tuple[int, ...]) -> float:
+            a, b = self._real[c], self._synth[c]
+            return tvd(a, b) if a.sum() > 0 and b.sum() > 0 else 1.0
+
+        self.one_way_tvd = tuple(safe_tvd((j,)) for j in range(len(self.columns)))
+        self.pair_tvd = {c: safe_tvd(c) for c in real.cliques if len(c) == 2}
+
+    @staticmethod
+    def _props(t: FloatArray) -> FloatArray:
+        s = float(t.sum())
+        return t / s if s > 0 else t
+
+    def one_way(self, j: int) -> list[dict[str, Any]]:
+        """Column j's bins: ``{"bin", "table": "real" | "synthetic", "share"}`` rows."""
+        out = []
+        for table, t in (("real", self._real[(j,)]), ("synthetic", self._synth[(j,)])):
+            for lab, v in zip(self.labels[j], self._props(t).tolist(), strict=True):
+                out.append({"bin": lab, "table": table, "share": float(v)})
+        return out
+
+    def two_way(self, i: int, j: int) -> list[dict[str, Any]]:
+        """Pair (i, j)'s cells: ``{"row", "column", "real", "synthetic", "difference"}``."""
+        c = (min(i, j), max(i, j))
+        real, syn = self._props(self._real[c]), self._props(self._synth[c])
+        a, b = self.labels[c[0]], self.labels[c[1]]
+        return [{"row": a[r], "column": b[k], "real": float(real[r, k]), "synthetic": float(syn[r, k]),
+                 "difference": float(syn[r, k] - real[r, k])}
+                for r in range(len(a)) for k in range(len(b))]
+
+    def worst_pair(self) -> tuple[int, int] | None:
+        """The pair with the largest 2-way TVD (None with one column)."""
+        if not self.pair_tvd:
+            return None
+        c = max(self.pair_tvd, key=lambda p: self.pair_tvd[p])
+        return (c[0], c[1])
+
+    def __repr__(self) -> str:  # never print the private proportions
+        return f"MarginalComparison(columns={list(self.columns)}, rows={self.rows}) [data-dependent, owner only]"
+
+
+def compare_marginals(q: Query, schema: Schema, backend: Backend, answer: JSON) -> MarginalComparison:
+    """The owner-only comparison of a released synthetic table with the real one
+    (DATA-DEPENDENT: the real marginals come from the private rows, through ``backend``)."""
+    records = answer.get("records") if isinstance(answer, dict) else None
+    if q.kind is not QueryKind.SYNTHETIC_DATA or not isinstance(answer, dict) or not isinstance(records, list):
+        raise QueryError(f"{q.where}: only a released synthetic table can be compared with the real table.")
+    real = SyntheticData().aggregate(q, backend)
+    assert isinstance(real, MarginalTables)
+    r = request(q, schema)
+    names = list(r.columns)
+    measured_raw = answer.get("measured")
+    measured = [[names.index(str(c)) for c in p] for p in measured_raw if isinstance(p, list)] \
+        if isinstance(measured_raw, list) else []
+    codes = encode([rec for rec in records if isinstance(rec, dict)], q, schema)
+    return MarginalComparison(real, codes, [r.labels(schema, j) for j in range(len(names))], measured)

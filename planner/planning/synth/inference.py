@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from planner.core.errors import QueryError
-from planner.planning.synth.domain import Clique, Domain, FloatArray, IntArray
+from planner.planning.synth.domain import Clique, Domain, FloatArray
 
 #: Default cap on the cells of one junction-tree clique (8 MB of float64 per table).
 DEFAULT_MAX_CELLS = 1_000_000
@@ -303,12 +303,6 @@ class GraphicalModel:
         elimination on the calibrated tree when no single clique contains it."""
         c = tuple(sorted(int(a) for a in clique))
         return self.total * project(self.tree, self.beliefs, c)
-
-    def sample(self, rows: int, rng: np.random.Generator) -> IntArray:
-        """``rows`` i.i.d. records from p (ancestral sampling; see :func:`planner.planning.synth.sample.sample_model`)."""
-        from planner.planning.synth.sample import sample_model
-
-        return sample_model(self, rows, rng)
 
 
 @dataclass(frozen=True, slots=True)

@@ -61,6 +61,7 @@ from planner.planning.synth.privacy import (
     marginal_sensitivity,
     sigma_for,
 )
+from planner.planning.synth.sample import sample_model
 
 #: (1-way measurements, selection, 2-way measurements) of [MMS21].
 ORIGINAL_SPLIT = (1.0 / 3.0, 1.0 / 3.0, 1.0 / 3.0)
@@ -181,7 +182,7 @@ class SynthFit:
 
     def sample(self, rows: int, rng: np.random.Generator) -> IntArray:
         """``rows`` i.i.d. synthetic records in the ORIGINAL codes (post-processing)."""
-        return self.compression.decode(self.model.sample(rows, rng), rng)
+        return self.compression.decode(sample_model(self.model, rows, rng), rng)
 
     @property
     def total(self) -> float:

@@ -16,15 +16,11 @@ References
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import numpy as np
 
 from planner.core.errors import QueryError
 from planner.planning.synth.domain import FloatArray, IntArray
-
-if TYPE_CHECKING:
-    from planner.planning.synth.inference import GraphicalModel
+from planner.planning.synth.inference import GraphicalModel
 
 
 def _categorical_rows(cond: FloatArray, group: IntArray, rng: np.random.Generator) -> IntArray:
