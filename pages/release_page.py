@@ -14,7 +14,7 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from pages._ui import cached, charts, fmt, frame, lifetime, planfiles, planning
+from pages._ui import cached, charts, fmt, frame, lifetime, planfiles, planning, synthetic
 from pages._ui import state as S
 from pages._ui.preamble import require_dataset
 from planner import release as rel
@@ -204,6 +204,7 @@ if result is None:
             else:
                 rows.append(base | {"label": "", "value": ans.get("value") if isinstance(ans, dict) else ans})
         _show_answers(pd.DataFrame(rows))
+        synthetic.show(stored.answers, {p.query.id: p.query for p in plan.parts}, schema, sj, data, stored.release_id)
     else:
         st.warning(f"Release #{stored.release_id} is recorded as **{stored.status}**: the budget was spent but "
                    "no answers were stored. It is never sampled again, and the spend is never refunded.")
@@ -215,6 +216,8 @@ st.success(f"Released (release #{result.release_id}). These answers are stored; 
               if status else ""))
 csv_text = result.to_csv()
 _show_answers(pd.read_csv(io.StringIO(csv_text), dtype={"label": str, "part": str}))
+synthetic.show({a.query_id: a.answer for a in result.answers}, {p.query.id: p.query for p in plan.parts}, schema, sj,
+               data, result.release_id)
 for w in result.warnings:
     st.warning(w)
 st.caption(f"Exact aggregates computed by the **{cached.backend_name()}** backend; the noise was added by OpenDP.")
