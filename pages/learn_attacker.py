@@ -13,8 +13,8 @@ import streamlit as st
 from pages._ui import demo_charts as dc
 from pages._ui import fmt, frame
 from pages._ui import state as S
-from planner import learn as demos
 from planner.core.errors import PlannerError
+from planner.learn import attacker as demos
 
 
 @st.cache_data(show_spinner=False, max_entries=64)

@@ -12,8 +12,9 @@ import streamlit as st
 from pages._ui import demo_charts as dc
 from pages._ui import fmt, frame
 from pages._ui import state as S
-from planner import learn as demos
 from planner.core.errors import PlannerError
+from planner.learn import composition as demos
+from planner.privacy.accountants import rule as registered_rule
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
@@ -77,14 +78,14 @@ except PlannerError as exc:
     st.error(fmt.plain(str(exc)))
     frame.stop()
 st.altair_chart(dc.accuracy_chart(acc), width="stretch")
-SHORT = {demos.Rule.BASIC: "basic", demos.Rule.ADVANCED: "advanced", demos.Rule.RDP: "Rényi"}
+SHORT = {r: registered_rule(r).short for r in demos.DEMO_RULES}
 table = pd.DataFrame({"questions k": acc.k})
 config: dict[str, object] = {"questions k": st.column_config.NumberColumn(format="%d")}
-for r in demos.Rule:
+for r in demos.DEMO_RULES:
     table[f"ε each ({SHORT[r]})"] = acc.per_query[r]
     config[f"ε each ({SHORT[r]})"] = st.column_config.NumberColumn(
-        format="%.3g", help=f"ε each question may use under the {dc.RULE_LABELS[r]} rule")
-for r in demos.Rule:
+        format="%.3g", help=f"ε each question may use under {dc.RULE_LABELS[r]}")
+for r in demos.DEMO_RULES:
     table[f"error ({SHORT[r]})"] = acc.rmse[r]
     config[f"error ({SHORT[r]})"] = st.column_config.NumberColumn(
         format="±%.3g", help="Typical error of each count in people (RMSE = √2/ε)")
@@ -95,7 +96,7 @@ seed = dc.seed_controls("comp")
 i = int(list(acc.k).index(k_pick))
 g = dc.rng(seed)
 answers = {
-    dc.RULE_LABELS[r]: demos.simulate_count_answers(500.0, float(acc.per_query[r][i]), 2000, g) for r in demos.Rule
+    dc.RULE_LABELS[r]: demos.simulate_count_answers(500.0, float(acc.per_query[r][i]), 2000, g) for r in demos.DEMO_RULES
 }
 st.altair_chart(dc.rule_answers_chart(answers, 500.0), width="stretch")
 st.caption(

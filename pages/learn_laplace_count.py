@@ -12,8 +12,8 @@ import streamlit as st
 from pages._ui import demo_charts as dc
 from pages._ui import fmt, frame
 from pages._ui import state as S
-from planner import learn as demos
 from planner.core.errors import PlannerError
+from planner.learn import laplace_count as demos
 
 EXACT = "within ±10 % (formula)"
 SIMULATED = "within ±10 % (simulated)"

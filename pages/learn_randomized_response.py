@@ -12,8 +12,8 @@ import streamlit as st
 from pages._ui import demo_charts as dc
 from pages._ui import fmt, frame
 from pages._ui import state as S
-from planner import learn as demos
 from planner.core.errors import PlannerError
+from planner.learn import survey as demos
 from planner.planning.mechanisms import randomized_response as rr
 
 DESIGNS = {

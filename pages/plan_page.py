@@ -120,7 +120,7 @@ if mode == "manual":
     except PlannerError as exc:
         st.error(fmt.plain(str(exc)))
     else:
-        fits = total <= s_now.epsilon
+        fits = s_now.budget.fits(total)  # the one test of fitting: the ledger's
         manual_refused = not fits
         (st.success if fits else st.error)(
             f"These shares cost **ε = {total:.6g}** under the **{s_now.rule}** rule, "

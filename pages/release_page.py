@@ -69,7 +69,8 @@ def _do_release() -> None:
         exact_aggregates(engine, cached.parse_queries(v.wl_json, sj))
         # ... and the same refusal of unreadable cells as `planner release` and the scripts
         check_backend(engine)
-        result = rel.release(v.plan, schema, engine, led, data.ledger_key, data.name)
+        # the content key: the release is recorded on this version of the dataset
+        result = rel.release(v.plan, schema, engine, led, data.content or data.ledger_key, data.name)
     except PlannerError as exc:
         ss[S.RELEASE_ERROR] = str(exc)
         return
@@ -86,10 +87,8 @@ def _cancel() -> None:
 
 
 stored = None
-if s.lifetime is not None:
-    for rec in led.releases(data.ledger_key):
-        if rec.plan_hash == plan_hash:
-            stored = rec
+if s.lifetime is not None:  # this plan on this content, released before: shown, never drawn again
+    stored = led.stored_release(data.ledger_key, plan_hash, digest=data.content)
 
 if ss[S.CONFIRMED]:  # AppTest drives the dialog through this flag (it loses clicks inside st.dialog)
     _do_release()

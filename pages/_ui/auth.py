@@ -139,12 +139,27 @@ def _sign_in() -> None:
     ss[ERROR] = None
     try:
         p = cached.get_ledger_default().authenticate(str(ss.get("auth:user") or "").strip(),
-                                                    str(ss.get("auth:password") or ""))
+                                                    str(ss.get("auth:password") or ""), client=_client())
     except PlannerError as exc:
         ss[ERROR] = str(exc)
     else:
         ss[PRINCIPAL] = p.to_dict()
     ss["auth:password"] = ""
+
+
+def _client() -> str:
+    """Who is signing in, for the engine's throttle of failed sign-ins: the client's address
+    as Streamlit sees it (behind a proxy, the proxy's), else this browser session."""
+    try:
+        address = st.context.ip_address
+    except Exception:  # an older Streamlit, or no request in this context
+        address = None
+    if address:
+        return f"ip:{address}"
+    from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+    ctx = get_script_run_ctx()
+    return f"session:{ctx.session_id}" if ctx is not None else "app"
 
 
 def sign_out() -> None:

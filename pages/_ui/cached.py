@@ -182,19 +182,26 @@ def data_path(data: Active) -> str:
 
 
 @st.cache_resource
-def get_ledger(url: str | None) -> Ledger:
-    """One ledger per process and URL (``$PLANNER_LEDGER_URL`` or the default)."""
+def get_ledger(url: str | None, oidc_roles: str | None = None) -> Ledger:
+    """One ledger per process, URL and OpenID Connect role map (JSON; ``None`` when sign-in
+    by OpenID Connect is not configured, and then the engine refuses ``oidc:`` principals)."""
+    import json
+
     from planner.ledger import Ledger
 
-    return Ledger(url)
+    return Ledger(url, oidc_roles=None if oidc_roles is None else json.loads(oidc_roles))
 
 
 def get_ledger_default() -> Ledger:
     """The process's ledger (``$PLANNER_LEDGER_URL`` or the default), acting for nobody in
     particular: only :mod:`pages._ui.auth` uses it directly (to sign in)."""
+    import json
     import os
 
-    return get_ledger(os.environ.get("PLANNER_LEDGER_URL"))
+    from . import auth
+
+    roles = json.dumps(dict(auth.oidc_roles()), sort_keys=True, default=list) if auth.oidc_configured() else None
+    return get_ledger(os.environ.get("PLANNER_LEDGER_URL"), roles)
 
 
 def ledger() -> Ledger:
@@ -224,10 +231,18 @@ class Active:
         computes in its scan, so the same table is one budget in the app and the CLI
         whatever its file format, row order or line endings. ``None`` until a schema is
         declared (the digest covers the declared columns)."""
+        ck = self.content
+        if ck is None:
+            return None
+        return resolved_key(ck, self.fingerprint) or ck
+
+    @functools.cached_property
+    def content(self) -> str | None:
+        """The key of the table's content under the declared schema (what a release records
+        as the version it was made on); ``None`` until a schema is declared."""
         if self.schema_json is None:
             return None
-        ck = content_key(self.fingerprint, self.schema_json, self.df)
-        return resolved_key(ck, self.fingerprint) or ck
+        return content_key(self.fingerprint, self.schema_json, self.df)
 
 
 def resolved_key(content: str, file_fp: str) -> str | None:

@@ -19,6 +19,9 @@ import pandas as pd
 import streamlit as st
 
 from planner import learn as demos
+from planner.learn import composition
+from planner.privacy.accountants import rule as registered_rule
+from planner.privacy.budget import CompositionRule
 
 ROOT = Path(__file__).resolve().parents[2]
 CENSUS_CSV = ROOT / "data" / "census.csv"
@@ -38,18 +41,13 @@ EPSILON_HELP = (
 _AUTOSIZE = alt.AutoSizeParams(type="fit-x", contains="padding")
 _LEGEND_BOTTOM: dict[str, Any] = {"orient": "bottom", "direction": "vertical", "labelLimit": 0, "title": None}
 
-#: One colour per composition rule, the same on every chart of the composition demo.
-RULE_COLOURS = {
-    "basic: add up every ε": "#7f7f7f",
-    "advanced, textbook formula (Dwork–Rothblum–Vadhan)": "#f58518",
-    "advanced, best proven bound": "#4c78a8",
-    "Rényi DP (exact for Laplace noise)": "#54a24b",
-}
-RULE_LABELS = {
-    demos.Rule.BASIC: "basic: add up every ε",
-    demos.Rule.ADVANCED: "advanced, best proven bound",
-    demos.Rule.RDP: "Rényi DP (exact for Laplace noise)",
-}
+#: Each compared rule's label, from the rule registry (its full name), and the textbook
+#: advanced-composition formula the composition demo draws beside them.
+RULE_LABELS = {r: registered_rule(r).full for r in composition.DEMO_RULES}
+DRV_LABEL = "advanced, textbook formula (Dwork–Rothblum–Vadhan)"
+#: One colour per curve, the same on every chart of the composition demo.
+RULE_COLOURS = dict(zip((RULE_LABELS[CompositionRule.BASIC], DRV_LABEL, RULE_LABELS[CompositionRule.ADVANCED],
+                         RULE_LABELS[CompositionRule.RDP]), ("#7f7f7f", "#f58518", "#4c78a8", "#54a24b"), strict=True))
 
 
 # ----------------------------------------------------------------------------- widgets
@@ -419,13 +417,13 @@ def sample_chart(points: np.ndarray[Any, Any], title: str) -> alt.LayerChart:
     return (bars + dens).properties(autosize=_AUTOSIZE, height=200, title=_title(title, "dashed: the true shape"))
 
 
-def composition_chart(c: demos.CompositionCurves) -> alt.LayerChart:
+def composition_chart(c: composition.CompositionCurves) -> alt.LayerChart:
     """Total ε against the number of queries k, per rule (log-log)."""
     series = {
-        "basic: add up every ε": c.basic,
-        "advanced, textbook formula (Dwork–Rothblum–Vadhan)": c.drv,
-        "advanced, best proven bound": c.advanced,
-        "Rényi DP (exact for Laplace noise)": c.rdp,
+        RULE_LABELS[CompositionRule.BASIC]: c.basic,
+        DRV_LABEL: c.drv,
+        RULE_LABELS[CompositionRule.ADVANCED]: c.advanced,
+        RULE_LABELS[CompositionRule.RDP]: c.rdp,
     }
     df = pd.concat(pd.DataFrame({"k": c.k, "total ε": v, "rule": k}) for k, v in series.items())
     lines = alt.Chart(df).mark_line(strokeWidth=2).encode(
@@ -446,11 +444,11 @@ def composition_chart(c: demos.CompositionCurves) -> alt.LayerChart:
     )
 
 
-def accuracy_chart(acc: demos.AccuracyPerRule) -> alt.Chart:
+def accuracy_chart(acc: composition.AccuracyPerRule) -> alt.Chart:
     """Per-query Laplace RMSE against k for a fixed total ε, per rule (log-log)."""
     df = pd.concat(
         pd.DataFrame({"k": acc.k, "RMSE": acc.rmse[r], "ε per query": acc.per_query[r], "rule": RULE_LABELS[r]})
-        for r in demos.Rule
+        for r in composition.DEMO_RULES
     )
     return (
         alt.Chart(df)

@@ -14,6 +14,8 @@ import streamlit as st
 
 from planner.core.errors import PlannerError
 from planner.ledger import resolve_dataset
+from planner.privacy.accountants import rule as registered_rule
+from planner.privacy.budget import CompositionRule
 
 from . import cached, fmt
 from . import state as S
@@ -47,7 +49,7 @@ def _values() -> tuple[float | None, float, str]:
     d = _draft()
     delta = d["delta"] if d["delta"] is not None else ss[S.DELTA]
     rule = d["rule"] if d["rule"] is not None else ss[S.RULE]
-    return d["epsilon"], float(delta) if isinstance(delta, (int, float)) else 1e-6, rule if rule in S.RULES else "rdp"
+    return d["epsilon"], float(delta) if isinstance(delta, (int, float)) else 1e-6, rule if rule in S.RULES else CompositionRule.RDP
 
 
 def _typed(field: str, wk: str) -> None:
@@ -79,6 +81,82 @@ def _set(page: str, fingerprint: str, file_fp: str, name: str, sampling: Any = N
     S.notice(page, f"Lifetime budget set: ε = {eps:g}, δ = {delta:g}, {rule} rule.")
 
 
+def _join(page: str, dataset_key: str, content: str, file_fp: str) -> None:
+    """on_click: record this file as a new version of a registered dataset (same budget)."""
+    ss = st.session_state
+    ss[_ERROR] = None
+    try:
+        led = cached.ledger()
+        led.add_version(dataset_key, content)
+        resolve_dataset(led, (content, file_fp))
+    except PlannerError as exc:
+        ss[_ERROR] = {"page": page, "text": str(exc)}
+        return
+    S.notice(page, "This file is now a version of that dataset: its releases draw on the same lifetime budget.")
+
+
+def _declare(page: str, content: str, file_fp: str, schema_hash: str, sampling: Any = None) -> None:
+    """on_click: declare a separate dataset for this file, under a new unique name (owners)."""
+    ss = st.session_state
+    ss[_ERROR] = None
+    eps, delta, rule = ss.get(f"{page}:declare_eps"), ss.get(f"{page}:declare_delta"), ss.get(f"{page}:declare_rule")
+    name = str(ss.get(f"{page}:declare_name") or "").strip()
+    if eps is None or not name or delta is None or rule not in S.RULES:
+        ss[_ERROR] = {"page": page, "text": "Type the new dataset's name and its lifetime ε."}
+        return
+    try:
+        led = cached.ledger()
+        led.declare_dataset(name, eps, delta, rule, schema_hash=schema_hash, digest=content, sampling=sampling)
+        resolve_dataset(led, (content, file_fp))
+    except PlannerError as exc:
+        ss[_ERROR] = {"page": page, "text": str(exc)}
+        return
+    ss[S.RULE] = rule
+    S.notice(page, f"Dataset {name!r} declared with its own lifetime budget ε = {eps:g}, δ = {delta:g}, {rule} rule.")
+
+
+def _identity_choice(data: cached.Active, page: str) -> bool:
+    """When this file is new to the ledger but a dataset of its name (or with its schema)
+    has a lifetime budget, say which and offer what to do; True when shown (then the form
+    that would register a new budget is not)."""
+    assert data.ledger_key is not None and data.schema is not None
+    try:
+        ident = cached.ledger().identify(data.ledger_key, name=data.name, schema_hash=data.schema.schema_hash())
+    except PlannerError:
+        return False
+    if ident.known or (ident.dataset is None and not ident.resembles):
+        return False
+    alike = [ident.dataset] if ident.dataset is not None else list(ident.resembles)
+    first = alike[0]
+    if ident.dataset is not None:
+        st.info(f"This file is new to the ledger, and a dataset named **{fmt.plain(first.name)}** already has a "
+                f"lifetime budget (ε = {first.epsilon:g}). A table that comes back with rows added or edited, "
+                "re-encoded or with more columns is a new version of the same dataset and draws on the same "
+                "budget.", icon=":material/merge:")
+    else:
+        st.warning(fmt.plain(ident.advice), icon=":material/merge:")
+    for ds in alike:
+        st.button(f"Release it as a new version of {ds.name}", type="primary", key=f"{page}:join:{ds.fingerprint}",
+                  on_click=_join, args=(page, ds.fingerprint, data.ledger_key, data.fingerprint))
+    from . import auth
+
+    if auth.is_owner():
+        with st.expander("It is a different table about other people: declare a separate dataset"):
+            st.caption("A second lifetime budget is a deliberate, recorded decision: give the dataset its own name. "
+                       "Use it only when this table is not a version of the one above.")
+            st.text_input("New dataset's name (unique)", key=f"{page}:declare_name")
+            _, delta, rule = _values()
+            c1, c2, c3 = st.columns(3)
+            c1.number_input("Its lifetime ε", step=0.5, format="%g", key=f"{page}:declare_eps", value=None,
+                            placeholder="e.g. 2")
+            c2.number_input("Its lifetime δ", step=1e-7, format="%g", key=f"{page}:declare_delta", value=delta)
+            c3.selectbox("Composition rule", S.RULES, key=f"{page}:declare_rule", index=S.RULES.index(rule),
+                         format_func=rule_label)
+            st.button("Declare the separate dataset", key=f"{page}:declare", on_click=_declare,
+                      args=(page, data.ledger_key, data.fingerprint, data.schema.schema_hash(), data.schema.sampling))
+    return True
+
+
 def set_form(data: cached.Active, page: str) -> None:
     """The fields and the button that set a dataset's lifetime budget (while none is set);
     for a session that is not an owner, who may set it (the engine refuses anyone else)."""
@@ -97,6 +175,11 @@ def set_form(data: cached.Active, page: str) -> None:
     if not auth.is_owner():
         st.info("Only an owner of the organisation sets a dataset's lifetime budget and grants analysts a share of "
                 "it. Ask an owner to register this dataset and grant you a budget on it.", icon=":material/lock:")
+        return
+    if data.schema is not None and _identity_choice(data, page):
+        err = ss.get(_ERROR)
+        if err and err.get("page") == page:
+            st.error(fmt.plain(err["text"]))
         return
     st.markdown(STATEMENT)
     eps, delta, rule = _values()
@@ -123,11 +206,6 @@ def set_form(data: cached.Active, page: str) -> None:
     err = ss.get(_ERROR)
     if err and err.get("page") == page:
         st.error(fmt.plain(err["text"]))
-
-
-_RULE_SHORT = {"basic": "add up every ε", "advanced": "Kairouz–Oh–Viswanath",
-               "rdp": "Rényi DP", "zcdp": "zero-concentrated DP",
-               "pld": "optimal: privacy loss distributions"}
 
 
 def metrics(status: BudgetStatus) -> None:
@@ -206,4 +284,5 @@ def over_budget(pv: ReleasePreview) -> str:
 
 
 def rule_label(rule: str) -> str:
-    return f"{rule} ({_RULE_SHORT.get(rule, rule)})"
+    """A rule as the selectors show it: its name and gist from the rule registry."""
+    return registered_rule(rule).label

@@ -20,7 +20,8 @@ import streamlit as st
 
 from planner.core.errors import LedgerError, PermissionDenied, PlannerError
 from planner.data.schema import Schema
-from planner.privacy.budget import check_delta, check_epsilon
+from planner.privacy.accountants.base import as_rule
+from planner.privacy.budget import Budget, CompositionRule, SplitMode, check_delta, check_epsilon
 
 from . import cached
 from . import state as S
@@ -35,10 +36,10 @@ if TYPE_CHECKING:  # imported when first used: the Data page draws without the o
 class Settings:
     """The owner's choices for the next release, as the engine will receive them."""
 
-    mode: str
+    mode: SplitMode
     epsilon: float
     delta: float
-    rule: str
+    rule: CompositionRule
     relative: bool
     pins: cached.Pins  # weighted mode: shares held fixed
     manual: cached.Pins  # manual mode: every share
@@ -48,6 +49,11 @@ class Settings:
     def rule_fixed(self) -> bool:
         """True when the dataset's lifetime budget fixes the rule."""
         return self.lifetime is not None
+
+    @property
+    def budget(self) -> Budget:
+        """This release's budget (ε, δ, rule) as the engine's one budget value."""
+        return Budget(self.epsilon, self.delta, self.rule)
 
 
 @dataclass(frozen=True)
@@ -100,8 +106,8 @@ def settings(data: cached.Active) -> Settings:
     status = lifetime(data.ledger_key)
     eps = check_epsilon(ss[S.EPSILON], "ε (this release)")
     delta = check_delta(ss[S.DELTA], "δ")
-    rule = status.rule.value if status is not None else str(ss[S.RULE])
-    mode = str(ss[S.MODE]) if ss[S.MODE] in S.MODES else "weighted"
+    rule = status.rule if status is not None else as_rule(ss[S.RULE])
+    mode = SplitMode(ss[S.MODE]) if ss[S.MODE] in S.MODES else SplitMode.WEIGHTED
     return Settings(mode, eps, delta, rule, bool(ss[S.RELATIVE]), pins_of(ss[S.PINS]), pins_of(ss[S.MANUAL]), status)
 
 

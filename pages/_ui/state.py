@@ -22,6 +22,8 @@ from typing import Any
 
 import streamlit as st
 
+from planner.privacy.budget import CompositionRule, SplitMode
+
 ROOT = Path(__file__).resolve().parents[2]
 DATA_DIR = ROOT / "data"
 
@@ -87,12 +89,13 @@ RELEASE_ERROR = "keep.release.error"
 LEDGER_DATASET = "keep.ledger.dataset"
 NOTICE = "keep.notice"  # a one-off success message for the next run ({"page": ..., "text": ...})
 
-#: The engine's composition rules (``planner.privacy.budget.CompositionRule``), in its order: the
-#: optimal accountant (``pld``, privacy loss distributions) last.
-RULES = ("basic", "advanced", "rdp", "zcdp", "pld")
-MODES = ("weighted", "equal", "manual", "target")
-MODE_LABELS = {"weighted": "optimal split", "equal": "equal split", "manual": "manual split",
-               "target": "meet targets"}
+#: The engine's composition rules, as enums (``planner.privacy.budget.CompositionRule``), in the
+#: rule registry's order (``planner.privacy.accountants.RULES`` checks the two agree): the optimal accountant (``pld``, privacy loss distributions) last.
+RULES: tuple[CompositionRule, ...] = tuple(CompositionRule)
+#: The split modes, as enums (``planner.privacy.budget.SplitMode``).
+MODES: tuple[SplitMode, ...] = tuple(SplitMode)
+MODE_LABELS: dict[SplitMode, str] = {SplitMode.WEIGHTED: "optimal split", SplitMode.EQUAL: "equal split",
+                                     SplitMode.MANUAL: "manual split", SplitMode.TARGET: "meet targets"}
 
 CENSUS_WORKLOAD: list[dict[str, Any]] = [
     {"id": "people", "kind": "count", "column": None, "mechanism": "laplace", "weight": 1.0, "target": 500.0},
@@ -164,8 +167,8 @@ _DEFAULTS: dict[str, Any] = {
     EDITOR_VERSION: 0,
     EPSILON: 1.0,
     DELTA: 1e-6,
-    RULE: "rdp",
-    MODE: "weighted",
+    RULE: CompositionRule.RDP,
+    MODE: SplitMode.WEIGHTED,
     RELATIVE: True,
     PINS: {},
     MANUAL: {},

@@ -1,4 +1,14 @@
-"""Brent's root finder, SciPy's own routine, without importing :mod:`scipy.optimize`.
+"""The root-finders: Brent's method (SciPy's own routine, without importing
+:mod:`scipy.optimize`), and bisection on a monotone predicate, scalar, vectorised and over
+the integers.
+
+Every bracketing search of the engine goes through here, so each is written once:
+:func:`brentq` for a root of a continuous function, :func:`bisect` and :func:`bisect_array`
+for the crossing of a monotone yes/no question (the feasible end of a budget, a target met),
+:func:`bisect_integer` and :func:`least_integer` over the whole numbers.
+
+Brent's method
+--------------
 
 ``planner release`` solves one equation to scale a plan's noise to its budget
 (:func:`planner.planning.allocation._scale_to_budget`). ``from scipy import optimize`` costs 0.3-0.5 s
@@ -102,3 +112,98 @@ def brentq(f: Callable[[float], float], a: float, b: float, *, xtol: float, rtol
         return fx
 
     return float(routine(checked, a, b, xtol, rtol, int(maxiter), (), False, True))
+
+
+def bisect(high: Callable[[float], bool], lo: float, hi: float, *, iterations: int, geometric: bool = False,
+           done: Callable[[float, float], bool] | None = None) -> tuple[float, float]:
+    """Shrink [lo, hi] around the point where the monotone question ``high`` turns true.
+
+    Each step asks ``high(mid)`` at mid = (lo + hi)/2 (or √(lo·hi) with ``geometric``, for a
+    positive bracket spanning decades) and keeps the half holding the crossing: hi = mid
+    when true, else lo = mid. Stops after ``iterations`` steps, or after a step when
+    ``done(lo, hi)``. Returns the final (lo, hi): ``high`` was false at every lo it set and
+    true at every hi (so the caller keeps the feasible end it needs).
+
+    The steps are the classic loop's, in the same order with the same midpoints, so a
+    result is the same float as the hand-written loop it replaces.
+
+    Examples
+    --------
+    >>> lo, hi = bisect(lambda x: x * x >= 2.0, 0.0, 2.0, iterations=60)
+    >>> round(lo, 12), hi - lo < 1e-15
+    (1.414213562373, True)
+    """
+    for _ in range(iterations):
+        mid = math.sqrt(lo * hi) if geometric else (lo + hi) / 2.0
+        if high(mid):
+            hi = mid
+        else:
+            lo = mid
+        if done is not None and done(lo, hi):
+            break
+    return lo, hi
+
+
+def bisect_array(high: Callable[[Any], Any], lo: Any, hi: Any, *, iterations: int,
+                 done: Callable[[Any, Any], bool] | None = None,
+                 midpoint: Callable[[Any, Any], Any] | None = None) -> tuple[Any, Any]:
+    """:func:`bisect` on NumPy arrays of brackets at once: ``high`` maps an array of
+    midpoints to an array of booleans; every bracket takes the same number of steps,
+    stopping early after a step when ``done(lo, hi)`` (one bool for all). Midpoints are
+    (lo + hi)/2, or ``midpoint(lo, hi)`` (e.g. ⌊(lo + hi)/2⌋ for a search over the integers).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> lo, hi = bisect_array(lambda x: x * x >= np.array([2.0, 9.0]), np.zeros(2), np.full(2, 4.0), iterations=60)
+    >>> [round(float(x), 9) for x in lo]
+    [1.414213562, 3.0]
+    """
+    import numpy as np
+
+    for _ in range(iterations):
+        mid = (lo + hi) / 2.0 if midpoint is None else midpoint(lo, hi)
+        up = high(mid)
+        hi = np.where(up, mid, hi)
+        lo = np.where(up, lo, mid)
+        if done is not None and done(lo, hi):
+            break
+    return lo, hi
+
+
+def bisect_integer(high: Callable[[int], bool], lo: int, hi: int) -> tuple[int, int]:
+    """:func:`bisect` over the whole numbers: shrink [lo, hi] to two neighbours (hi − lo ≤ 1)
+    around the point where the monotone ``high`` turns true, at mid = ⌊(lo + hi)/2⌋.
+
+    Examples
+    --------
+    >>> bisect_integer(lambda n: n * n >= 50, 0, 100)
+    (7, 8)
+    """
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if high(mid):
+            hi = mid
+        else:
+            lo = mid
+    return lo, hi
+
+
+def least_integer(holds: Callable[[int], bool], start: int = 1, limit: int | None = None) -> int | None:
+    """The least whole number n ≥ ``start`` with ``holds(n)``, for a question that, once true,
+    stays true (monotone): doubling from ``start`` until it holds, then bisection between
+    the last two. None when it does not hold at ``limit`` (checked first, when given).
+
+    Examples
+    --------
+    >>> least_integer(lambda n: n * n >= 50)
+    8
+    >>> least_integer(lambda n: n > 10, limit=5) is None
+    True
+    """
+    if limit is not None and not holds(limit):
+        return None
+    lo, hi = start - 1, start  # holds(lo) is false (or lo is below start)
+    while not holds(hi):
+        lo, hi = hi, hi * 2 if limit is None else min(hi * 2, limit)
+    return bisect_integer(holds, lo, hi)[1]

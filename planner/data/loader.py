@@ -464,6 +464,8 @@ def _read_header(
         raise DataError(f"file {label!r}: the header row cannot be read; check its quotes.") from exc
     if len(header) > MAX_COLUMNS:
         raise too_many_columns(label, f"{len(header):,} in the header")
+    if header and header[0].startswith(BOM):
+        raise extra_marks(label, 1 + len(header[0]) - len(header[0].lstrip(BOM)))
     _check_header(header, label)
     if all(_NUMBER.match(h) for h in header):
         raise DataError(
@@ -471,6 +473,24 @@ def _read_header(
             f"{len(header)} fields are numbers); add a header row with the column names."
         )
     return delimiter, header
+
+
+#: The byte-order mark, U+FEFF: at the start of a UTF-8 file, its encoding's signature.
+BOM: Final[str] = "\ufeff"
+
+
+def extra_marks(label: str, marks: int) -> DataError:
+    """The error for a text file that starts with more than one byte-order mark.
+
+    The first mark is UTF-8's signature and is read past; a second is a character (ZERO
+    WIDTH NO-BREAK SPACE) at the start of the first column's name, which would then not
+    be the name the schema declares, while the header shows it. Every route refuses it
+    with this message (the header is read by :func:`_read_header` on every route)."""
+    return DataError(
+        f"file {label!r} starts with {marks} byte-order marks (U+FEFF); a UTF-8 file carries at most "
+        "one, and the others would be an invisible part of the first column's name. Save the file "
+        "again as UTF-8 (with or without one byte-order mark)."
+    )
 
 
 def _check_header(names: list[str], label: str) -> None:

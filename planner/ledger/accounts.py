@@ -301,7 +301,8 @@ def principal_from_oidc(claims: Mapping[str, Any], roles: Mapping[str, Any]) -> 
     ----------
     claims : mapping
         The identity token's claims: ``email`` (required), ``email_verified`` (when the
-        provider sends it, it must be true), ``name``, ``sub``, ``is_logged_in``.
+        provider sends it, it must be the boolean ``true``: a string is refused),
+        ``name``, ``sub``, ``is_logged_in``.
     roles : mapping
         ``[planner.roles]`` from ``secrets.toml``: lists ``owners``, ``analysts``,
         ``viewers`` of addresses or ``*@domain`` patterns. The highest matching role wins.
@@ -323,7 +324,8 @@ def principal_from_oidc(claims: Mapping[str, Any], roles: Mapping[str, Any]) -> 
     >>> p.subject, p.role.value
     ('oidc:ana@example.org', 'analyst')
     """
-    if not isinstance(claims, Mapping) or claims.get("is_logged_in") is False:
+    if not isinstance(claims, Mapping) or claims.get("is_logged_in", True) is not True:
+        # strict: only the boolean true (a string "false" or a 0 is not a sign-in)
         raise PermissionDenied("not signed in. Sign in with your organisation's account.")
     email = claims.get("email")
     if not isinstance(email, str) or "@" not in email or len(email) > 320:
@@ -331,9 +333,12 @@ def principal_from_oidc(claims: Mapping[str, Any], roles: Mapping[str, Any]) -> 
             "the identity provider sent no e-mail address; the planner maps roles by e-mail. "
             "Ask the administrator to request the 'email' scope."
         )
-    if claims.get("email_verified") is False:
+    verified = claims.get("email_verified", True)
+    if verified is not True:  # strict: a string "false" (or "true") is not a boolean claim
         raise PermissionDenied(
-            "the identity provider says this e-mail address is not verified; verify it first."
+            "this e-mail address is not verified (the identity provider's email_verified claim "
+            f"is {'false' if verified is False else 'not a boolean'}); verify it, or ask the "
+            "administrator to configure the provider to send a boolean email_verified claim."
         )
     email = email.strip().lower()
     if not isinstance(roles, Mapping):

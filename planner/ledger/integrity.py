@@ -165,6 +165,12 @@ class VerifyReport:
         """No problem found."""
         return not self.problems
 
+    def without_counts(self) -> VerifyReport:
+        """The report as a caller who is not an owner sees it: the problems (which name
+        tables and rows, never values), not how many datasets, accounts, grants and journal
+        entries the ledger holds."""
+        return VerifyReport(self.url, self.ledger_id, 0, None, self.marker, None, self.problems, {})
+
     def to_dict(self) -> dict[str, Any]:
         """JSON-able form."""
         return {

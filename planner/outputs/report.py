@@ -26,12 +26,13 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Final
 
-from planner.core.errors import PlannerError
+from planner.outputs.render import render_svg
 from planner.outputs.synthetic import synthetic_columns, synthetic_preview, synthetic_tables
 from planner.planning.plan_spec import PlanOutcome, PlanSpec, build_plan, compare_spec
 from planner.planning.queries import Predicate, Query
 from planner.planning.statistics import statistic
 from planner.planning.workload import Plan, Prediction, SplitMode
+from planner.privacy.accountants import rule as rule_of
 
 if TYPE_CHECKING:
     from planner.ledger import BudgetStatus, HistoryPoint
@@ -66,12 +67,14 @@ SOURCES: Final = (
 SAMPLING_SOURCE: Final = (
     "Borja Balle, Gilles Barthe and Marco Gaboardi, <i>Privacy amplification by subsampling: tight "
     "analyses via couplings and divergences</i>, NeurIPS 2018.")
-RULE_WORDS: Final = {
-    "basic": "basic composition (the ε of the answers add up)",
-    "advanced": "advanced composition (Kairouz, Oh and Viswanath)",
-    "rdp": "Rényi differential privacy (Mironov)",
-    "zcdp": "zero-concentrated differential privacy (Bun and Steinke)",
-}
+
+
+def rule_words(name: str) -> str:
+    """A composition rule as the report names it: its full name from the rule registry
+    (:func:`planner.privacy.accountants.rule`), never its code ("pld")."""
+    return rule_of(name).full
+
+
 MODE_WORDS: Final = {
     "weighted": "the split that makes the weighted errors smallest overall",
     "target": "the least ε that meets every question's error target",
@@ -81,23 +84,7 @@ MODE_WORDS: Final = {
 
 
 # --------------------------------------------------------------------------- charts
-def render_svg(spec: Mapping[str, Any]) -> str:
-    """An SVG drawing of a Vega-Lite specification, rendered offline (vl-convert).
-
-    Raises
-    ------
-    PlannerError
-        vl-convert is not installed, or the specification cannot be rendered.
-    """
-    try:
-        import vl_convert as vlc
-    except ImportError as exc:  # pragma: no cover - a declared dependency
-        raise PlannerError("the report's charts need vl-convert-python (pip install vl-convert-python).") from exc
-    try:
-        svg = str(vlc.vegalite_to_svg(dict(spec)))
-    except Exception as exc:  # vl-convert raises ValueError with the Vega message
-        raise PlannerError(f"a chart of the report could not be drawn ({type(exc).__name__}).") from exc
-    return svg[svg.index("<svg"):] if "<svg" in svg else svg
+# drawn by planner.outputs.render.render_svg: in a worker process, text made printable
 
 
 def _base(title: str, values: list[dict[str, Any]]) -> dict[str, Any]:
@@ -147,7 +134,8 @@ def rules_chart(rows: Sequence[Mapping[str, Any]], mode: str) -> dict[str, Any]:
     (weighted and equal splits), or the ε it charges (manual and target)."""
     errors = mode in (SplitMode.WEIGHTED.value, SplitMode.EQUAL.value)
     field = "factor" if errors else "epsilon"
-    values = [{"rule": r["rule"], field: r[field], "in force": "in force" if r["in_force"] else "alternative"}
+    values = [{"rule": r.get("label", r["rule"]), field: r[field],
+               "in force": "in force" if r["in_force"] else "alternative"}
               for r in rows if r.get(field) is not None]
     title = ("Typical error under each rule, relative to the best rule (1 = best)" if errors
              else "ε charged under each rule")
@@ -216,8 +204,8 @@ def rule_rows(rule_in_force: str, comparison: Mapping[str, Mapping[str, Any] | s
     best = min(objectives) if objectives else None
     out = []
     for rule, v in comparison.items():
-        row: dict[str, Any] = {"rule": rule, "in_force": rule == rule_in_force, "epsilon": None,
-                               "factor": None, "note": ""}
+        row: dict[str, Any] = {"rule": rule, "label": rule_words(rule), "in_force": rule == rule_in_force,
+                               "epsilon": None, "factor": None, "note": ""}
         if isinstance(v, Mapping):
             row["epsilon"] = float(v["used_epsilon"])
             if best is not None and "objective" in v and best > 0:
@@ -269,7 +257,7 @@ def guarantee_text(spec: PlanSpec) -> list[str]:
         f"it changes by at most a factor <b>e<sup>ε</sup></b> depending on {relation}"
         + (f", except with a probability of at most <b>δ = {delta:g}</b>." if delta > 0 else "."),
         f"<b>How much.</b> This plan spends <b>ε = {eps:g}</b> in all (composed under "
-        f"{html.escape(RULE_WORDS.get(spec.rule.value, spec.rule.value))}): any published outcome is at most "
+        f"{html.escape(rule_words(spec.rule))}): any published outcome is at most "
         f"{factor:,.3g} times more (or less) likely with the person's data than without it. An attacker who "
         "already knows everything about everybody else cannot learn much more about the person than that bound "
         "allows, whatever they know or compute (Garivier; Borealis AI)." + sample,
@@ -411,7 +399,7 @@ def _head_section(
         f"<title>{_e(heading)}</title><style>{CSS}</style></head><body>",
         f"<h1>{_e(heading)}</h1>",
         f'<p class="meta">Made with the Privacy Budget Planner on {when}. Mode: {_e(MODE_WORDS[spec.mode])}; '
-        f"composition rule: {_e(RULE_WORDS.get(a.rule.value, a.rule.value))}; δ = {a.delta:g}.</p>",
+        f"composition rule: {_e(rule_words(a.rule))}; δ = {a.delta:g}.</p>",
         '<p class="note">' + (
             f"This release spent <b>ε = {_num(plan.used_epsilon)}</b> of the dataset's privacy budget on "
             f"{n_questions} questions." if released else
@@ -459,10 +447,10 @@ def _rules_section(spec: PlanSpec, plan: Plan) -> list[str]:
     out = ["<h2>The composition rule, and what the alternatives would have cost</h2>"]
     rows = rule_rows(spec.rule.value, compare_spec(spec))
     out.append(f"<p>The budget of all the answers together is accounted under "
-               f"<b>{_e(RULE_WORDS.get(a.rule.value, a.rule.value))}</b>. The same plan under the other rules:</p>")
+               f"<b>{_e(rule_words(a.rule))}</b>. The same plan under the other rules:</p>")
     errors = spec.mode in ("weighted", "equal")
     out.append(_table(["rule", "ε charged", *(["typical error × the best rule's"] if errors else []), "note"],
-                      [[RULE_WORDS.get(r["rule"], r["rule"]) + (" (in force)" if r["in_force"] else ""),
+                      [[r["label"] + (" (in force)" if r["in_force"] else ""),
                         r["epsilon"], *([r["factor"]] if errors else []), r["note"]] for r in rows],
                       numeric=[1, 2] if errors else [1]))
     out.append(_rule_sentence(rows, spec.mode))
@@ -480,7 +468,7 @@ def _ledger_section(status: BudgetStatus | None, history: Sequence[HistoryPoint]
         return out
     remaining = max(status.epsilon_remaining, 0.0) if math.isfinite(status.epsilon_remaining) else 0.0
     out.append(_table(["lifetime ε", "lifetime δ", "rule", "spent so far", "remaining", "releases"],
-                      [[status.epsilon_total, status.delta_total, status.rule.value, status.epsilon_spent,
+                      [[status.epsilon_total, status.delta_total, rule_words(status.rule), status.epsilon_spent,
                         remaining, status.releases]], numeric=[0, 1, 3, 4, 5]))
     out.append("<p>Every release is recorded before any noise is drawn; nothing is ever refunded.</p>")
     if history:
@@ -494,14 +482,14 @@ def _rule_sentence(rows: Sequence[Mapping[str, Any]], mode: str) -> str:
     if not ok:
         return "<p>No other rule applies to this plan.</p>"
     best = min(float(r[key]) for r in ok)
-    winners = [r["rule"] for r in ok if float(r[key]) <= best * 1.005]
+    winners = [r["label"] for r in ok if float(r[key]) <= best * 1.005]
     force = next((r for r in ok if r["in_force"]), None)
     what = "the smallest errors" if key == "factor" else "the least ε"
     text = f"<p>{_e(', '.join(winners))} give{'s' if len(winners) == 1 else ''} {what} for this plan."
-    if force is not None and force["rule"] not in winners:
+    if force is not None and force["label"] not in winners:
         worse = (f"{float(force['factor']):.2f}× larger errors" if key == "factor"
                  else f"{float(force['epsilon']) / best:.2f}× the ε")
-        text += f" The rule in force, {_e(force['rule'])}, costs {worse}; it was fixed when the dataset's lifetime " \
+        text += f" The rule in force, {_e(force['label'])}, costs {worse}; it was fixed when the dataset's lifetime " \
                 "budget was set (every release of a dataset is accounted under one rule)."
     return text + "</p>"
 

@@ -19,20 +19,21 @@ from dataclasses import dataclass
 
 from planner.core.errors import PlannerError
 from planner.core.markdown import md_literal
+from planner.core.rootfind import bisect
 from planner.planning.workload import Plan, Prediction
+from planner.privacy.accountants import rule as rule_of
 
 #: Two rules whose typical errors differ by less than this factor are called equal.
 TIE = 1.005
 
 _GAUSSIAN = ("gaussian", "discrete_gaussian")
 
-RULE_NAMES = {
-    "basic": "basic composition (add up every ε)",
-    "advanced": "advanced composition (Kairouz, Oh and Viswanath)",
-    "rdp": "Rényi DP (Mironov)",
-    "zcdp": "zero-concentrated DP (Bun and Steinke)",
-    "pld": "the optimal accountant (privacy loss distributions)",
-}
+
+
+def _name(rule: str) -> str:
+    """A rule as the advice names it: its short name from the rule registry ("PLD")."""
+    return rule_of(rule).short
+
 
 _PLD_SOURCE = ("Koskela, Jälkö and Honkela, *Computing tight differential privacy guarantees using FFT*, 2020; "
                "Doroshenko et al., *Connect the dots: tighter discrete approximations of privacy loss "
@@ -128,18 +129,19 @@ def compare_rules(plans: dict[str, Plan | PlannerError], rule_in_force: str, del
             rows.append(RuleRow(rule, None, None, f"does not apply: {p}"))
     best = tuple(r.rule for r in rows if r.factor is not None and r.factor <= TIE)
     worse = [r for r in rows if r.factor is not None and r.factor > TIE]
-    head = f"For this workload, **{_join(list(best))}** give{'s' if len(best) == 1 else ''} the smallest errors"
+    head = (f"For this workload, **{_join([_name(r) for r in best])}** give{'s' if len(best) == 1 else ''} "
+            "the smallest errors")
     if len(best) > 1:
         head += " (within 0.5% of each other)"
     if worse:  # rules with the same factor (to the digits shown) in one phrase
         by_factor: dict[str, list[str]] = {}
         for r in worse:
-            by_factor.setdefault(f"{r.factor:.2f}", []).append(f"**{r.rule}**")
+            by_factor.setdefault(f"{r.factor:.2f}", []).append(f"**{_name(r.rule)}**")
         head += "; " + "; ".join(f"under {_join(names)} they are **{f}×** larger" for f, names in by_factor.items())
     head += "."
     forced = next((r for r in rows if r.rule == rule_in_force), None)
     if forced is not None and forced.factor is not None and forced.factor > TIE:
-        head += f" {_the_rule(fixed)}, {rule_in_force}, is not the best one here."
+        head += f" {_the_rule(fixed)}, {_name(rule_in_force)}, is not the best one here."
 
     any_plan = next(iter(ok.values()))
     preds = any_plan.predictions
@@ -157,13 +159,13 @@ def compare_target_rules(least: dict[str, float | PlannerError], rule_in_force: 
     best_eps = min(ok.values())
     best = [r for r, e in ok.items() if e <= best_eps * TIE]
     worse = [(r, e / best_eps) for r, e in ok.items() if e > best_eps * TIE]
-    text = (f"To meet every target, **{_join(best)}** need{'s' if len(best) == 1 else ''} the least ε "
+    text = (f"To meet every target, **{_join([_name(r) for r in best])}** need{'s' if len(best) == 1 else ''} the least ε "
             f"(**{best_eps:.4g}**)")
     if worse:
-        text += "; " + "; ".join(f"**{r}** needs **{f:.2f}×** as much" for r, f in worse)
+        text += "; " + "; ".join(f"**{_name(r)}** needs **{f:.2f}×** as much" for r, f in worse)
     text += "."
     if rule_in_force not in best and rule_in_force in ok:
-        text += f" {_the_rule(fixed)}, {rule_in_force}, is not the cheapest here."
+        text += f" {_the_rule(fixed)}, {_name(rule_in_force)}, is not the cheapest here."
     return text
 
 
@@ -207,12 +209,12 @@ def largest_fitting_epsilon(fits: Callable[[float], bool], low: float, high: flo
     if fits(high):
         return _round_down(high, fits)
     lo, hi = low, high
-    while hi / lo - 1 > rel_tol:
-        mid = math.sqrt(lo * hi)
-        if fits(mid):
-            lo = mid
-        else:
-            hi = mid
+
+    def close(a: float, b: float) -> bool:
+        return b / a - 1 <= rel_tol
+
+    if not close(lo, hi):  # 2,000 geometric steps outlast any bracket of floats
+        lo, hi = bisect(lambda mid: not fits(mid), lo, hi, iterations=2000, geometric=True, done=close)
     return _round_down(lo, fits)
 
 

@@ -32,6 +32,7 @@ import numpy as np
 import numpy.typing as npt
 
 from planner.core.errors import PlanError
+from planner.core.rootfind import bisect_integer
 from planner.privacy.accountants import accountant
 from planner.privacy.accountants.pld import pld_epsilon
 from planner.privacy.budget import CompositionRule, check_delta, check_epsilon
@@ -403,12 +404,7 @@ def solve_epochs(run: TrainingRun, target_epsilon: float, rule: CompositionRule 
         lo_i = lo
     if excess(hi_i) <= 0:
         hi_i = hi
-    while hi_i - lo_i > 1:
-        mid = (lo_i + hi_i) // 2
-        if excess(mid) <= 0:
-            lo_i = mid
-        else:
-            hi_i = mid
+    lo_i, hi_i = bisect_integer(lambda n: not excess(n) <= 0, lo_i, hi_i)
     whole = math.floor(lo_i * run.sampling_rate + 1e-9)
     steps = lo_i
     if whole >= 1:
@@ -426,13 +422,7 @@ def solve_epochs_steps(run: TrainingRun, target: float, rule: CompositionRule) -
         lo, hi = hi, hi * 2
         if hi > MAX_STEPS:
             return MAX_STEPS
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if _epsilon(run, rule, mid) <= target:
-            lo = mid
-        else:
-            hi = mid
-    return lo
+    return bisect_integer(lambda n: not _epsilon(run, rule, n) <= target, lo, hi)[0]
 
 
 def _target(value: float) -> float:

@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from planner.core.errors import PlanError, PlannerError, QueryError
+from planner.core.rootfind import bisect
 from planner.data.schema import Schema
 from planner.planning.allocation import (
     Allocation,
@@ -505,14 +506,8 @@ def _target_in_item_units(part: Part, schema: Schema, target: float, relative: b
         hi *= 2.0
         if hi > 1e9:
             raise QueryError(f"query {part.query.id!r}: the target ±{want:g} cannot be met at any budget.")
-    for _ in range(100):
-        mid = math.sqrt(lo * hi)
-        if bound(mid) <= want:
-            hi = mid
-        else:
-            lo = mid
-        if hi / lo - 1 < 1e-12:
-            break
+    lo, hi = bisect(lambda mid: bound(mid) <= want, lo, hi, iterations=100, geometric=True,
+                    done=lambda a, b: b / a - 1 < 1e-12)
     return Target(bound=want, beta=BETA, relative=False, min_theta=hi)
 
 

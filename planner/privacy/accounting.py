@@ -39,9 +39,9 @@ from planner.privacy.accountants.basic import (
     basic_total,
     compose_basic,
     compose_parallel,
-    pure_epsilon,
     standalone_epsilon,
 )
+from planner.privacy.accountants.pure import pure_epsilon
 from planner.privacy.accountants.rdp import event_rdp, rdp_curve, rdp_epsilon, rdp_to_epsilon
 from planner.privacy.accountants.zcdp import conversion, event_rho, zcdp_rho, zcdp_to_approx_epsilon
 from planner.privacy.budget import DEFAULT_ORDERS, CompositionRule, check_delta, check_epsilon

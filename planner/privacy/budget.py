@@ -1,7 +1,8 @@
 """Privacy budgets and costs as immutable, validated values.
 
 * :class:`Budget` — a total (ε, δ) and the :class:`CompositionRule` its spends compose
-  under: the one budget value passed to planning, allocation, release and the ledger.
+  under: the one budget value passed to planning, allocation, release and the ledger, with
+  the one test of fitting (:meth:`Budget.fits`, :data:`BUDGET_TOLERANCE`).
 * :class:`RDPCurve` — Rényi DP (Mironov 2017): ε(α) on a grid of orders α > 1.
 * :func:`check_epsilon`, :func:`check_delta` — the validation every ε and δ goes through.
 
@@ -95,8 +96,24 @@ class CompositionRule(StrEnum):
 
 
 #: Relative slack of every budget comparison: float noise only (1e-12 of the total), so a
-#: composed cost that equals the budget up to rounding fits, and nothing larger does.
+#: composed cost that equals the budget up to rounding fits, and nothing larger does. The one
+#: tolerance of the planner, the pages and the ledger (:meth:`Budget.fits`).
 BUDGET_TOLERANCE: Final[float] = 1e-12
+
+
+def within_budget(cost: float, total: float) -> bool:
+    """Whether a composed ``cost`` fits a total ε: cost ≤ total + 1e-12·total and finite.
+
+    The one test of fitting (:meth:`Budget.fits` calls it), rounded toward more privacy: the
+    slack is float noise only, NaN and inf never fit.
+
+    Examples
+    --------
+    >>> within_budget(1.0 + 1e-13, 1.0), within_budget(1.0 + 1e-11, 1.0), within_budget(float("nan"), 1.0)
+    (True, False, False)
+    """
+    c = float(cost)
+    return math.isfinite(c) and c <= total + BUDGET_TOLERANCE * total
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,7 +121,9 @@ class Budget:
     """A privacy budget: total (ε, δ) and the rule its spends are composed under.
 
     The one value passed to planning, allocation, release and the ledger (the Tumult model:
-    a frozen, validated budget with one tolerance, applied toward privacy).
+    a frozen, validated budget with one tolerance, applied toward privacy): the planning
+    entry points take a Budget where they took (ε, δ, rule), and whether a cost fits is
+    :meth:`fits`, everywhere.
 
     Examples
     --------
@@ -130,13 +149,46 @@ class Budget:
             ) from exc
 
     def fits(self, cost: float) -> bool:
-        """``cost ≤ ε`` up to :data:`BUDGET_TOLERANCE` (relative); NaN and inf never fit."""
-        c = float(cost)
-        return math.isfinite(c) and c <= self.epsilon * (1.0 + BUDGET_TOLERANCE)
+        """Whether a composed ε ``cost`` fits: cost ≤ ε·(1 + 1e-12) (:func:`within_budget`,
+        the ledger's test); NaN and inf never fit."""
+        return within_budget(cost, self.epsilon)
+
+    def with_epsilon(self, epsilon: float) -> Budget:
+        """The same δ and rule with another total ε (a what-if, or what remains)."""
+        return Budget(epsilon, self.delta, self.rule)
 
     def to_dict(self) -> dict[str, float | str]:
         """The JSON form used by PLAN.json: ``{"epsilon", "delta", "composition"}``."""
         return {"epsilon": self.epsilon, "delta": self.delta, "composition": self.rule.value}
+
+
+def as_budget(epsilon: Budget | float, delta: float | None = None, rule: CompositionRule | str | None = None) -> Budget:
+    """A :class:`Budget` from a Budget, or from a loose (ε, δ, rule) (δ 0 and basic by default).
+
+    Planning entry points take ``Budget | float`` where they took ε: a Budget carries its δ
+    and rule, and giving them again is refused (two sources of one value).
+
+    Raises
+    ------
+    BudgetError
+        A Budget given with a δ or a rule beside it; an invalid ε, δ or rule.
+
+    Examples
+    --------
+    >>> as_budget(Budget(1.0, 1e-6, "rdp")).rule.value, as_budget(2.0).delta
+    ('rdp', 0.0)
+    """
+    if isinstance(epsilon, Budget):
+        if delta is not None or rule is not None:
+            raise BudgetError("pass a Budget alone, or ε with its δ and rule; not a Budget and a δ or rule beside it.")
+        return epsilon
+    try:
+        named = CompositionRule.BASIC if rule is None else CompositionRule(rule)
+    except ValueError as exc:
+        raise BudgetError(
+            f"rule must be one of {', '.join(r.value for r in CompositionRule)}; got {rule!r}."
+        ) from exc
+    return Budget(epsilon, 0.0 if delta is None else delta, named)
 
 
 @dataclass(frozen=True, slots=True)

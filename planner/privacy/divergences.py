@@ -21,6 +21,8 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
+from planner.core.rootfind import bisect_array
+
 # scipy is imported in the functions that use it (~0.3 s): `planner release` and the app's first
 # page need none of it before the data is read (tests/engine/test_lazy_imports.py).
 
@@ -149,11 +151,7 @@ def analytic_gaussian_epsilon(delta: npt.ArrayLike, mu: npt.ArrayLike) -> FloatA
         if not np.any(bad):
             break
         hi = np.where(bad, hi * 2, hi)
-    for _ in range(_BISECT_ITERS):
-        mid = (lo + hi) / 2
-        ok = analytic_gaussian_delta(mid, m) <= d
-        hi = np.where(ok, mid, hi)
-        lo = np.where(ok, lo, mid)
+    lo, hi = bisect_array(lambda mid: analytic_gaussian_delta(mid, m) <= d, lo, hi, iterations=_BISECT_ITERS)
     return np.asarray(np.where(analytic_gaussian_delta(0.0, m) <= d, 0.0, hi), dtype=np.float64)
 
 
@@ -183,9 +181,5 @@ def analytic_gaussian_sigma(
         if not np.any(bad):
             break
         hi = np.where(bad, hi + 1.0, hi)
-    for _ in range(_BISECT_ITERS):
-        mid = (lo + hi) / 2
-        ok = analytic_gaussian_delta(eps, np.exp(-mid)) <= d
-        hi = np.where(ok, mid, hi)
-        lo = np.where(ok, lo, mid)
+    lo, hi = bisect_array(lambda mid: analytic_gaussian_delta(eps, np.exp(-mid)) <= d, lo, hi, iterations=_BISECT_ITERS)
     return np.asarray(np.exp(hi) * sens, dtype=np.float64)

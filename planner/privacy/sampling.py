@@ -38,10 +38,13 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from planner.core.errors import BudgetError
 from planner.privacy.budget import CompositionRule, check_delta, check_epsilon
+
+if TYPE_CHECKING:  # the accountants import nothing from here; only the annotation needs them
+    from planner.privacy.accountants.base import Accountant
 
 #: The largest δ handed to the composition of the sample (δ/q can exceed 1).
 _MAX_BASE_DELTA: Final[float] = 1.0 - 1e-12
@@ -206,11 +209,35 @@ class Sampling:
         return cls(float(rate), data.get("scheme", SamplingScheme.POISSON.value))
 
 
+def sampled_epsilon(acct: Accountant, delta: float, sampling: Sampling | None) -> float:
+    """The population's ε of a composed accountant at total δ when the table is a secret
+    sample: the accountant's ε at δ/q (:meth:`Sampling.base_delta`) for the composition on
+    the sample, amplified once (:meth:`Sampling.amplify`). Without ``sampling``, ``acct``'s ε
+    at δ.
+
+    The accountant may have been composed release by release (the ledger keeps one per
+    dataset): it keeps its answers by δ, so the base δ is converted once.
+
+    Examples
+    --------
+    >>> from planner.privacy.accountants import Spend, accountant
+    >>> from planner.privacy.events import LaplaceEvent
+    >>> acct = accountant("basic").compose([Spend(LaplaceEvent(1.0), 1.0)])
+    >>> round(sampled_epsilon(acct, 0.0, Sampling(0.5)), 12)  # ln(1 + (e − 1)/2)
+    0.620114506958
+    """
+    d = check_delta(delta)
+    if sampling is None:
+        return acct.epsilon(d)
+    base_delta = sampling.base_delta(d)
+    return sampling.amplify(acct.epsilon(base_delta), base_delta)[0]
+
+
 def sampled_total_epsilon(
     spends: Sequence[Any], rule: CompositionRule | str, delta: float, sampling: Sampling | None
 ) -> float:
     """The population's ε of the recorded ``spends`` at total δ when the table is a secret
-    sample: the accountant's ε at δ/q for the composition on the sample, amplified once.
+    sample: :func:`sampled_epsilon` of their composition under ``rule``.
 
     Without ``sampling`` this is :func:`planner.privacy.accountants.total_epsilon`.
 
@@ -222,14 +249,12 @@ def sampled_total_epsilon(
     >>> round(sampled_total_epsilon(spends, "basic", 0.0, Sampling(0.5)), 12)  # ln(1 + (e − 1)/2)
     0.620114506958
     """
-    from planner.privacy.accountants import total_epsilon
+    from planner.privacy.accountants import accountant, total_epsilon
 
     d = check_delta(delta)
     if sampling is None:
         return total_epsilon(spends, rule, d)
-    base_delta = sampling.base_delta(d)
-    eps = total_epsilon(spends, rule, base_delta)
-    return sampling.amplify(eps, base_delta)[0]
+    return sampled_epsilon(accountant(rule).compose(spends), d, sampling)
 
 
-__all__ = ["RELATION", "Sampling", "SamplingScheme", "sampled_total_epsilon"]
+__all__ = ["RELATION", "Sampling", "SamplingScheme", "sampled_epsilon", "sampled_total_epsilon"]

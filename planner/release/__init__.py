@@ -352,7 +352,10 @@ def release(
     ledger : Ledger
         Where the dataset's total budget and the spends are recorded.
     fingerprint, dataset_name : str
-        The dataset's key and display name.
+        The dataset's key, or the content digest of the data (recorded as a version of the
+        dataset it belongs to), and the dataset's name. New content finds its dataset by
+        name, and is refused when it only resembles a registered dataset (same schema,
+        another name): :meth:`planner.ledger.Ledger.identify`.
     total_epsilon, total_delta, rule
         The dataset's lifetime budget: registered if the dataset is new, and then it must
         match the recorded one. Omit them to release against the budget already set for the
@@ -379,18 +382,20 @@ def release(
         raise ReleaseError("the plan was made under another sampling declaration than the schema's; re-plan "
                            "with this schema.")
     if total_epsilon is not None:
-        ledger.register_dataset(
+        registered = ledger.register_dataset(
             fingerprint, dataset_name, total_epsilon, 0.0 if total_delta is None else total_delta,
-            plan.allocation.rule if rule is None else rule, sampling=schema.sampling,
+            plan.allocation.rule if rule is None else rule, schema_hash=schema.schema_hash(),
+            sampling=schema.sampling,
         )
-    try:
-        registered = ledger.dataset(fingerprint)
-    except LedgerError as exc:
-        raise LedgerError(
-            f"dataset {dataset_name!r} has no lifetime budget yet, so nothing can be released. "
-            "Set its lifetime budget first (the total ε and δ it may ever spend): on the "
-            "Release page, or with \"lifetime\": {\"epsilon\": ..., \"delta\": ...} in PLAN.json."
-        ) from exc
+    else:
+        ident = ledger.identify(fingerprint, name=dataset_name, schema_hash=schema.schema_hash())
+        if ident.dataset is None:
+            raise LedgerError(ident.advice or (
+                f"dataset {dataset_name!r} has no lifetime budget yet, so nothing can be released. "
+                "Set its lifetime budget first (the total ε and δ it may ever spend): on the "
+                "Release page, or with \"lifetime\": {\"epsilon\": ..., \"delta\": ...} in PLAN.json."
+            ))
+        registered = ident.dataset
     rl = registered.rule if rule is None else CompositionRule(rule)
     if rl is not registered.rule:
         raise ReleaseError(
@@ -417,16 +422,18 @@ def release(
     for q in dict.fromkeys(item.part.query for item in prepared.items):
         statistic(q.kind).check_backend(q, backend)  # before anything is spent
     record = ledger.release(
-        fingerprint,
+        registered.fingerprint,
         prepared.plan_hash,
         prepared.schema_hash,
         prepared.spends(),
         lambda: prepared.sample(backend),
+        # the content released is recorded as a version of the dataset (one table, one budget)
+        digest=None if fingerprint == registered.fingerprint else fingerprint,
     )
     answers = record.answers or {}
     # the dataset's public key (ds-…), never the data's bare hash (an export must not let
     # anyone test a guess about the data)
-    return _result(prepared, schema, answers, ledger, registered.fingerprint, dataset_name, record.status.value,
+    return _result(prepared, schema, answers, ledger, registered.fingerprint, registered.name, record.status.value,
                    record.release_id, plan.allocation.warnings)
 
 
@@ -521,5 +528,71 @@ def cmd_ledger(ledger_url: str | None, fingerprint: str | None) -> dict[str, Any
             "version": 1,
             "datasets": [ledger.status(d.fingerprint).to_dict() for d in ledger.datasets()],
         }
+    finally:
+        ledger.close()
+
+
+def _schema_of(spec_path: str) -> Schema:
+    """The schema declared in a PLAN.json, or a schema JSON itself."""
+    from planner.core.strict_json import read_json_file
+
+    doc = read_json_file(spec_path, "plan or schema file")
+    if isinstance(doc, dict) and "schema" in doc and "queries" in doc:
+        from planner.planning.plan_spec import load_plan_spec
+
+        return load_plan_spec(spec_path).schema
+    return Schema.load(spec_path)
+
+
+def _content_key(data_path: str, schema: Schema, backend: str | None, spark_master: str | None) -> tuple[str, str]:
+    """The ledger key of a file's content under ``schema`` (what ``planner release`` records
+    as a version) and the file's name."""
+    from planner.data.backends import check_backend, close_backend, default_backend, make_backend
+    from planner.data.sources import FileSource, dataset_key, open_cli_source
+
+    source = open_cli_source(data_path)
+    kind = (backend or default_backend()).strip().lower()
+    engine = make_backend(kind, source, schema, spark_master=spark_master)
+    try:
+        check_backend(engine)
+        key = dataset_key(engine.content_digest())
+    finally:
+        close_backend(engine)
+    name = source.files[0].name if isinstance(source, FileSource) and len(source.files) == 1 else source.label
+    return key, name
+
+
+def cmd_dataset(action: str, ledger_url: str | None, *, name: str | None = None, epsilon: float | None = None,
+                delta: float | None = 0.0, rule: str | None = None, spec: str | None = None,
+                data: str | None = None, backend: str | None = None,
+                spark_master: str | None = None) -> dict[str, Any]:
+    """``planner dataset list|declare|identify``.
+
+    ``declare`` is the one deliberate way to open a second budget: a new dataset with its own
+    unique name, lifetime budget and rule, under the schema of ``spec`` (and, with ``data``,
+    that file's content as its first version). ``identify`` says which dataset a file belongs
+    to before anything is released (:meth:`planner.ledger.Ledger.identify`).
+    """
+    ledger = Ledger(ledger_url)
+    try:
+        if action == "list":
+            return {"datasets": [dict(d.to_dict(), status=ledger.status(d.fingerprint).to_dict())
+                                 for d in ledger.datasets()]}
+        if spec is None:
+            raise ReleaseError(f"`planner dataset {action}` needs --spec (a PLAN.json or a schema JSON).")
+        schema = _schema_of(spec)
+        if action == "identify":
+            if data is None:
+                raise ReleaseError("`planner dataset identify` needs --data FILE.")
+            key, file_name = _content_key(data, schema, backend, spark_master)
+            return ledger.identify(key, name=name or file_name, schema_hash=schema.schema_hash()).to_dict()
+        if not name or epsilon is None or rule is None:
+            raise ReleaseError("`planner dataset declare` needs --name, --epsilon and --rule (and --spec).")
+        digest = None
+        if data is not None:
+            digest, _ = _content_key(data, schema, backend, spark_master)
+        info = ledger.declare_dataset(name, epsilon, 0.0 if delta is None else delta, rule,
+                                      schema_hash=schema.schema_hash(), digest=digest, sampling=schema.sampling)
+        return info.to_dict()
     finally:
         ledger.close()

@@ -221,7 +221,8 @@ def test_oidc_identity_gets_its_role_and_releases_as_itself(url: str) -> None:
     at.session_state[S.CONFIRMED] = True
     at.run()
     assert not at.error, [e.value for e in at.error]
-    rec = Ledger(url).with_actor(Principal("oidc:dpo@example.org", Role.OWNER)).releases(CENSUS_FP)[-1]
+    led = Ledger(url, oidc_roles={"owners": ["dpo@example.org"]})  # as the app opens it
+    rec = led.with_actor(Principal("oidc:dpo@example.org", Role.OWNER)).releases(CENSUS_FP)[-1]
     assert rec.actor == "oidc:dpo@example.org"
 
 

@@ -9,6 +9,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from pages._ui import state as S
+from planner.privacy.accountants import rule
 from tests.app.keys import ledger_key
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -378,9 +379,9 @@ def test_planner_rule_comparison_names_the_best_rule_for_the_workload():
     factor = {r: (p.allocation.objective / best) ** 0.5 for r, p in plans.items()}
     assert factor["pld"] == 1.0 and all(1.005 < factor[r] < 1.1 for r in ("basic", "advanced", "rdp", "zcdp"))
     head = next(m.value for m in at.markdown if m.value.startswith("For this workload"))
-    assert head.startswith("For this workload, **pld** gives the smallest errors")
-    assert f"**zcdp** they are **{factor['zcdp']:.2f}×** larger" in head
-    assert all(f"**{r}**" in head for r in S.RULES)
+    assert head.startswith("For this workload, **PLD** gives the smallest errors")
+    assert f"**zCDP** they are **{factor['zcdp']:.2f}×** larger" in head
+    assert all(f"**{rule(r).short}**" in head for r in S.RULES)
     assert any("optimal accountant composes the exact privacy loss" in c.value for c in at.caption)
     # the curve of every rule across ε: one more chart, no error
     charts_before = len(at.get("vega_lite_chart"))

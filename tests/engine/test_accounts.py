@@ -223,7 +223,8 @@ def test_accounts_oidc_claims_map_to_principals() -> None:
 
 
 def test_accounts_oidc_principal_needs_a_grant_too(org: dict[str, Any]) -> None:
-    led, ds = org["led"], org["ds"]
+    led = Ledger(org["led"].url, oidc_roles=ROLES)  # the app opens it with [planner.roles]
+    ds = org["ds"]
     p = principal_from_oidc({"email": "ana@example.org"}, ROLES)
     with pytest.raises(PermissionDenied, match="no budget granted"):
         led.release(ds.fingerprint, "p", "s", [("q", pure(0.1))], lambda: {"q": 1}, actor=p)

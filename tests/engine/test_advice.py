@@ -44,7 +44,7 @@ def test_few_pure_answers_only_the_optimal_accountant_beats_their_sum() -> None:
     others = [f[r] for r in ("basic", "advanced", "rdp", "zcdp")]
     assert max(others) / min(others) < advice.TIE < min(others)  # the case is the one meant
     assert cmp.best == ("pld",)
-    assert "under **basic**, **advanced**, **rdp** and **zcdp** they are" in cmp.headline  # one phrase
+    assert "under **basic**, **advanced**, **RDP** and **zCDP** they are" in cmp.headline  # one phrase, the registry's short names
     assert cmp.why.startswith("The optimal accountant composes the exact privacy loss of the 7 answers")
     assert f"{f['basic']:.2f}× smaller" in cmp.why
 

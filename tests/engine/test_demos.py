@@ -10,6 +10,7 @@ import pytest
 from planner import learn as demos
 from planner.core.errors import PlannerError
 from planner.privacy import accounting
+from planner.privacy.budget import CompositionRule
 from planner.privacy.events import LaplaceEvent, SelfComposedEvent
 
 # ------------------------------------------------------------------ 1. randomized response
@@ -212,15 +213,15 @@ def test_composition_curves_use_engine_rules() -> None:
 
 def test_per_query_epsilon_never_over_budget_and_better_than_basic() -> None:
     acc = demos.accuracy_per_rule(1.0, [1, 10, 100], 1e-6)
-    assert np.allclose(acc.per_query[demos.Rule.BASIC], 1.0 / acc.k)
-    for r in demos.Rule:
+    assert np.allclose(acc.per_query[CompositionRule.BASIC], 1.0 / acc.k)
+    for r in demos.DEMO_RULES:
         for k, e0 in zip(acc.k, acc.per_query[r], strict=True):
             assert demos._composed(r, float(e0), int(k), 1e-6) <= 1.0 * (1 + 1e-12)
             assert e0 >= 1.0 / k * (1 - 1e-12)
     # Laplace RMSE √2/ε₀; for k = 100 the tighter rules buy a smaller error
-    assert np.allclose(acc.rmse[demos.Rule.BASIC], math.sqrt(2) * acc.k)
-    assert acc.rmse[demos.Rule.RDP][-1] < acc.rmse[demos.Rule.BASIC][-1]
-    assert acc.rmse[demos.Rule.ADVANCED][-1] < acc.rmse[demos.Rule.BASIC][-1]
+    assert np.allclose(acc.rmse[CompositionRule.BASIC], math.sqrt(2) * acc.k)
+    assert acc.rmse[CompositionRule.RDP][-1] < acc.rmse[CompositionRule.BASIC][-1]
+    assert acc.rmse[CompositionRule.ADVANCED][-1] < acc.rmse[CompositionRule.BASIC][-1]
 
 
 @pytest.mark.parametrize("eps0", [0.001, 0.1, 1.0])

@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 from planner.cli import EXIT_ERROR, EXIT_INTERNAL, EXIT_OK, EXIT_PROBLEM, main
 from planner.core.errors import LedgerIntegrityError, PlannerError
 from planner.core.strict_json import loads_strict
-from planner.ledger import _parse_event
+from planner.ledger.records import parse_event as _parse_event
 from planner.planning.plan_spec import parse_plan_spec
 from tests import hostile_counts
 

@@ -31,6 +31,7 @@ from typing import Any
 import pytest
 
 from planner.core.errors import DataError, PlannerError
+from planner.data.requests import ClippedSum
 from planner.data.schema import Column, ColumnKind, MissingRule, Schema
 from planner.data.sources import DATA_DIR_ENV, open_cli_source, open_source
 from planner.planning.mechanisms.base import MechanismName as M
@@ -168,7 +169,7 @@ def spark() -> Any:
 
 def test_corpus_covers_every_case_once() -> None:
     assert not set(make_files.ACCEPTED) & set(make_files.REFUSED)
-    assert len(CASES) == 23
+    assert len(CASES) == 35
     kept = {p.name for p in (ROOT / "tests" / "fixtures" / "hostile_files").iterdir()}
     assert set(make_files.KEPT) <= kept  # rewrite them with make_files.py
 
@@ -255,6 +256,52 @@ def test_loader_refuses_special_files_without_blocking(tmp_path: Path) -> None:
         got = with_timeout(load, 30)
         assert fragment in got.get("error", ""), (path, got)
         assert repr(label) in got["error"]
+
+
+def test_nested_values_in_a_table_in_memory_get_one_verdict(spark: Any) -> None:
+    """A DataFrame (the app's uploads, a notebook's table) whose declared column holds
+    lists or dicts: refused by every engine with the message files get, not read as the
+    lists' text by DuckDB and Spark (which would count every cell as undeclared)."""
+    import numpy as np
+    import pandas as pd
+
+    from planner.data.backends import PandasBackend
+    from planner.data.backends.duckdb_backend import DuckDBBackend
+    from planner.data.backends.spark_backend import SparkBackend
+
+    ages = [20, 30, 40]
+    frames = {
+        "lists": pd.DataFrame({"age": ages, "region": [np.array(["North"]), None, np.array(["South"])]}),
+        "dicts": pd.DataFrame({"age": ages, "region": [{"name": "North"}, {"name": "South"}, None]}),
+        "numbers in lists": pd.DataFrame({"age": [[20], [30], [40]], "region": ["North", "South", "North"]}),
+    }
+    for what, frame in frames.items():
+        said = []
+        for make in (PandasBackend, DuckDBBackend, lambda f, s: SparkBackend(f, s, spark=spark)):
+            with pytest.raises(DataError) as exc:
+                make(frame, schema())
+            said.append(str(exc.value))
+        assert said[0] == said[1] == said[2], what
+        assert said[0].startswith("the table: column ") and "holds nested values" in said[0], said[0]
+    # an undeclared nested column is never read: the table is accepted
+    extra = pd.DataFrame({"age": ages, "region": ["North", "South", "North"], "tags": [["a"], [], ["b", "c"]]})
+    assert PandasBackend(extra, schema()).result(ClippedSum("age")).value == 90.0
+    with DuckDBBackend(extra, schema()) as duck:
+        assert duck.result(ClippedSum("age")).value == 90.0
+
+
+def test_a_second_mark_is_refused_on_upload_too() -> None:
+    """An upload (bytes, the app's route) gets the file's message, with the upload's name."""
+    from planner.data.backends import make_backend
+
+    data = (_kept_dir() / "two_boms.csv").read_bytes()
+    for kind in ("pandas", "duckdb"):
+        with pytest.raises(DataError, match=r"starts with 2 byte-order marks"):
+            make_backend(kind, data, schema())
+
+
+def _kept_dir() -> Path:
+    return ROOT / "tests" / "fixtures" / "hostile_files"
 
 
 @pytest.mark.hostile(2)

@@ -29,9 +29,9 @@ from planner.ledger import (
     LEDGER_METADATA,
     Ledger,
     ReleaseStatus,
-    _dataset_stmt,
     default_ledger_url,
 )
+from planner.ledger.tables import HeadRow
 from planner.privacy.accounting import CompositionRule, Spend, standalone_epsilon, total_epsilon
 from planner.privacy.events import GaussianEvent, LaplaceEvent, PureEvent
 
@@ -388,8 +388,13 @@ def test_ledger_status_reads_do_not_take_write_lock(ledger: Ledger) -> None:
     assert "BEGIN DEFERRED" in statements and "BEGIN IMMEDIATE" not in statements
 
 
-def test_ledger_postgresql_locks_dataset_row_and_tables_compile() -> None:
-    sql = str(_dataset_stmt("fp", lock=True).compile(dialect=postgresql.dialect()))
+def test_ledger_postgresql_locks_the_head_row_and_tables_compile() -> None:
+    """Every write transaction on a server database first locks the one head row (it
+    serialises every writer, as BEGIN IMMEDIATE does on SQLite)."""
+    from sqlmodel import col, select
+
+    stmt = select(HeadRow).where(col(HeadRow.id) == 1).with_for_update()
+    sql = str(stmt.compile(dialect=postgresql.dialect()))
     assert sql.rstrip().endswith("FOR UPDATE")
     for table in LEDGER_METADATA.sorted_tables:
         CreateTable(table).compile(dialect=postgresql.dialect())
@@ -402,6 +407,7 @@ def test_ledger_postgresql_locks_dataset_row_and_tables_compile() -> None:
         "budget_changes",
         "accounts",
         "grants",
+        "sign_in_failures",
         "journal",
         "ledger_head",
     }
@@ -419,7 +425,7 @@ def test_ledger_bad_url_or_missing_driver_is_a_ledger_error() -> None:
 
 
 def test_ledger_tables_are_not_redefined_on_reimport() -> None:
-    path = Path(__file__).resolve().parents[2] / "planner" / "ledger.py"
+    path = Path(__file__).resolve().parents[2] / "planner" / "ledger" / "tables.py"
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         again = runpy.run_path(str(path), run_name="planner._ledger_reimported")
@@ -471,7 +477,8 @@ def test_ledger_preview_is_the_release_check(ledger: Ledger) -> None:
     assert "short by 0.2" in bad.reason
     with pytest.raises(BudgetExceededError) as info:  # the release refuses exactly what preview refuses
         ledger.release(FP, "plan-2", "s", [("q", pure(0.5))], Sampler({"q": 2}))
-    assert str(info.value) == bad.reason
+    # the same reason, and what happened to the spend (issue 27: every failure says it)
+    assert str(info.value) == bad.reason + " Nothing was spent."
     assert ledger.status(FP).releases == 1  # preview recorded nothing
 
 

@@ -202,15 +202,18 @@ def test_integrity_forged_rows_added_outside_are_detected(ledger_url: str) -> No
 def test_integrity_unknown_status_is_a_message(ledger_url: str, status: str,
                                                capsys: pytest.CaptureFixture[str]) -> None:
     fp = _populated(ledger_url)
+    before = Ledger(ledger_url).status(fp)
     _sql(ledger_url, f"UPDATE releases SET status = '{status}' WHERE id = 1")
     led = Ledger(ledger_url)
-    with pytest.raises(LedgerIntegrityError, match="unknown status") as info:
-        led.status(fp)
+    # the history as stored is refused, naming the row and column that disagree with the journal
+    with pytest.raises(LedgerIntegrityError, match=r"row 1 differs from the journal in column\(s\) status") as info:
+        led.releases(fp)
     assert "Traceback" not in str(info.value)
     code = main(["ledger", "--ledger", ledger_url, "--dataset", fp])
     err = capsys.readouterr().err
-    assert code == 2 and "unknown status" in json.loads(err)["error"]
+    assert code == 2 and "differs from the journal" in json.loads(err)["error"]
     assert any("unknown status" in p for p in led.integrity_check())
+    assert led.status(fp) == before  # the budget is read from the journal, which the edit did not touch
 
 
 @pytest.mark.parametrize("garbage", [
@@ -228,7 +231,7 @@ def test_integrity_garbage_event_is_a_message(ledger_url: str, garbage: str) -> 
             conn.execute(text("UPDATE spends SET event_json = :g WHERE id = 1"), {"g": garbage})
     led.close()
     led = Ledger(ledger_url)
-    with pytest.raises(LedgerIntegrityError, match="cannot be read"):
+    with pytest.raises(LedgerIntegrityError, match=r"differs from the journal in column\(s\) event_json"):
         led.releases(fp)
     with pytest.raises(LedgerIntegrityError):  # a release never spends on an unreadable ledger
         led.release(fp, "new", "s", [("q", pure(0.1))], lambda: {"q": 1})

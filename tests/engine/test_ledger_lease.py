@@ -137,15 +137,16 @@ def test_lease_a_paused_release_loses_its_answers_but_never_its_spend(url: str, 
 def test_lease_decides_not_the_pid(url: str) -> None:
     """A pending row claimed by a pid that does not exist here is alive while its lease
     holds, and dead once it expired (the old rule declared it dead at once)."""
-    from planner.ledger import ReleaseRow, SpendRow, _owner_token
+    from planner.ledger import ReleaseRow, SpendRow
+    from planner.ledger.liveness import owner_token as _owner_token
     from planner.privacy.events import PureEvent
 
     led = Ledger(url)
 
     now = datetime.now(UTC)
-    with led._write() as (s, head):
-        ds = led._dataset_row(s, FP, lock=True)
-        row = ReleaseRow(dataset_id=ds.id, plan_hash="foreign", schema_hash="s", created_at=now,
+    with led.store.write() as (s, head):
+        ds_id = led.store.verified().dataset_by_key(led.dataset(FP).fingerprint)["id"]
+        row = ReleaseRow(dataset_id=ds_id, plan_hash="foreign", schema_hash="s", created_at=now,
                          status="pending", owner=_owner_token("someone-else").replace(
                              str(os.getpid()), "4194303"), actor="local:owner",
                          lease_expires_at=now + timedelta(seconds=30), heartbeat_at=now)
@@ -154,9 +155,9 @@ def test_lease_decides_not_the_pid(url: str) -> None:
         sp = SpendRow(release_id=row.id, query_id="q", epsilon=0.1, delta=0.0, rho=0.005,
                       event_json=json.dumps(PureEvent(0.1).to_dict(), sort_keys=True))
         s.add(sp)
-        led._commit(s, head, "release.reserve", ds.id, [row, sp])
+        led.store.commit(s, head, "release.reserve", ds_id, [row, sp])
     assert Ledger(url).releases(FP)[0].status is ReleaseStatus.PENDING
-    with led._write() as (s, head):
+    with led.store.write() as (s, head):
         r = s.get(ReleaseRow, row.id)
         r.lease_expires_at = now - timedelta(seconds=1)
         s.add(r)

@@ -27,11 +27,11 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 PLANNER = ROOT / "planner"
-RELEASE = PLANNER / "noise.py"
-STATISTICS = PLANNER / "statistics"
+RELEASE = PLANNER / "privacy" / "noise.py"
+STATISTICS = PLANNER / "planning" / "statistics"
 #: Key material and identifiers (server secret, dataset keys), never noise: the one other
 #: module that takes randomness from the operating system's CSPRNG.
-KEYS = PLANNER / "keys.py"
+KEYS = PLANNER / "core" / "keys.py"
 
 #: OpenDP measurement constructors (and their ``then_`` forms): anything that draws noise.
 MEASUREMENT_NAMES = (

@@ -373,7 +373,11 @@ def test_report_is_self_contained_and_says_what_the_issue_asks(tmp_path: Path) -
     for p in res.rows():  # every released value
         if isinstance(p["value"], float):
             assert f"{p['value']:,.4g}" in html
-    assert "Rényi differential privacy (Mironov) (in force)" in html
+    assert "Rényi differential privacy (RDP) (in force)" in html  # the rule registry's full name
+    # every rule by its full name, never its code (the report once printed a bare "pld")
+    visible = re.sub(r"<[^>]+>", " ", html)
+    assert "the optimal accountant: privacy loss distributions (PLD)" in visible
+    assert not re.search(r"\b(pld|rdp|zcdp)\b", visible)
     assert "Aurélien Garivier, <i>How to learn while respecting individual privacy?" in html
     assert "e<sup>ε</sup>" in html and "δ = 1e-06" in html
     assert f"{status.epsilon_total:,.4g}" in html and "Release #" in html

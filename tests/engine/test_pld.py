@@ -35,17 +35,19 @@ from prv_accountant.privacy_random_variables import (
 from planner.core.errors import BudgetError
 from planner.privacy.accountants import ACCOUNTANTS, accountant, total_epsilon
 from planner.privacy.accountants.base import Spend
-from planner.privacy.accountants.pld import (
-    PldAccountant,
+from planner.privacy.accountants.pairs import (
     _BoundedRange,
     _Gaussian,
-    _int_power,
     _Laplace,
-    _plan,
-    _plan_epsilon,
     _Poisson,
     _TwoPoint,
     _WithoutReplacement,
+)
+from planner.privacy.accountants.pld import (
+    PldAccountant,
+    _int_power,
+    _plan,
+    _plan_epsilon,
     pld_delta,
     pld_epsilon,
 )

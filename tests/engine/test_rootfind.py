@@ -107,7 +107,7 @@ real = rootfind.brentq
 def counted(*a, **k):
     calls.append(1)
     return real(*a, **k)
-allocation.brentq = counted
+rootfind.brentq = counted
 fast = make()
 loaded = sorted(m for m in sys.modules if m == "scipy.optimize" or m.startswith("scipy.optimize."))
 from scipy import optimize

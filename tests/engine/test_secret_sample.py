@@ -365,7 +365,7 @@ def test_old_ledger_without_the_new_columns_opens_and_works(ledger_url: str) -> 
     led = Ledger(ledger_url)
     assert led.status(fp).epsilon_spent == pytest.approx(3.0, rel=1e-12)
     with led.engine.connect() as conn:
-        assert conn.exec_driver_sql("SELECT format_version FROM ledger_head").scalar() == FORMAT_VERSION == 3
+        assert conn.exec_driver_sql("SELECT format_version FROM ledger_head").scalar() == FORMAT_VERSION == 4
         conn.rollback()
     led.close()
     # the format-2 code now refuses the ledger instead of mis-reading it
@@ -388,8 +388,11 @@ def test_editing_a_sampling_declaration_outside_the_planner_is_found(tmp_path: P
     assert "table datasets: row 1 differs from the journal in column(s) sampling_rate, sampling_scheme" in problems
     assert "row 2 differs from the journal in column(s) sampling_rate" in problems
     led = Ledger(url)
-    with pytest.raises(LedgerIntegrityError, match="rate and scheme must be set together"):
-        led.status(smp.fingerprint)
+    # the budget is read from the journal: the edit changes nothing it shows ...
+    assert led.dataset(ds.fingerprint).sampling is None and led.dataset(smp.fingerprint).sampling == Sampling(0.1)
+    # ... and a release on the edited row is refused, naming what disagrees
+    with pytest.raises(LedgerIntegrityError, match=r"row 1 differs from the journal in column\(s\) sampling_rate"):
+        led.release(ds.fingerprint, "p", "s", [("q", pure(0.1))], lambda: {"q": 1})
     led.close()
 
 

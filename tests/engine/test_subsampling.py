@@ -23,8 +23,8 @@ from scipy import integrate, stats
 from planner.core.errors import BudgetError
 from planner.privacy import divergences as dv
 from planner.privacy.accountants import Spend, total_epsilon
-from planner.privacy.accountants.basic import pure_epsilon
 from planner.privacy.accountants.pld import pld_epsilon
+from planner.privacy.accountants.pure import pure_epsilon
 from planner.privacy.accountants.rdp import rdp_epsilon, sampled_rdp
 from planner.privacy.accountants.zcdp import event_rho
 from planner.privacy.events import (

@@ -82,15 +82,16 @@ def default_backend() -> str:
     return "duckdb" if importlib.util.find_spec("duckdb") is not None else "pandas"
 
 
-def _load_frame(source: Any) -> pd.DataFrame:
-    """A pandas DataFrame of a source (files are loaded with the planner's loader)."""
+def _load_frame(source: Any) -> tuple[pd.DataFrame, str | None]:
+    """(a pandas DataFrame of a source, the name of its file for messages); files are
+    loaded with the planner's loader."""
     import pandas as pd
 
     from planner.data.loader import load_table
     from planner.data.sources import FileSource, TableSource, open_source
 
     if isinstance(source, pd.DataFrame):
-        return source
+        return source, None
     if isinstance(source, (str, os.PathLike)):
         source = open_source(source)
     if isinstance(source, FileSource):
@@ -98,13 +99,14 @@ def _load_frame(source: Any) -> pd.DataFrame:
             load_table(p, name=source.label if len(source.files) == 1 else p.name)
             for p in source.files
         ]
-        return frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
+        return (frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)), source.label
     if isinstance(source, TableSource):
         raise DataError(
             "a DuckDB table is read by the duckdb backend; choose --backend duckdb."
         )
     if isinstance(source, (bytes, bytearray, memoryview)) or hasattr(source, "read"):
-        return load_table(source)
+        label = str(getattr(source, "name", "") or "upload")
+        return load_table(source, name=label), label
     raise DataError(
         f"cannot read data from a {type(source).__name__}; pass a path in the data "
         "directory, a source, a DataFrame or an upload."
@@ -150,7 +152,8 @@ def make_backend(
     if name == "pandas":
         from planner.data.backends.pandas_backend import PandasBackend
 
-        return PandasBackend(_load_frame(source), schema, salt)
+        frame, label = _load_frame(source)
+        return PandasBackend(frame, schema, salt, label=label)
     if name == "duckdb":
         from planner.data.backends.duckdb_backend import DuckDBBackend
 
@@ -161,7 +164,7 @@ def make_backend(
         from planner.data.backends.spark_backend import SparkBackend
 
         if isinstance(source, (bytes, bytearray, memoryview)) or hasattr(source, "read"):
-            return SparkBackend(_load_frame(source), schema, salt, master=spark_master)
+            return SparkBackend(_load_frame(source)[0], schema, salt, master=spark_master)
         return SparkBackend(source, schema, salt, master=spark_master)
     raise PlannerError(f"backend must be one of {list(BACKENDS)}; got {kind!r}.")
 

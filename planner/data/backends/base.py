@@ -26,6 +26,9 @@ Contract every backend (pandas, DuckDB, Spark) must meet identically:
    declared order; nothing else is returned.
 5. **Quantile grids**: a value x (clipped) is counted at the smallest candidate t ≥ x.
    For an equally spaced grid this is ``ceil((x − L)/step)`` in SQL.
+6. **One verdict per table**: a declared column missing from the data (or present only
+   under a name with an invisible character, :func:`absent_columns`), or holding nested
+   values (:func:`nested_column`), is refused by every backend with the same message.
 
 Every aggregate also carries ``dropped``: the rows left out by the missing-value rule.
 The aggregates are exact and therefore *private*: they must never be shown or exported
@@ -34,11 +37,12 @@ The aggregates are exact and therefore *private*: they must never be shown or ex
 
 from __future__ import annotations
 
+import unicodedata
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from typing import Any, ClassVar, TypeVar
 
-from planner.core.errors import QueryError
+from planner.core.errors import DataError, QueryError
 from planner.data.backends.digest import ContentDigest
 from planner.data.requests import (
     BinCounts,
@@ -134,6 +138,51 @@ class Backend(ABC):
         }
 
 
+def _visible(name: str) -> str:
+    """``name`` without its invisible format characters (Unicode category Cf: byte-order
+    marks, zero-width spaces and joiners, direction marks)."""
+    return "".join(ch for ch in name if unicodedata.category(ch) != "Cf")
+
+
+def absent_columns(declared: Sequence[str], present: Sequence[str], label: str | None = None) -> DataError | None:
+    """The error for declared columns the data does not have (``None`` when it has them all).
+
+    A name present with an invisible character in it (a stray byte-order mark, a
+    zero-width space) looks like the declared one on every screen: the message says so,
+    and how to fix it, rather than that the column is not there. Every backend raises
+    this one message (column names are public: they are the schema's); ``label`` names
+    the file."""
+    absent = [n for n in declared if n not in present]
+    if not absent:
+        return None
+    where = f"file {label!r}: " if label else ""
+    near = {_visible(p): p for p in present if _visible(p) != p}
+    for name in absent:
+        if name in near:
+            hidden = ", ".join(f"U+{ord(ch):04X}" for ch in near[name] if unicodedata.category(ch) == "Cf")
+            return DataError(
+                f"{where}column {name!r} is declared in the schema, and the data has it as {near[name]!r}: its "
+                f"name holds an invisible character ({hidden}). Rename the column in the file (retype its "
+                "header name), or declare it with that name."
+            )
+    return DataError(
+        f"{where}column(s) {absent} are declared in the schema but not in the data; "
+        f"fix the schema or the file (the file has {len(present)} columns)."
+    )
+
+
+def nested_column(label: str | None, column: str) -> DataError:
+    """The error for a declared column whose cells are nested values (a list, a record or a
+    map per cell, as Parquet and Arrow store them): the planner reads one value per cell.
+    The same message from every backend, whatever the nested type's engine spelling."""
+    where = f"file {label!r}" if label else "the table"
+    return DataError(
+        f"{where}: column {column!r} holds nested values (a list, record or map in each cell), not one "
+        "value per cell. Flatten it when you export the file (one row per element, or one column per "
+        "field), or store it as text, or leave the column out of the schema."
+    )
+
+
 def refuse_keys(backend: Backend) -> QueryError:
     """The error of a backend that cannot count rows per key."""
     return QueryError(
@@ -152,5 +201,7 @@ __all__ = [
     "KeyCounts",
     "QuantileAggregate",
     "SumAggregate",
+    "absent_columns",
+    "nested_column",
     "refuse_keys",
 ]

@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from planner.core.errors import DataError, PlannerError
+from planner.data.backends.base import nested_column
 from planner.data.backends.sql import Params, SqlBackend
 from planner.data.schema import Schema
 from planner.data.sources import FileSource, Source, TableSource, estimate_csv_rows, open_source
@@ -118,6 +119,7 @@ class DuckDBBackend(SqlBackend):
         #: "text after typed" (the typed statement failed and was repeated on text)
         self.read_as = "typed" if self.typed else "text"
         self._typed_proven = False
+        self._declared = schema.names
         view = f"planner_src_{uuid.uuid4().hex[:12]}"
         if isinstance(source, TableSource):
             self._con = duckdb.connect(str(source.database), read_only=True)
@@ -146,10 +148,11 @@ class DuckDBBackend(SqlBackend):
             ) from exc
         self.source_columns = tuple(names)
         self._setup_args = (schema, csv_text, salt, isinstance(source, FileSource), expected)
+        label = source.label if isinstance(source, (FileSource, TableSource)) else None
         try:
             self._setup(schema, self._src, dict(zip(names, types, strict=True)),
                         csv_text=csv_text, salt=salt, require_rows=isinstance(source, FileSource),
-                        expected_rows=expected)
+                        expected_rows=expected, label=label)
         except BaseException:
             self.close()
             raise
@@ -224,7 +227,7 @@ class DuckDBBackend(SqlBackend):
         names, types, _, _ = self._open(self.source, self._src)
         schema, csv_text, salt, require_rows, expected = self._setup_args
         self._setup(schema, self._src, dict(zip(names, types, strict=True)), csv_text=csv_text,
-                    salt=salt, require_rows=require_rows, expected_rows=expected)
+                    salt=salt, require_rows=require_rows, expected_rows=expected, label=self.source.label)
         self.passes, self.on_read = passes, on_read
 
     def _configure(self, duckdb: Any, source: Source | pd.DataFrame | pa.Table,
@@ -301,7 +304,7 @@ class DuckDBBackend(SqlBackend):
             expected = int(self._con.sql(f"SELECT count(*) FROM {src}").fetchall()[0][0])
             self._src = src
             return names, types, expected, False
-        frame = _as_arrow(source)
+        frame = _as_arrow(source, self._declared)
         self._con.register(view, frame)
         types = [str(t) for t in self._con.sql(f"SELECT * FROM {view}").dtypes]
         self._src = view
@@ -331,14 +334,18 @@ class DuckDBBackend(SqlBackend):
         self.close()
 
 
-def _as_arrow(frame: pd.DataFrame | pa.Table) -> pa.Table:
+def _as_arrow(frame: pd.DataFrame | pa.Table, declared: Sequence[str] = ()) -> pa.Table:
     """An Arrow table whose text columns are strings, cell by cell as pandas reads them.
 
     Object columns (mixed values) become strings exactly as the pandas backend reads
-    them (``astype("string")``): 7 → "7", NaN → NULL.
+    them (``astype("string")``): 7 → "7", NaN → NULL. A ``declared`` column whose cells
+    are nested values (lists, dicts) is refused first, as the pandas backend refuses it
+    (:func:`~planner.data.backends.base.nested_column`), rather than read as their text.
     """
     import pandas as pd
     import pyarrow as pa
+
+    from planner.data.backends.pandas_backend import nested_columns
 
     if isinstance(frame, pa.Table):
         return frame
@@ -349,6 +356,9 @@ def _as_arrow(frame: pd.DataFrame | pa.Table) -> pa.Table:
         )
     df = frame.copy(deep=False)
     df.columns = [str(c) for c in df.columns]
+    nested = nested_columns(df, [n for n in declared if n in df.columns])
+    if nested:
+        raise nested_column(None, nested[0])
     for c in df.columns:
         if df[c].dtype == object or isinstance(df[c].dtype, pd.CategoricalDtype):
             df[c] = df[c].astype("string")

@@ -23,7 +23,7 @@ import pyarrow.compute as pc
 from planner.core.errors import DataError, QueryError
 from planner.data import requests as rq
 from planner.data.backends import digest as dg
-from planner.data.backends.base import Backend, refuse_keys
+from planner.data.backends.base import Backend, absent_columns, nested_column, refuse_keys
 from planner.data.backends.cells import (
     _BOOL_LOOKUP,
     _NUMBER_RE,
@@ -114,6 +114,26 @@ def _missing_mask(series: pd.Series) -> BoolArray:
         return np.array(series.isna().to_numpy(dtype=bool), dtype=np.bool_)
     t = _arrow_text(series)
     return np.array(_np_bool(pc.is_null(t)) | _np_bool(pc.equal(t, "")), dtype=np.bool_)
+
+
+#: What :func:`pandas.api.types.infer_dtype` says of a column that holds no nested value.
+_FLAT = frozenset({"string", "empty", "integer", "floating", "mixed-integer-float", "boolean", "decimal",
+                   "complex", "bytes", "datetime64", "datetime", "date", "timedelta64", "timedelta", "time",
+                   "period", "interval", "categorical"})
+
+
+def nested_columns(df: pd.DataFrame, names: Sequence[str]) -> list[str]:
+    """The columns among ``names`` whose cells hold nested values: lists, arrays, tuples
+    or dicts (Arrow's list, struct and map columns as pandas holds them). Only columns of
+    Python objects can; a column of text or numbers is never scanned cell by cell."""
+    out = []
+    for name in names:
+        s = df[name]
+        if s.dtype != object or pd.api.types.infer_dtype(s, skipna=True) in _FLAT:
+            continue
+        if bool(s.map(lambda v: isinstance(v, (list, tuple, dict, np.ndarray)), na_action="ignore").any()):
+            out.append(name)
+    return out
 
 
 def parse_numbers(series: pd.Series) -> tuple[FloatArray, BoolArray]:
@@ -611,11 +631,14 @@ class PandasBackend(Backend):
         The declaration.
     salt : str or None
         Overrides ``schema.salt`` for the contribution-bounding hash.
+    label : str or None
+        The file the table was read from (named in messages).
 
     Raises
     ------
     DataError
-        If a declared column is absent or the identifier column has missing values.
+        If a declared column is absent or holds nested values, or the identifier column
+        has missing values.
 
     Examples
     --------
@@ -629,13 +652,14 @@ class PandasBackend(Backend):
 
     counts_keys: ClassVar[bool] = True
 
-    def __init__(self, df: pd.DataFrame, schema: Schema, salt: str | None = None) -> None:
-        absent = [n for n in schema.names if n not in df.columns]
-        if absent:
-            raise DataError(
-                f"column(s) {absent} are declared in the schema but not in the data; "
-                f"fix the schema or the file (the file has {len(df.columns)} columns)."
-            )
+    def __init__(self, df: pd.DataFrame, schema: Schema, salt: str | None = None, *,
+                 label: str | None = None) -> None:
+        absent = absent_columns(schema.names, [str(c) for c in df.columns], label)
+        if absent is not None:
+            raise absent
+        nested = nested_columns(df, schema.names)
+        if nested:
+            raise nested_column(label, nested[0])
         self.schema = schema
         self._all = df
         keep = bound_contributions(df, schema, salt)

@@ -241,7 +241,7 @@ class SparkBackend(SqlBackend):
             elif isinstance(source, (pd.DataFrame, pa.Table)):
                 from planner.data.backends.duckdb_backend import _as_arrow
 
-                df = self._spark.createDataFrame(_as_arrow(source))
+                df = self._spark.createDataFrame(_as_arrow(source, schema.names))
             elif hasattr(source, "createOrReplaceTempView"):
                 df = source
             else:
@@ -262,7 +262,8 @@ class SparkBackend(SqlBackend):
             ) from exc
         self.source_columns = tuple(names)
         self._setup(schema, view, dict(zip(names, types, strict=True)),
-                    csv_text=csv_text, salt=salt, require_rows=isinstance(source, FileSource))
+                    csv_text=csv_text, salt=salt, require_rows=isinstance(source, FileSource),
+                    label=source.label if isinstance(source, FileSource) else None)
 
     def _read_files(self, source: FileSource) -> tuple[Any, bool]:
         """(Spark DataFrame, whether its cells are CSV text) of a file source."""

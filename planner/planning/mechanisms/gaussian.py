@@ -26,6 +26,7 @@ from typing import Final
 import numpy as np
 import numpy.typing as npt
 
+from planner.core.rootfind import bisect_array
 from planner.planning.mechanisms import _validate as v
 from planner.planning.mechanisms.base import FloatArray, MechanismName, Sensitivity
 
@@ -334,11 +335,7 @@ def _rho_bisect(eps: FloatArray, d: float) -> FloatArray:
     hi = 1.0 / (2.0 * dv.analytic_gaussian_sigma(eps, d) ** 2)
     hi = np.maximum(hi, lo)
     llo, lhi = np.log(lo), np.log(hi) + 1e-12
-    for _ in range(_RHO_BISECT_ITERS):
-        mid = (llo + lhi) / 2.0
-        ok = _zcdp_epsilon(np.exp(mid), d) <= eps
-        llo = np.where(ok, mid, llo)
-        lhi = np.where(ok, lhi, mid)
+    llo, lhi = bisect_array(lambda mid: ~(_zcdp_epsilon(np.exp(mid), d) <= eps), llo, lhi, iterations=_RHO_BISECT_ITERS)
     return np.asarray(np.exp(llo), dtype=np.float64)
 
 

@@ -26,6 +26,7 @@ import numpy.typing as npt
 # scipy is imported in the functions that use it (~0.3 s): `planner release` and the app's first
 # page need none of it before the data is read (tests/engine/test_lazy_imports.py).
 from planner.core.errors import QueryError
+from planner.core.rootfind import bisect_array
 from planner.planning.mechanisms import _validate as v
 from planner.planning.mechanisms.base import FloatArray
 from planner.privacy.events import ExponentialEvent
@@ -208,11 +209,12 @@ def mode_distance(counts: npt.ArrayLike) -> InverseSensitivity:
     lo = np.full(k_cat, -1.0)  # infeasible (k = -1 is never allowed)
     hi = np.maximum(n - c, 0.0)
     hi = np.where(feasible(np.zeros(k_cat)), 0.0, hi)
-    while np.any(hi - lo > 1):
-        mid = np.floor((lo + hi) / 2.0)
-        ok = feasible(mid)
-        hi = np.where(ok, mid, hi)
-        lo = np.where(ok, lo, mid)
+    def bracketed(a: FloatArray, b: FloatArray) -> bool:
+        return not bool(np.any(b - a > 1))
+
+    if not bracketed(lo, hi):  # integer bisection: 128 steps outlast any count below 2¹²⁸
+        lo, hi = bisect_array(feasible, lo, hi, iterations=128, done=bracketed,
+                              midpoint=lambda a, b: np.floor((a + b) / 2.0))
     return InverseSensitivity(idx.astype(np.float64), hi.astype(np.int64))
 
 

@@ -1,8 +1,21 @@
 """The accountants: one class per composition rule, and the registry that names them.
 
-A new rule is one new module here with an :class:`~planner.privacy.accountants.base.Accountant`
-subclass, registered in :data:`ACCOUNTANTS`; planning, the ledger and the app pick it up
-through :func:`accountant` and :class:`planner.privacy.budget.CompositionRule`.
+Each rule is registered once, as the ``RULE`` (:class:`~planner.privacy.accountants.base.Rule`)
+of its module: its accountant, what the allocator needs to know of it, and its words for
+people. A new rule is one new module here (its accountant and its ``RULE``), its name in
+:class:`planner.privacy.budget.CompositionRule`, and one line in :data:`RULES`; planning, the
+ledger, the report, the advice and the app pick it up from there (:func:`rule`).
+
+Composing a history one release at a time (what the ledger keeps per dataset)::
+
+    acct = accountant(rule).compose(spends)      # every recorded spend, once
+    acct2 = acct.compose(new_spends)             # costs the new spends only; acct unchanged
+    acct2.epsilon(delta)                         # the composed ε; kept, so asking again is free
+    sampled_epsilon(acct2, delta, sampling)      # a secret sample: ε at δ/q, amplified once
+                                                 # (planner.privacy.sampling)
+
+``acct2.epsilon(delta)`` is the float ``total_epsilon(spends + new_spends, rule, delta)``
+returns (``tests/engine/test_incremental.py``).
 """
 
 from __future__ import annotations
@@ -11,22 +24,42 @@ from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 from typing import Final
 
+from planner.privacy.accountants import advanced, basic, pld, rdp, zcdp
 from planner.privacy.accountants.advanced import AdvancedAccountant
-from planner.privacy.accountants.base import Accountant, Spend, as_rule
+from planner.privacy.accountants.base import Accountant, Rule, Spend, as_rule
 from planner.privacy.accountants.basic import BasicAccountant
 from planner.privacy.accountants.pld import PldAccountant
 from planner.privacy.accountants.rdp import RdpAccountant
 from planner.privacy.accountants.zcdp import ZcdpAccountant
 from planner.privacy.budget import CompositionRule, check_delta
 
+#: Every composition rule, in the order people see them (one line per rule).
+RULES: Final[Mapping[CompositionRule, Rule]] = MappingProxyType({r.name: r for r in (
+    basic.RULE,
+    advanced.RULE,
+    rdp.RULE,
+    zcdp.RULE,
+    pld.RULE,
+)})
+if tuple(RULES) != tuple(CompositionRule):  # pragma: no cover - a rule named but not registered
+    raise ImportError(f"every CompositionRule needs one RULE in RULES; registered {list(RULES)}.")
+
 #: The accountant class of every composition rule.
-ACCOUNTANTS: Final[Mapping[CompositionRule, type[Accountant]]] = MappingProxyType({
-    CompositionRule.BASIC: BasicAccountant,
-    CompositionRule.ADVANCED: AdvancedAccountant,
-    CompositionRule.RDP: RdpAccountant,
-    CompositionRule.ZCDP: ZcdpAccountant,
-    CompositionRule.PLD: PldAccountant,
-})
+ACCOUNTANTS: Final[Mapping[CompositionRule, type[Accountant]]] = MappingProxyType(
+    {name: r.accountant for name, r in RULES.items()})
+
+
+def rule(name: CompositionRule | str) -> Rule:
+    """The registered :class:`~planner.privacy.accountants.base.Rule` named ``name``.
+
+    Examples
+    --------
+    >>> rule("rdp").full
+    'Rényi differential privacy (RDP)'
+    >>> rule("pld").short
+    'PLD'
+    """
+    return RULES[as_rule(name)]
 
 
 def accountant(rule: CompositionRule | str) -> Accountant:
@@ -73,14 +106,17 @@ def total_epsilon(spends: Sequence[Spend], rule: CompositionRule | str, delta: f
 
 __all__ = [
     "ACCOUNTANTS",
+    "RULES",
     "Accountant",
     "AdvancedAccountant",
     "BasicAccountant",
     "CompositionRule",
     "PldAccountant",
     "RdpAccountant",
+    "Rule",
     "Spend",
     "ZcdpAccountant",
     "accountant",
+    "rule",
     "total_epsilon",
 ]

@@ -16,14 +16,17 @@ References
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-from typing import ClassVar
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Final
 
 import numpy as np
 import numpy.typing as npt
 
 from planner.core.errors import BudgetError
-from planner.privacy.accountants.base import REL_TOL, Accountant, FloatArray, as_deltas, as_epsilons
+from planner.privacy.accountants.base import Accountant, FloatArray, Rule, as_deltas, as_epsilons
+from planner.privacy.accountants.basic import unassigned_error
+from planner.privacy.accountants.exact import EMPTY_SUM, ExactSum
+from planner.privacy.accountants.pure import REL_TOL
 from planner.privacy.budget import CompositionRule, check_delta
 from planner.privacy.events import PrivacyEvent
 
@@ -98,8 +101,20 @@ def advanced_total(eps: FloatArray, delta_prime: float) -> float:
     basic = math.fsum(eps.tolist())
     if delta_prime <= 0.0 or eps.size == 0:
         return basic
-    t = math.fsum((eps * np.tanh(eps / 2.0)).tolist())
-    s = math.fsum((eps * eps).tolist())
+    return _kov_total(basic, math.fsum(_t_terms(eps).tolist()), math.fsum(_s_terms(eps).tolist()), delta_prime)
+
+
+def _t_terms(eps: FloatArray) -> FloatArray:
+    """εᵢ tanh(εᵢ/2), elementwise (the terms of KOV's T)."""
+    return np.asarray(eps * np.tanh(eps / 2.0), dtype=np.float64)
+
+
+def _s_terms(eps: FloatArray) -> FloatArray:
+    """εᵢ², elementwise (the terms of KOV's S)."""
+    return np.asarray(eps * eps, dtype=np.float64)
+
+
+def _kov_total(basic: float, t: float, s: float, delta_prime: float) -> float:
     return min(basic, t + float(kov_root_term(s, delta_prime)[0]))
 
 
@@ -152,26 +167,60 @@ def advanced_best(epsilons: npt.ArrayLike, deltas: npt.ArrayLike | None, total_d
     eps = as_epsilons(epsilons) if np.size(epsilons) else np.zeros(0)
     dl = as_deltas(deltas, eps.size)
     total = check_delta(total_delta, "total_delta")
-    used = math.fsum(dl.tolist())
-    if used > total * (1.0 + REL_TOL):
-        raise BudgetError(
-            f"the mechanisms' deltas sum to {used:.6g}, more than total_delta = {total:.6g} "
-            f"(difference {used - total:.3g}). Raise total_delta or give the mechanisms less δ."
-        )
-    basic = math.fsum(eps.tolist())
-    slack = total - used
-    if slack <= total * REL_TOL or eps.size == 0:
+    sums = _Sums().add(eps, dl)
+    return sums.best(total)
+
+
+@dataclass(frozen=True, slots=True)
+class _Sums:
+    """What advanced composition reads of the assigned pairs, as exact running sums: Σεᵢ,
+    Σδᵢ, KOV's T = Σεᵢ tanh(εᵢ/2) and S = Σεᵢ², the count, and the common ε while every εᵢ
+    is the same (for DRV). Adding pairs costs those pairs; :meth:`best` costs O(1)."""
+
+    eps: ExactSum = EMPTY_SUM
+    delta: ExactSum = EMPTY_SUM
+    t: ExactSum = EMPTY_SUM
+    s: ExactSum = EMPTY_SUM
+    common: float | None = None  # the one ε every pair has so far (None: none yet, or differ)
+    uniform: bool = True
+
+    def add(self, eps: FloatArray, dl: FloatArray) -> _Sums:
+        if eps.size == 0:
+            return self
+        first = float(eps[0]) if self.eps.count == 0 else self.common
+        uniform = self.uniform and first is not None and bool(np.all(eps == first))
+        return _Sums(self.eps.add(eps.tolist()), self.delta.add(dl.tolist()), self.t.add(_t_terms(eps).tolist()),
+                     self.s.add(_s_terms(eps).tolist()), first if uniform else None, uniform)
+
+    def best(self, total: float) -> tuple[float, float]:
+        """:func:`advanced_best` at total δ ``total`` (checked)."""
+        used = self.delta.value
+        if used > total * (1.0 + REL_TOL):
+            raise BudgetError(
+                f"the mechanisms' deltas sum to {used:.6g}, more than total_delta = {total:.6g} "
+                f"(difference {used - total:.3g}). Raise total_delta or give the mechanisms less δ."
+            )
+        basic = self.eps.value
+        slack = total - used
+        n = self.eps.count
+        if slack <= total * REL_TOL or n == 0:
+            return basic, 0.0
+        dp_ = _check_delta_prime(slack)
+        adv = _kov_total(basic, self.t.value, self.s.value, dp_)  # advanced_epsilon at the slack
+        if self.uniform and self.common is not None:
+            adv = min(adv, drv_epsilon(self.common, n, dp_))
+        if adv < basic:
+            return adv, slack
         return basic, 0.0
-    adv = advanced_epsilon(eps, slack)
-    if adv < basic:
-        return adv, slack
-    return basic, 0.0
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class AdvancedAccountant(Accountant):
     """Advanced composition of the assigned (εᵢ, δᵢ), with δ' = δ − Σδᵢ
     (:func:`advanced_best`; never worse than basic).
+
+    Its summary is KOV's sums, kept exactly, so a release adds its spends only and ε costs
+    O(1) whatever the history.
 
     Examples
     --------
@@ -182,10 +231,35 @@ class AdvancedAccountant(Accountant):
     """
 
     rule: ClassVar[CompositionRule] = CompositionRule.ADVANCED
+    sums: _Sums = field(default_factory=_Sums, repr=False)
+    unassigned: int = 0
 
     def supports(self, event: PrivacyEvent, assigned: tuple[float, float] | None = None) -> bool:
         return assigned is not None
 
-    def epsilon(self, delta: float) -> float:
-        eps, dls = self.pairs()
-        return advanced_best(eps, dls, delta)[0]
+    def _grow(self, events: tuple[PrivacyEvent, ...], assigned: tuple[tuple[float, float] | None, ...],
+              ) -> dict[str, Any]:
+        pairs = [p for p in assigned if p is not None]
+        eps = np.fromiter((p[0] for p in pairs), dtype=np.float64, count=len(pairs))
+        dls = np.fromiter((p[1] for p in pairs), dtype=np.float64, count=len(pairs))
+        return {"sums": self.sums.add(eps, dls), "unassigned": self.unassigned + len(assigned) - len(pairs)}
+
+    def _epsilon(self, delta: float) -> float:
+        if self.unassigned:
+            raise unassigned_error(self.rule)
+        return self.sums.best(delta)[0]
+
+
+RULE: Final = Rule(
+    name=CompositionRule.ADVANCED,
+    accountant=AdvancedAccountant,
+    short="advanced",
+    full="advanced composition (Kairouz–Oh–Viswanath)",
+    gist="Kairouz–Oh–Viswanath",
+    explanation=("Many small ε add up like the square root of their number rather than the number "
+                 "itself, at the price of part of δ; never more than adding them up."),
+    source=("Peter Kairouz, Sewoong Oh and Pramod Viswanath, *The composition theorem for "
+            "differential privacy*, ICML 2015, Theorem 3.5"),
+    reads_assigned=True,
+    slack_delta=True,
+)

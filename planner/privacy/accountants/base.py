@@ -15,8 +15,8 @@ zcdp          the events' ρ (pure parts also by their ε)             :mod:`.zc
 pld           the events' privacy loss distributions, by FFT         :mod:`.pld`
 ============  =====================================================  =====================
 
-Accountants are immutable: ``compose`` returns a new accountant holding more spends, and
-``epsilon(delta)`` reads the composed cost. The allocator calls the same modules'
+Accountants are immutable: ``compose`` returns a new accountant holding more spends (at
+the cost of the new ones only), and ``epsilon(delta)`` reads the composed cost. The allocator calls the same modules'
 vectorised kernels directly, so no conversion or composition formula exists twice.
 """
 
@@ -26,20 +26,18 @@ import math
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import ClassVar, Final, Self
+from typing import Any, ClassVar, Final, Self
 
 import numpy as np
 import numpy.typing as npt
 
 from planner.core.errors import BudgetError
+from planner.privacy.accountants.exact import EMPTY_SUM, ExactSum
+from planner.privacy.accountants.pure import REL_TOL, claim_is_refuted, pure_epsilon
 from planner.privacy.budget import CompositionRule, check_delta, check_epsilon
 from planner.privacy.events import PrivacyEvent, ThresholdedEvent
 
 FloatArray = npt.NDArray[np.float64]
-
-#: Relative slack accepted when comparing a requested δ (or a claimed ε) with a sum of
-#: floating-point values: float noise, far below any meaningful privacy parameter.
-REL_TOL: Final[float] = 1e-9
 #: Relative round-up applied to the result of every numerical conversion (≈ 8 ulps).
 ROUND_UP: Final[float] = 2.0**-50
 
@@ -127,8 +125,6 @@ class Spend:
     delta: float = field(default=0.0)
 
     def __post_init__(self) -> None:
-        from planner.privacy.accountants.basic import claim_is_refuted  # basic imports this module
-
         if not isinstance(self.event, PrivacyEvent):
             raise BudgetError(
                 f"event must be a privacy event (LaplaceEvent, GaussianEvent, ...); "
@@ -145,13 +141,60 @@ class Spend:
             )
 
 
-@dataclass(frozen=True)
+class _Log:
+    """The events and assigned pairs composed so far, as a chain of batches: extending it
+    costs the new batch only; :meth:`flat` joins the batches once and keeps the result."""
+
+    __slots__ = ("_flat", "assigned_tail", "events_tail", "parent", "size")
+
+    def __init__(self, parent: _Log | None = None, events: tuple[PrivacyEvent, ...] = (),
+                 assigned: tuple[tuple[float, float] | None, ...] = ()) -> None:
+        self.parent = parent
+        self.events_tail = events
+        self.assigned_tail = assigned
+        self.size: int = (parent.size if parent is not None else 0) + len(events)
+        self._flat: tuple[tuple[PrivacyEvent, ...], tuple[tuple[float, float] | None, ...]] | None = None
+
+    def extend(self, events: tuple[PrivacyEvent, ...], assigned: tuple[tuple[float, float] | None, ...]) -> _Log:
+        return _Log(self, events, assigned) if events else self
+
+    def flat(self) -> tuple[tuple[PrivacyEvent, ...], tuple[tuple[float, float] | None, ...]]:
+        if self._flat is None:
+            chain: list[_Log] = []
+            node: _Log | None = self
+            while node is not None:
+                chain.append(node)
+                node = node.parent
+            evs: list[PrivacyEvent] = []
+            prs: list[tuple[float, float] | None] = []
+            for part in reversed(chain):
+                evs.extend(part.events_tail)
+                prs.extend(part.assigned_tail)
+            self._flat = (tuple(evs), tuple(prs))
+        return self._flat
+
+
+_EMPTY_LOG: Final = _Log()
+
+
+@dataclass(frozen=True, eq=False)
 class Accountant(ABC):
-    """Adds up spends under one composition rule.
+    """Adds up spends under one composition rule, one release at a time.
 
     ``compose`` takes :class:`Spend` records or bare events; a bare event is assigned its
     pure ε (δᵢ = 0) when it has one, else it carries no assignment, which basic and
     advanced composition cannot use (:meth:`supports` says so).
+
+    **Incremental composition.** An accountant is an immutable value holding, besides the
+    spends, the running *summary* its rule reads (the exact sums of basic and advanced
+    composition, RDP's curve summed over the order grid, zCDP's ρ, the PLD's groups of
+    identical dominating pairs). ``acct.compose(more)`` costs the new spends only and
+    returns a new accountant (``acct`` itself is unchanged and still valid); its
+    ``epsilon(delta)`` reads the summary and keeps each answer, so asking again is free.
+    An accountant composed release by release gives the float that composing every spend
+    at once gives (``tests/engine/test_incremental.py`` checks it under every rule):
+    every running sum is exact (:class:`~planner.privacy.accountants.exact.ExactSum`) or
+    taken in the order the one-shot composition takes it.
 
     A :class:`~planner.privacy.events.ThresholdedEvent` is held as its inner event, and its δ is
     added to ``reserved``: the rules that read events (RDP, zCDP, PLD) account for the
@@ -170,30 +213,69 @@ class Accountant(ABC):
     rule: ClassVar[CompositionRule]
     #: Why an event is not supported, in words (the error message names it).
     unsupported: ClassVar[str] = "it needs an (ε, δ) assigned to every spend"
-    events: tuple[PrivacyEvent, ...] = ()
-    #: The assigned (εᵢ, δᵢ) of each event, or None where none was given.
-    assigned: tuple[tuple[float, float] | None, ...] = ()
-    #: Σδ of the thresholded events composed (see the class docstring).
-    reserved: float = 0.0
+    _log: _Log = field(default=_EMPTY_LOG, repr=False)
+    #: Σδ of the thresholded events composed (see the class docstring), exactly.
+    _reserved: ExactSum = field(default=EMPTY_SUM, repr=False)
+    #: Answers already read, by δ (the accountant is immutable, so they stay true).
+    _answers: dict[float, float] = field(default_factory=dict, repr=False)
+
+    @property
+    def events(self) -> tuple[PrivacyEvent, ...]:
+        """Every event composed, in order (thresholded ones as their inner event)."""
+        return self._log.flat()[0]
+
+    @property
+    def assigned(self) -> tuple[tuple[float, float] | None, ...]:
+        """The assigned (εᵢ, δᵢ) of each event, or None where none was given."""
+        return self._log.flat()[1]
+
+    @property
+    def reserved(self) -> float:
+        """Σδ of the thresholded events composed."""
+        return self._reserved.value
+
+    def __len__(self) -> int:
+        """The number of events composed."""
+        return self._log.size
 
     @abstractmethod
     def supports(self, event: PrivacyEvent, assigned: tuple[float, float] | None = None) -> bool:
         """Whether this rule can account for ``event`` (with that assignment)."""
 
     @abstractmethod
+    def _epsilon(self, delta: float) -> float:
+        """The composed ε at a checked total δ (what :meth:`epsilon` keeps)."""
+
+    @abstractmethod
+    def _grow(self, events: tuple[PrivacyEvent, ...], assigned: tuple[tuple[float, float] | None, ...],
+              ) -> dict[str, Any]:
+        """The rule's summary fields once ``events`` (with their assignments) are added."""
+
     def epsilon(self, delta: float) -> float:
-        """The composed ε at total δ (``inf`` where the rule cannot reach δ)."""
+        """The composed ε at total δ (``inf`` where the rule cannot reach δ).
+
+        Raises
+        ------
+        BudgetError
+            An invalid δ, or one the rule cannot account at (e.g. basic composition with
+            Σδᵢ > δ).
+        """
+        d = check_delta(delta)
+        known = self._answers.get(d)
+        if known is None:
+            known = self._epsilon(d)
+            self._answers[d] = known
+        return known
 
     def compose(self, items: Iterable[Spend | PrivacyEvent], count: int = 1) -> Self:
-        """A new accountant holding these spends (``count`` times each) as well.
+        """A new accountant holding these spends (``count`` times each) as well; costs the
+        new spends only.
 
         Raises
         ------
         BudgetError
             If an item is not a spend or an event, or the rule cannot account for it.
         """
-        from planner.privacy.accountants.basic import pure_epsilon
-
         if isinstance(count, bool) or not isinstance(count, int) or count < 1:
             raise BudgetError(f"count must be a whole number ≥ 1; got {count!r}.")
         evs: list[PrivacyEvent] = []
@@ -221,8 +303,12 @@ class Accountant(ABC):
                 )
             evs.append(ev)
             pairs.append(pair)
-        return type(self)(self.events + tuple(evs) * count, self.assigned + tuple(pairs) * count,
-                          math.fsum([self.reserved, *(reserved * count)]))
+        new_evs, new_pairs = tuple(evs) * count, tuple(pairs) * count
+        if not new_evs:
+            return self
+        return type(self)(_log=self._log.extend(new_evs, new_pairs),
+                          _reserved=self._reserved.add(reserved * count),
+                          **self._grow(new_evs, new_pairs))
 
     def event_delta(self, delta: float) -> float:
         """The δ left for the composed events once the thresholded releases' Σδ is
@@ -234,23 +320,13 @@ class Accountant(ABC):
             If the thresholded releases alone need more than ``delta``.
         """
         d = check_delta(delta)
-        if self.reserved > d * (1.0 + REL_TOL):
+        reserved = self.reserved
+        if reserved > d * (1.0 + REL_TOL):
             raise BudgetError(
-                f"the key releases (partition selection) need δ = {self.reserved:.6g}, more than the total "
+                f"the key releases (partition selection) need δ = {reserved:.6g}, more than the total "
                 f"δ = {d:.6g}; raise δ or lower the queries' key δ."
             )
-        return max(d - self.reserved, 0.0)
-
-    def pairs(self) -> tuple[FloatArray, FloatArray]:
-        """The assigned (εᵢ), (δᵢ) as arrays (basic and advanced composition read these)."""
-        if any(p is None for p in self.assigned):
-            raise BudgetError(
-                f"the {self.rule.value} rule needs an (ε, δ) assigned to every spend; record "
-                "spends (planner.privacy.accountants.Spend), not bare events, for non-pure mechanisms."
-            )
-        eps = np.fromiter((p[0] for p in self.assigned if p is not None), dtype=np.float64)
-        dls = np.fromiter((p[1] for p in self.assigned if p is not None), dtype=np.float64)
-        return eps, dls
+        return max(d - reserved, 0.0)
 
 
 def spends_of(items: Sequence[Spend]) -> list[Spend]:
@@ -260,3 +336,69 @@ def spends_of(items: Sequence[Spend]) -> list[Spend]:
         if not isinstance(s, Spend):
             raise BudgetError(f"expected Spend records; got {type(s).__name__}.")
     return out
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    """A composition rule, registered once: its accountant, what the allocator needs to
+    know of it, and its words for people.
+
+    Each rule's module defines its ``RULE``; :data:`planner.privacy.accountants.RULES` lists
+    them (one line each). The allocator, the report, the advice, the app's labels and the
+    Learn pages read these fields; nothing else names a rule's words.
+
+    Parameters
+    ----------
+    name
+        The rule's :class:`~planner.privacy.budget.CompositionRule` (its name in PLAN.json,
+        the ledger and the command line).
+    accountant
+        The :class:`Accountant` class that composes spends under the rule.
+    short
+        The short name people read in prose ("RDP").
+    full
+        The full name, acronym expanded ("Rényi differential privacy (RDP)").
+    gist
+        A few words beside the rule's name in a selector ("Rényi DP").
+    explanation
+        One plain sentence for a data owner: what the rule adds up and when it pays off.
+    source
+        The paper the rule comes from (authors, title, venue, year).
+    surrogate
+        The rule whose separable cost the allocator optimises under: the rule itself when
+        the allocator has a solver for it (:mod:`planner.planning.allocation.solvers`), else
+        a rule it never charges more than (PLD: RDP); the shares are then fitted to this
+        rule's own accountant.
+    listed_at_zero_delta
+        Whether the rule is offered when δ = 0 (at δ = 0 every rule but basic composition
+        gives basic composition's number).
+    reads_assigned
+        Whether the rule composes the (εᵢ, δᵢ) assigned to each spend (basic, advanced)
+        rather than the events: the allocator then gives every Gaussian its own δᵢ.
+    slack_delta
+        Whether the rule also spends a δ′ beyond Σδᵢ (advanced composition): the allocator
+        searches the division of δ between the Gaussians' δᵢ and δ′.
+    """
+
+    name: CompositionRule
+    accountant: type[Accountant]
+    short: str
+    full: str
+    gist: str
+    explanation: str
+    source: str
+    surrogate: CompositionRule | None = None
+    listed_at_zero_delta: bool = False
+    reads_assigned: bool = False
+    slack_delta: bool = False
+
+    @property
+    def optimised_as(self) -> CompositionRule:
+        """The rule the allocator optimises under (:attr:`surrogate`, else this rule)."""
+        return self.surrogate if self.surrogate is not None else self.name
+
+    @property
+    def label(self) -> str:
+        """The rule's name (as PLAN.json and the command line spell it) and its gist, for a
+        selector: "rdp (Rényi DP)"."""
+        return f"{self.name.value} ({self.gist})"

@@ -1,6 +1,7 @@
-"""Basic composition, and each event's own (ε, δ): the pure-DP currency.
+"""Basic composition, and each event's own (ε, δ).
 
-* :func:`pure_epsilon` — an event's ε under pure DP (``inf`` if it has none);
+* :func:`pure_epsilon` — an event's ε under pure DP (``inf`` if it has none; defined in
+  :mod:`.pure`, re-exported here);
 * :func:`epsilon_array` — the same, vectorised over one event kind's parameter, and the
   tightest standalone ε of a Gaussian or zCDP event at a given δ (the allocator's
   kernel for the basic and advanced rules);
@@ -20,27 +21,24 @@ References
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-from typing import ClassVar
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Final
 
 import numpy as np
 import numpy.typing as npt
 
 from planner.core.errors import BudgetError
 from planner.privacy import divergences as dv
-from planner.privacy.accountants.base import REL_TOL, Accountant, FloatArray, as_deltas, as_epsilons
+from planner.privacy.accountants.base import Accountant, FloatArray, Rule, as_deltas, as_epsilons
+from planner.privacy.accountants.exact import EMPTY_SUM, ExactSum
+from planner.privacy.accountants.pure import PURE_KINDS, REL_TOL, pure_epsilon, pure_epsilon_array
+from planner.privacy.accountants.rdp import rdp_epsilon
+from planner.privacy.accountants.zcdp import rho_array, zcdp_to_approx_epsilon
 from planner.privacy.budget import CompositionRule, check_delta
 from planner.privacy.events import (
-    SAMPLED_EVENTS,
     ApproxEvent,
-    ComposedEvent,
-    ExponentialEvent,
     GaussianEvent,
-    LaplaceEvent,
     PrivacyEvent,
-    PureEvent,
-    RandomizedResponseEvent,
-    SelfComposedEvent,
     ThresholdedEvent,
     ZCDPEvent,
 )
@@ -72,61 +70,22 @@ def epsilon_array(
 
     Examples
     --------
+    >>> from planner.privacy.events import LaplaceEvent
     >>> epsilon_array(LaplaceEvent, [2.0, 4.0]).tolist()
     [0.5, 0.25]
     """
     a = np.asarray(x, dtype=np.float64)
-    if kind is LaplaceEvent:
-        return np.asarray(1.0 / a, dtype=np.float64)
-    if kind is PureEvent or kind is ExponentialEvent:
-        return np.array(a, dtype=np.float64)
-    if kind is RandomizedResponseEvent:
-        return np.asarray(np.log(a) - np.log1p(-a), dtype=np.float64)
+    if kind in PURE_KINDS:
+        return pure_epsilon_array(kind, a)
     if kind is GaussianEvent or kind is ZCDPEvent:
         d = check_delta(delta)
         if d == 0.0:
             return np.full(a.shape, np.inf)
-        from planner.privacy.accountants.zcdp import rho_array, zcdp_to_approx_epsilon
-
         if kind is GaussianEvent and not discrete:
             return np.asarray(dv.analytic_gaussian_epsilon(d, 1.0 / a), dtype=np.float64)
         rho = rho_array(kind, a)
         return np.asarray(zcdp_to_approx_epsilon(rho.ravel(), d).reshape(rho.shape), dtype=np.float64)
     raise BudgetError(f"no vectorised ε for {kind.__name__}; use standalone_epsilon().")
-
-
-def _param(event: PrivacyEvent) -> float:
-    return float(getattr(event, type(event).parameter))
-
-
-def pure_epsilon(event: PrivacyEvent) -> float:
-    """The event's ε under pure DP; ``inf`` if it has none (Gaussian, zCDP, (ε, δ > 0)).
-
-    Examples
-    --------
-    >>> pure_epsilon(SelfComposedEvent(LaplaceEvent(4.0), 3))  # 3 · 1/4
-    0.75
-    >>> pure_epsilon(GaussianEvent(1.0))
-    inf
-    """
-    if isinstance(event, (LaplaceEvent, PureEvent, ExponentialEvent, RandomizedResponseEvent)):
-        return float(epsilon_array(type(event), _param(event))[()])
-    if isinstance(event, (GaussianEvent, ZCDPEvent)):
-        return math.inf
-    if isinstance(event, ApproxEvent):
-        return event.epsilon if event.delta == 0.0 else math.inf
-    if isinstance(event, ThresholdedEvent):  # δ > 0 by construction: never pure
-        return math.inf
-    if isinstance(event, SelfComposedEvent):
-        return event.count * pure_epsilon(event.event)
-    if isinstance(event, ComposedEvent):
-        return math.fsum(pure_epsilon(e) for e in event.events)
-    if isinstance(event, SAMPLED_EVENTS):
-        # ln(1 + q(e^ε − 1)): Balle, Barthe & Gaboardi 2018, Thm 9 (Poisson) and 10 (without replacement)
-        inner = pure_epsilon(event.event)  # type: ignore[attr-defined]
-        rate = float(event.rate)  # type: ignore[attr-defined]
-        return math.log1p(rate * math.expm1(inner)) if math.isfinite(inner) else math.inf
-    raise BudgetError(f"unknown privacy event {type(event).__name__}.")
 
 
 def standalone_epsilon(event: PrivacyEvent, delta: float) -> float:
@@ -150,30 +109,7 @@ def standalone_epsilon(event: PrivacyEvent, delta: float) -> float:
         return standalone_epsilon(event.event, d - event.delta) if d >= event.delta else math.inf
     if d == 0.0:
         return math.inf
-    from planner.privacy.accountants.rdp import rdp_epsilon
-
     return float(rdp_epsilon([event], d)[0])
-
-
-def claim_is_refuted(event: PrivacyEvent, epsilon: float, delta: float) -> bool:
-    """True iff (ε, δ) is *provably* not a guarantee of ``event`` (cheap checks only).
-
-    Only claims that can be refuted exactly are rejected: (ε, 0) below a pure event's ε
-    (or for an event with no pure ε), anything not implied by an :class:`ApproxEvent`'s
-    own (ε, δ), and a continuous Gaussian whose exact δ(ε) [BW18] exceeds δ. Everything
-    else (e.g. a Laplace event claimed at δ > 0) is accepted.
-    """
-    slack = 1.0 + REL_TOL
-    if delta == 0.0:
-        return epsilon * slack < pure_epsilon(event)
-    if isinstance(event, ApproxEvent):
-        return epsilon * slack < event.epsilon or delta * slack < event.delta
-    if isinstance(event, ThresholdedEvent):
-        return delta * slack < event.delta or epsilon * slack < pure_epsilon(event.event)
-    if isinstance(event, GaussianEvent) and not event.discrete:
-        exact = float(dv.analytic_gaussian_delta(epsilon, 1.0 / event.noise_multiplier))
-        return exact > delta * slack
-    return False
 
 
 def compose_basic(epsilons: npt.ArrayLike, deltas: npt.ArrayLike | None = None) -> tuple[float, float]:
@@ -212,6 +148,10 @@ def compose_parallel(epsilons: npt.ArrayLike, deltas: npt.ArrayLike | None = Non
 def basic_total(epsilons: FloatArray, deltas: FloatArray, delta: float) -> float:
     """Σεᵢ of assigned pairs whose Σδᵢ fits in δ (:class:`BudgetError` otherwise)."""
     basic_eps, basic_delta = compose_basic(epsilons, deltas) if epsilons.size else (0.0, 0.0)
+    return _fitting_sum(basic_eps, basic_delta, delta)
+
+
+def _fitting_sum(basic_eps: float, basic_delta: float, delta: float) -> float:
     if basic_delta > delta * (1.0 + REL_TOL):
         raise BudgetError(
             f"the spends' deltas sum to {basic_delta:.6g}, more than delta = {delta:.6g} "
@@ -220,22 +160,62 @@ def basic_total(epsilons: FloatArray, deltas: FloatArray, delta: float) -> float
     return basic_eps
 
 
-@dataclass(frozen=True)
+def unassigned_error(rule: CompositionRule) -> BudgetError:
+    """The error of a rule that reads assigned pairs, given a spend without one."""
+    return BudgetError(
+        f"the {rule.value} rule needs an (ε, δ) assigned to every spend; record "
+        "spends (planner.privacy.accountants.Spend), not bare events, for non-pure mechanisms."
+    )
+
+
+@dataclass(frozen=True, eq=False)
 class BasicAccountant(Accountant):
     """Basic composition of the assigned (εᵢ, δᵢ): ε = Σεᵢ, needing Σδᵢ ≤ δ.
 
+    Its summary is the exact sums Σεᵢ and Σδᵢ (:class:`~planner.privacy.accountants.exact.ExactSum`),
+    so composing a release costs its spends and ε costs nothing more, whatever the history.
+
     Examples
     --------
+    >>> from planner.privacy.events import LaplaceEvent, PureEvent
     >>> BasicAccountant().compose([LaplaceEvent(2.0), PureEvent(0.25)]).epsilon(0.0)
+    0.75
+    >>> a = BasicAccountant().compose([LaplaceEvent(2.0)])
+    >>> a.compose([PureEvent(0.25)]).epsilon(0.0)  # one release at a time: the same sum
     0.75
     """
 
     rule: ClassVar[CompositionRule] = CompositionRule.BASIC
+    eps_sum: ExactSum = field(default=EMPTY_SUM, repr=False)
+    delta_sum: ExactSum = field(default=EMPTY_SUM, repr=False)
+    unassigned: int = 0
 
     def supports(self, event: PrivacyEvent, assigned: tuple[float, float] | None = None) -> bool:
         return assigned is not None
 
-    def epsilon(self, delta: float) -> float:
-        d = check_delta(delta)
-        eps, dls = self.pairs()
-        return basic_total(eps, dls, d)
+    def _grow(self, events: tuple[PrivacyEvent, ...], assigned: tuple[tuple[float, float] | None, ...],
+              ) -> dict[str, Any]:
+        pairs = [p for p in assigned if p is not None]
+        return {"eps_sum": self.eps_sum.add(p[0] for p in pairs),
+                "delta_sum": self.delta_sum.add(p[1] for p in pairs),
+                "unassigned": self.unassigned + len(assigned) - len(pairs)}
+
+    def _epsilon(self, delta: float) -> float:
+        if self.unassigned:
+            raise unassigned_error(self.rule)
+        return _fitting_sum(self.eps_sum.value, self.delta_sum.value, delta)
+
+
+RULE: Final = Rule(
+    name=CompositionRule.BASIC,
+    accountant=BasicAccountant,
+    short="basic",
+    full="basic composition",
+    gist="add up every ε",
+    explanation=("The ε of every answer are added up (and their δ): the simplest rule, exact for a "
+                 "few pure-ε answers and never wrong, but it charges many answers the most."),
+    source=("Cynthia Dwork and Aaron Roth, *The algorithmic foundations of differential privacy*, "
+            "2014, Theorem 3.16"),
+    listed_at_zero_delta=True,
+    reads_assigned=True,
+)

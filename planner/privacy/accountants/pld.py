@@ -79,11 +79,9 @@ References
 from __future__ import annotations
 
 import functools
-import itertools
 import math
-from abc import ABC, abstractmethod
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, ClassVar, Final, cast
 
 import numpy as np
@@ -94,18 +92,32 @@ from planner.core.errors import BudgetError
 # scipy is imported in the functions that use it (~0.3 s): `planner release` and the app's first
 # page need none of it before the data is read (tests/engine/test_lazy_imports.py).
 from planner.privacy import divergences as dv
-from planner.privacy.accountants.base import ROUND_UP, Accountant, FloatArray, round_up
+from planner.privacy.accountants.base import ROUND_UP, Accountant, FloatArray, Rule, round_up
+from planner.privacy.accountants.exact import EMPTY_SUM, ExactSum
+from planner.privacy.accountants.pairs import (
+    _MAX_LOSS,
+    _as_array,
+    _BoundedRange,
+    _Dist,
+    _Gaussian,
+    _Pair,
+    _search_lower,
+    _search_upper,
+    _TwoPoint,
+    connect_dots,
+    event_pair,
+)
+from planner.privacy.accountants.pure import pure_epsilon
+from planner.privacy.accountants.rdp import RdpParts, rdp_curve, rdp_epsilon
+from planner.privacy.accountants.rdp import parts_epsilon as rdp_parts_epsilon
+from planner.privacy.accountants.zcdp import event_rho
 from planner.privacy.budget import DEFAULT_ORDERS, CompositionRule, check_delta
 from planner.privacy.events import (
-    ApproxEvent,
     ComposedEvent,
     ExponentialEvent,
     GaussianEvent,
-    LaplaceEvent,
     PoissonSampledEvent,
     PrivacyEvent,
-    PureEvent,
-    RandomizedResponseEvent,
     SampledWithoutReplacementEvent,
     SelfComposedEvent,
 )
@@ -134,286 +146,6 @@ _CHERNOFF_T: Final = np.array([1.0, 3.0, 6.0, 9.0, 14.0, 30.0])
 #: Points of the coarse pass that estimates each event's loss variance.
 _COARSE_POINTS: Final[int] = 512
 
-
-# --------------------------------------------------------------------------------------
-# Dominating pairs, described by their privacy curves
-# --------------------------------------------------------------------------------------
-
-
-def _as_array(x: npt.ArrayLike) -> FloatArray:
-    return np.asarray(x, dtype=np.float64)
-
-
-class _Pair(ABC):
-    """A dominating pair (P, Q) of one mechanism, known by its privacy curves.
-
-    ``delta(ε, add)`` is δ(ε) = E_P[(1 − e^{ε−L})₊] of the remove direction (P ‖ Q), or of
-    the add direction (Q ‖ P) when ``add``; ``delta_bar`` is δ(ε) − (1 − e^ε), the same curve
-    measured from below, computed without cancellation for ε < 0 through the identity
-    H_γ(P‖Q) = 1 − γ + γ H_{1/γ}(Q‖P): δ̄_remove(ε) = e^ε δ_add(−ε).
-    """
-
-    #: True when (Q, P) is (P, Q) relabelled: both directions have the same curve.
-    symmetric: ClassVar[bool] = True
-    #: False when ``delta`` is an upper bound that need not be convex in e^ε (it is then
-    #: convexified before discretisation).
-    convex: ClassVar[bool] = True
-
-    @abstractmethod
-    def delta(self, eps: FloatArray, add: bool = False) -> FloatArray:
-        """δ(ε) of the pair in one direction (vectorised)."""
-
-    def delta_bar(self, eps: FloatArray, add: bool = False) -> FloatArray:
-        """δ(ε) − (1 − e^ε) = e^ε δ_other(−ε)."""
-        e = _as_array(eps)
-        with np.errstate(over="ignore"):
-            return np.asarray(np.exp(e) * self.delta(-e, not add), dtype=np.float64)
-
-    @abstractmethod
-    def loss_range(self, add: bool = False) -> tuple[float, float]:
-        """(least, largest) finite privacy loss with positive P-mass (±inf if unbounded)."""
-
-    def inf_mass(self, add: bool = False) -> float:
-        """P-mass of the loss +∞ (outputs impossible under Q): the curve's limit at ε → ∞."""
-        return 0.0
-
-    def atoms(self, add: bool = False) -> tuple[FloatArray, FloatArray] | None:
-        """(losses, P-masses) of the finite part when it has at most two atoms, else None."""
-        return None
-
-    def pure_epsilon(self) -> float:
-        """The largest finite loss over both directions when the pair has no +∞ mass."""
-        if self.inf_mass(False) > 0 or self.inf_mass(True) > 0:
-            return math.inf
-        return max(self.loss_range(False)[1], self.loss_range(True)[1])
-
-
-@dataclass(frozen=True)
-class _Gaussian(_Pair):
-    """N(0, 1) vs N(μ, 1): δ(ε) = Φ(μ/2 − ε/μ) − e^ε Φ(−μ/2 − ε/μ) [BW18, Thm 8].
-
-    With a = ε/μ − μ/2 and b = ε/μ + μ/2 (b² − a² = 2ε), for a > 0 both terms share the
-    factor ½e^{−a²/2}: δ = ½e^{−a²/2}(erfcx(a/√2) − erfcx(b/√2)), with no overflow and no
-    cancellation of two tiny numbers.
-    """
-
-    mu: float
-
-    def delta(self, eps: FloatArray, add: bool = False) -> FloatArray:
-        from planner.core import special
-        e = _as_array(eps)
-        m = self.mu
-        a = e / m - m / 2.0
-        b = e / m + m / 2.0
-        out = np.empty(e.shape)
-        hi = a > 0
-        r2 = math.sqrt(2.0)
-        ah, bh = a[hi], b[hi]
-        out[hi] = 0.5 * np.exp(-ah * ah / 2.0) * (special.erfcx(ah / r2) - special.erfcx(bh / r2))
-        lo = ~hi
-        with np.errstate(over="ignore"):
-            out[lo] = special.ndtr(-a[lo]) - np.exp(e[lo] + special.log_ndtr(-b[lo]))
-        return np.asarray(np.clip(out, 0.0, 1.0), dtype=np.float64)
-
-    def loss_range(self, add: bool = False) -> tuple[float, float]:
-        return -math.inf, math.inf
-
-
-@dataclass(frozen=True)
-class _Laplace(_Pair):
-    """Lap(0, b) vs Lap(Δ, b), ε₀ = Δ/b: δ(ε) = 1 − e^{(ε−ε₀)/2} for |ε| ≤ ε₀, 0 above ε₀
-    (hand calculation: L = ε₀ on x ≤ 0, −ε₀ on x ≥ Δ, linear in between)."""
-
-    eps0: float
-
-    def delta(self, eps: FloatArray, add: bool = False) -> FloatArray:
-        e = _as_array(eps)
-        e0 = self.eps0
-        mid = -np.expm1((np.minimum(e, e0) - e0) / 2.0)
-        out = np.where(e >= e0, 0.0, np.where(e < -e0, -np.expm1(np.minimum(e, 0.0)), mid))
-        return np.asarray(out, dtype=np.float64)
-
-    def loss_range(self, add: bool = False) -> tuple[float, float]:
-        return -self.eps0, self.eps0
-
-
-@dataclass(frozen=True)
-class _TwoPoint(_Pair):
-    """Randomized response at ε₀ with mass δ₀ at +∞: P = (δ₀, (1−δ₀)p, (1−δ₀)(1−p), 0),
-    Q reversed, p = e^{ε₀}/(1 + e^{ε₀}). The worst (ε₀, δ₀)-DP pair: every (ε₀, δ₀)-DP
-    mechanism is a post-processing of it [KOV15, Thm 2.4]; with δ₀ = 0 the worst ε₀-DP pair."""
-
-    eps0: float
-    delta0: float = 0.0
-
-    @property
-    def p(self) -> float:
-        from planner.core import special
-        return float(special.expit(self.eps0))
-
-    def delta(self, eps: FloatArray, add: bool = False) -> FloatArray:
-        e = _as_array(eps)
-        e0, d0, p = self.eps0, self.delta0, self.p
-        top = p * -np.expm1(np.minimum(e - e0, 0.0))
-        bottom = (1.0 - p) * -np.expm1(np.minimum(e + e0, 0.0))
-        out = d0 + (1.0 - d0) * (np.where(e < e0, top, 0.0) + np.where(e < -e0, bottom, 0.0))
-        return np.asarray(out, dtype=np.float64)
-
-    def loss_range(self, add: bool = False) -> tuple[float, float]:
-        return -self.eps0, self.eps0
-
-    def inf_mass(self, add: bool = False) -> float:
-        return self.delta0
-
-    def atoms(self, add: bool = False) -> tuple[FloatArray, FloatArray] | None:
-        w = 1.0 - self.delta0
-        return np.array([self.eps0, -self.eps0]), np.array([w * self.p, w * (1.0 - self.p)])
-
-
-@dataclass(frozen=True)
-class _BoundedRange(_Pair):
-    """The envelope of every ε₀-bounded-range pair (the exponential mechanism, and noisy max
-    with Gumbel noise) [DDR20].
-
-    Notes
-    -----
-    A pair is ε₀-BR when its loss L lies in [t − ε₀, t] for some t ∈ [0, ε₀]. For fixed t,
-    δ(ε) = E_P[(1 − e^{ε} e^{−L})₊] is convex in y = e^{−L} with E_P[y] = 1, so it is
-    largest when L takes only the two end values: L = t with probability
-    p_t = (e^{ε₀} − e^t)/(e^{ε₀} − 1), else t − ε₀. For ε ∈ [t − ε₀, t) that gives
-    p_t(1 − e^{ε−t}); in u = e^t this is (E − u − cE/u + c)/(E − 1) (E = e^{ε₀}, c = e^ε),
-    maximal at u = √(cE), i.e. t = (ε₀ + ε)/2 — inside [max(0, ε), min(ε₀, ε + ε₀)] for
-    every ε ∈ [−ε₀, ε₀] — with value (√E − √c)²/(E − 1) = e^ε (e^{(ε₀−ε)/2} − 1)²/(e^{ε₀} − 1).
-    The other t give 1 − e^ε (both values of L above ε) or 0. The upper envelope
-    max(that, 1 − e^ε) is convex in e^ε (a maximum of convex curves), hence the curve of a
-    pair dominating every ε₀-BR mechanism; the class is closed under swapping P and Q, so
-    the envelope is symmetric.
-    """
-
-    eps0: float
-
-    def delta(self, eps: FloatArray, add: bool = False) -> FloatArray:
-        e = _as_array(eps)
-        e0 = self.eps0
-        ec = np.clip(e, -e0, e0)
-        with np.errstate(over="ignore"):
-            env = np.exp(ec) * np.expm1((e0 - ec) / 2.0) ** 2 / math.expm1(e0)
-        floor = -np.expm1(np.minimum(e, 0.0))
-        out = np.where(e >= e0, 0.0, np.where(e < -e0, floor, np.maximum(env, floor)))
-        return np.asarray(out, dtype=np.float64)
-
-    def loss_range(self, add: bool = False) -> tuple[float, float]:
-        return -self.eps0, self.eps0
-
-
-@dataclass(frozen=True)
-class _Poisson(_Pair):
-    """A mechanism with symmetric dominating pair (P, Q) run on a Poisson sample of rate q.
-
-    Notes
-    -----
-    Remove direction: A = (1 − q)Q + qP against B = Q. For c = e^ε > 1 − q,
-    A − cB = q(P − γQ) with γ = 1 + (c − 1)/q, so δ_A‖B(ε) = q·δ(ln γ) exactly (for
-    c ≤ 1 − q, A − cB ≥ 0 and δ = 1 − c). Add direction: B − cA = (1 − c(1 − q))Q − cqP,
-    so δ_B‖A(ε) = (1 − c(1 − q))·δ(ln(cq/(1 − c(1 − q)))) for c(1 − q) < 1, else 0. That
-    (A, B) and (B, A) dominate the sampled mechanism under remove and add neighbours is
-    [ZDW22, Thm 11] (the γ ≥ 1 part is [BBG18, Thm 2]; the rest follows from the identity
-    H_γ(A‖B) = 1 − γ + γH_{1/γ}(B‖A)).
-    """
-
-    symmetric: ClassVar[bool] = False
-    base: _Pair
-    q: float
-
-    def delta(self, eps: FloatArray, add: bool = False) -> FloatArray:
-        e = _as_array(eps)
-        q = self.q
-        out = np.zeros(e.shape)
-        with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
-            if not add:
-                live = e > math.log1p(-q)
-                out[~live] = -np.expm1(e[~live])
-                out[live] = q * self.base.delta(np.log1p(np.expm1(e[live]) / q))
-            else:
-                c = np.exp(e)
-                w = q * c - np.expm1(e)  # 1 − c(1 − q)
-                live = w > 0
-                arg = math.log(q) + e[live] - np.log(w[live])
-                out[live] = w[live] * self.base.delta(arg)
-        return np.asarray(np.clip(out, 0.0, 1.0), dtype=np.float64)
-
-    def loss_range(self, add: bool = False) -> tuple[float, float]:
-        lo_b, hi_b = self.base.loss_range()
-        q = self.q
-
-        def rem(v: float) -> float:  # ln(1 − q + q e^v)
-            return math.log1p(q * math.expm1(v)) if v < 700 else math.inf
-
-        lo = math.log1p(-q) if (lo_b == -math.inf or self.base.inf_mass() > 0) else rem(lo_b)
-        hi = rem(hi_b) if hi_b < math.inf else math.inf
-        if not add:
-            return lo, hi
-        return -hi, -lo
-
-    def inf_mass(self, add: bool = False) -> float:
-        return 0.0 if add else self.q * self.base.inf_mass()
-
-    def atoms(self, add: bool = False) -> tuple[FloatArray, FloatArray] | None:
-        base = self.base.atoms()
-        if base is None or self.base.inf_mass() > 0:  # a third atom at ln(1 − q)
-            return None
-        lb, pb = base
-        q = self.q
-        if not add:  # loss ln(1 − q + q e^l), A-mass P(l)((1 − q)e^{−l} + q)
-            return np.log1p(q * np.expm1(lb)), pb * ((1.0 - q) * np.exp(-lb) + q)
-        return -np.log1p(q * np.expm1(lb)), pb * np.exp(-lb)  # B-mass = Q(l)
-
-    def pure_epsilon(self) -> float:
-        # ln(1 + q(e^ε − 1)) [BBG18, Thm 9]; the add side is never larger.
-        return math.inf if self.inf_mass() > 0 else self.loss_range(False)[1]
-
-
-@dataclass(frozen=True)
-class _WithoutReplacement(_Pair):
-    """A mechanism with symmetric dominating pair (P, Q) run on a uniformly random subset of
-    fixed size m = qn, under the substitute-one relation.
-
-    Notes
-    -----
-    For substitution neighbours D ≃ D′ the sampled outputs are (1 − q)μ₀ + qμ₁ and
-    (1 − q)μ₀ + qμ₁′ (x's index sampled or not). For γ′ ≥ 1, advanced joint convexity
-    [BBG18, Thm 2] gives H_γ′ = q·H_γ(μ₁ ‖ (1 − β)μ₀ + βμ₁′) with γ = 1 + (γ′ − 1)/q, and
-    joint convexity with the couplings of [BBG18, §5] bounds it by q·H_γ(P‖Q) = H_γ′(A‖B),
-    A = (1 − q)Q + qP, B = Q — in both orders of D and D′, the relation being symmetric.
-    For γ′ < 1 the identity H_γ′(X‖Y) = 1 − γ′ + γ′H_{1/γ′}(Y‖X) turns that into
-    H_γ′(B‖A)-type bounds. So the symmetric pair whose curve is max(δ_A‖B, δ_B‖A) at every ε
-    dominates the sampled mechanism (it is the symmetrisation min{f, f⁻¹}** of [DRS22,
-    Thm 4.2] in tradeoff-function terms). Using (A, B) alone would *not* be a valid
-    dominating pair for substitution.
-    """
-
-    base: _Pair
-    q: float
-
-    def _poisson(self) -> _Poisson:
-        return _Poisson(self.base, self.q)
-
-    def delta(self, eps: FloatArray, add: bool = False) -> FloatArray:
-        p = self._poisson()
-        return np.asarray(np.maximum(p.delta(eps, False), p.delta(eps, True)), dtype=np.float64)
-
-    def loss_range(self, add: bool = False) -> tuple[float, float]:
-        p = self._poisson()
-        (a0, a1), (b0, b1) = p.loss_range(False), p.loss_range(True)
-        return min(a0, b0), max(a1, b1)
-
-    def inf_mass(self, add: bool = False) -> float:
-        return self.q * self.base.inf_mass()
-
-    def pure_epsilon(self) -> float:
-        return self._poisson().pure_epsilon()
-
-
 #: Rényi orders of the envelope of a Rényi-certified part (every 8th of the shared grid).
 _ENVELOPE_ORDERS: Final = np.asarray(DEFAULT_ORDERS[::8], dtype=np.float64)
 
@@ -426,7 +158,7 @@ def _zcdp_log_delta(rho: float, eps: FloatArray) -> FloatArray:
     so the minimiser is the root of g′, found by safeguarded Newton on ln(α − 1) (any α
     gives a valid bound; the root gives the least). The resulting curve is smooth and, as checked over ρ
     from 1e-4 to 5, convex in e^ε, so it needs no convexification (which would be applied
-    anyway: :func:`_connect_dots` checks every mass).
+    anyway: :func:`~.pairs.connect_dots` checks every mass).
     """
     e = np.maximum(_as_array(eps), 0.0)
     # g′ in y = ln(α − 1): f(y) = 2ρ(1 + e^y) − ρ − ε + y − ln(1 + e^y), increasing; Newton
@@ -464,7 +196,7 @@ class _RenyiEnvelope(_Pair):
     (H_γ(P‖Q) = 1 − γ + γH_{1/γ}(Q‖P)). When the curve is ρα (zCDP: the discrete Gaussian,
     ρ-zCDP events, exponential mechanisms by ε²/8) the minimum is over every real α
     (:func:`_zcdp_log_delta`); otherwise over a grid of orders, and the minimum, not convex
-    in e^ε, is convexified by :func:`_connect_dots` with chords, which stay above the true
+    in e^ε, is convexified by :func:`~.pairs.connect_dots` with chords, which stay above the true
     (convex) curve. Either way the grid pair built from it dominates the mechanism and
     composes with the other events' pairs by FFT — tighter than adding the two parts by
     basic composition.
@@ -502,16 +234,19 @@ class _RenyiEnvelope(_Pair):
         return -math.inf, math.inf
 
     @classmethod
-    def of(cls, events: Sequence[PrivacyEvent]) -> _RenyiEnvelope:
-        from planner.privacy.accountants.rdp import rdp_curve
-        from planner.privacy.accountants.zcdp import event_rho
-
-        if not any(isinstance(e, (PoissonSampledEvent, SampledWithoutReplacementEvent)) for e in _leaves(events)):
+    def of(cls, events: Sequence[PrivacyEvent], rho: float | None = None) -> _RenyiEnvelope:
+        """The envelope of ``events``; ``rho``, when given, is their Σρ as math.fsum
+        computes it and none of them is sampled (a kept sum: no pass over the events)."""
+        if rho is None and not any(isinstance(e, _SAMPLED) for e in _leaves(events)):
             rho = math.fsum(event_rho(e) for e in events)
+        if rho is not None:
             if math.isfinite(rho) and rho > 0:
                 return cls(rho=rho * (1.0 + 1e-12))
         curve = rdp_curve(list(events), _ENVELOPE_ORDERS)
         return cls(values=tuple(float(v) for v in curve.epsilons))
+
+
+_SAMPLED: Final = (PoissonSampledEvent, SampledWithoutReplacementEvent)
 
 
 def _leaves(events: Sequence[PrivacyEvent]) -> list[PrivacyEvent]:
@@ -526,40 +261,6 @@ def _leaves(events: Sequence[PrivacyEvent]) -> list[PrivacyEvent]:
     return out
 
 
-def _base_pair(event: PrivacyEvent) -> _Pair | None:
-    """The dominating pair of one (unsampled) mechanism event, or None if it has none."""
-    if isinstance(event, LaplaceEvent):
-        return _Laplace(1.0 / event.noise_multiplier)
-    if isinstance(event, PureEvent):
-        return _TwoPoint(event.epsilon)
-    if isinstance(event, RandomizedResponseEvent):
-        p = event.keep_probability
-        return _TwoPoint(math.log(p) - math.log1p(-p))
-    if isinstance(event, ExponentialEvent):
-        return _BoundedRange(event.epsilon)
-    if isinstance(event, ApproxEvent):
-        return _TwoPoint(event.epsilon, event.delta)
-    if isinstance(event, GaussianEvent) and not event.discrete:
-        return _Gaussian(1.0 / event.noise_multiplier)
-    return None  # OpenDP's discrete Gaussian, zCDP: certified through ρ only
-
-
-def event_pair(event: PrivacyEvent) -> _Pair | None:
-    """The dominating pair of a single (possibly sampled) event, or None when the event is
-    certified only through Rényi DP / zCDP (OpenDP's discrete Gaussian, ρ-zCDP events)."""
-    if isinstance(event, PoissonSampledEvent):
-        base = _base_pair(event.event)
-        if base is None:
-            return None
-        return base if event.rate == 1.0 else _Poisson(base, event.rate)
-    if isinstance(event, SampledWithoutReplacementEvent):
-        base = _base_pair(event.event)
-        if base is None:
-            return None
-        return base if event.rate == 1.0 else _WithoutReplacement(base, event.rate)
-    return _base_pair(event)
-
-
 # --------------------------------------------------------------------------------------
 # Splitting a composition into groups of identical pairs
 # --------------------------------------------------------------------------------------
@@ -572,47 +273,74 @@ class _Split:
     groups: tuple[tuple[_Pair, int], ...]
     rdp_events: tuple[PrivacyEvent, ...]
     relations: frozenset[str]
+    #: Σρ of ``rdp_events`` (math.fsum's float) when none of them is sampled, else None.
+    rdp_rho: float | None = None
+
+
+@dataclass(frozen=True)
+class _Grouping:
+    """A composition grouped by dominating pair, kept so that adding events costs those
+    events only: the count of each pair, Σμᵢ² of the continuous Gaussians (summed in the
+    order a composition of every event at once sums it), the events set aside for the
+    Rényi part, and the neighbouring relations the sampled events need."""
+
+    renyi_exponential: bool = False
+    counts: dict[_Pair, int] = field(default_factory=dict)
+    mu_sq: float = 0.0
+    rest: tuple[PrivacyEvent, ...] = ()
+    relations: frozenset[str] = frozenset()
+    rest_rho: ExactSum = EMPTY_SUM  # Σρ of ``rest``, exactly
+    rest_sampled: bool = False  # whether some event in ``rest`` is sampled
+
+    def add(self, events: Sequence[PrivacyEvent]) -> _Grouping:
+        counts = dict(self.counts)
+        rest: list[PrivacyEvent] = []
+        mu_sq = self.mu_sq
+        relations: set[str] = set(self.relations)
+
+        def add(e: PrivacyEvent, n: int) -> None:
+            nonlocal mu_sq
+            if isinstance(e, ComposedEvent):
+                for x in e.events:
+                    add(x, n)
+                return
+            if isinstance(e, SelfComposedEvent):
+                add(e.event, n * e.count)
+                return
+            if not isinstance(e, PrivacyEvent):
+                raise BudgetError(
+                    f"events must be privacy events (LaplaceEvent, GaussianEvent, ...); got {type(e).__name__}.")
+            if isinstance(e, PoissonSampledEvent) and e.rate < 1.0:
+                relations.add("add_remove")
+            if isinstance(e, SampledWithoutReplacementEvent) and e.rate < 1.0:
+                relations.add("substitute")
+            if isinstance(e, GaussianEvent) and not e.discrete:
+                mu_sq += n / e.noise_multiplier**2  # Gaussians compose to one Gaussian [DRS22]
+                return
+            pair = None if (self.renyi_exponential and isinstance(e, ExponentialEvent)) else event_pair(e)
+            if pair is None:
+                rest.extend([e] * n) if n <= 16 else rest.append(SelfComposedEvent(e, n))
+                return
+            counts[pair] = counts.get(pair, 0) + n
+
+        for e in events:
+            add(e, 1)
+        sampled = self.rest_sampled or any(isinstance(x, _SAMPLED) for x in _leaves(rest))
+        return _Grouping(self.renyi_exponential, counts, mu_sq, self.rest + tuple(rest), frozenset(relations),
+                         self.rest_rho.add(event_rho(x) for x in rest), sampled)
+
+    def split(self) -> _Split:
+        groups = list(self.counts.items())
+        if self.mu_sq > 0:
+            groups.append((_Gaussian(math.sqrt(self.mu_sq)), 1))
+        return _Split(tuple(groups), self.rest, self.relations, None if self.rest_sampled else self.rest_rho.value)
 
 
 def _split(events: Sequence[PrivacyEvent], *, renyi_exponential: bool = False) -> _Split:
     """Group the events by dominating pair (continuous Gaussians merged into one); events
     without a pair — and, with ``renyi_exponential``, exponential mechanisms (ε²/8-zCDP) —
     are set aside for the Rényi part."""
-    counts: dict[_Pair, int] = {}
-    rest: list[PrivacyEvent] = []
-    mu_sq = 0.0
-    relations: set[str] = set()
-
-    def add(e: PrivacyEvent, n: int) -> None:
-        nonlocal mu_sq
-        if isinstance(e, ComposedEvent):
-            for x in e.events:
-                add(x, n)
-            return
-        if isinstance(e, SelfComposedEvent):
-            add(e.event, n * e.count)
-            return
-        if not isinstance(e, PrivacyEvent):
-            raise BudgetError(f"events must be privacy events (LaplaceEvent, GaussianEvent, ...); got {type(e).__name__}.")
-        if isinstance(e, PoissonSampledEvent) and e.rate < 1.0:
-            relations.add("add_remove")
-        if isinstance(e, SampledWithoutReplacementEvent) and e.rate < 1.0:
-            relations.add("substitute")
-        if isinstance(e, GaussianEvent) and not e.discrete:
-            mu_sq += n / e.noise_multiplier**2  # Gaussians compose to one Gaussian [DRS22]
-            return
-        pair = None if (renyi_exponential and isinstance(e, ExponentialEvent)) else event_pair(e)
-        if pair is None:
-            rest.extend([e] * n) if n <= 16 else rest.append(SelfComposedEvent(e, n))
-            return
-        counts[pair] = counts.get(pair, 0) + n
-
-    for e in events:
-        add(e, 1)
-    groups = list(counts.items())
-    if mu_sq > 0:
-        groups.append((_Gaussian(math.sqrt(mu_sq)), 1))
-    return _Split(tuple(groups), tuple(rest), frozenset(relations))
+    return _Grouping(renyi_exponential).add(events).split()
 
 
 def check_relations(events: Sequence[PrivacyEvent]) -> None:
@@ -629,177 +357,6 @@ def _check_split(sp: _Split) -> None:
             "sampling without replacement (substitute neighbours); one composition has one "
             "neighbouring relation. Use one sampling scheme for the whole composition."
         )
-
-
-# --------------------------------------------------------------------------------------
-# Discretisation (connect the dots) and composition (FFT)
-# --------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class _Dist:
-    """A discrete loss distribution: P-mass ``mass[j]`` at loss ``losses[j]``, ``inf`` at +∞.
-
-    Grid distributions have losses (start + j)·h; exact ones (binomials) arbitrary losses.
-    """
-
-    losses: FloatArray
-    mass: FloatArray
-    inf: float
-    h: float = 0.0
-    start: int = 0
-    #: Floating-point noise of each mass (FFT rounding), estimated after composition.
-    noise: float = 0.0
-
-    @classmethod
-    def grid(cls, h: float, start: int, mass: FloatArray, inf: float, noise: float = 0.0) -> _Dist:
-        losses = np.asarray((start + np.arange(mass.size)) * h, dtype=np.float64)
-        return cls(losses, mass, inf, h, start, noise)
-
-
-def _first_below(f: Any, start: float, direction: float, tau: float) -> float:
-    """The point where the decreasing-in-|v| tail f(v) falls to ≤ τ, searching from
-    ``start`` in ``direction`` (±1): a geometric ladder of 48 candidates in one call, then 64
-    evenly spaced ones between the last two rungs. Returns a point where f ≤ τ (valid), at
-    most 1/64 of a rung beyond the crossing (tightness only)."""
-    ladder = start + direction * np.concatenate([[0.0], np.geomspace(1e-6, 1e4, 47)])
-    vals = f(ladder)
-    ok = np.flatnonzero(vals <= tau)
-    if ok.size == 0:
-        raise BudgetError("a privacy curve does not decay; the mechanism's loss is unbounded.")
-    j = int(ok[0])
-    if j == 0:
-        return float(ladder[0])
-    fine = np.linspace(ladder[j - 1], ladder[j], 65)[1:-1]
-    below = np.flatnonzero(f(fine) <= tau)
-    return float(fine[int(below[0])]) if below.size else float(ladder[j])
-
-
-#: The largest loss a grid reaches: e^ε must stay finite in double precision (e^709.8 is
-#: the largest). The curve is held at δ(ε) beyond the top point and that mass goes to +∞
-#: (:func:`_connect_dots`), so stopping the grid here is pessimistic, never optimistic.
-_MAX_LOSS: Final = 700.0
-
-
-def _search_upper(pair: _Pair, add: bool, tau: float) -> float:
-    """A loss ε with δ(ε) − inf_mass ≤ τ (the tail beyond it is moved to +∞), at most
-    :data:`_MAX_LOSS` (a slowly decaying curve, e.g. a Rényi envelope composed hundreds of
-    times, once ran past e^ε's range and turned the grid into NaN)."""
-    _, hi_l = pair.loss_range(add)
-    if hi_l < math.inf:
-        return min(hi_l, _MAX_LOSS)
-    base = pair.inf_mass(add)
-    return min(_first_below(lambda v: pair.delta(v, add) - base, 0.0, 1.0, tau), _MAX_LOSS)
-
-
-def _search_lower(pair: _Pair, add: bool, tau: float) -> float:
-    """A loss ε with δ̄(ε) ≤ τ (the mass below it is lumped at it: pessimistic), at least
-    −:data:`_MAX_LOSS`: below it e^ε leaves the normal floats and the grid's slopes divide
-    by zero (a Laplace pair with ε₀ ≈ 3e15, probed by the allocator's bisection, once
-    turned the grid into NaN); lumping the mass below at −_MAX_LOSS only raises losses."""
-    lo_l, _ = pair.loss_range(add)
-    if lo_l > -math.inf:
-        return max(lo_l, -_MAX_LOSS)
-    return max(_first_below(lambda v: pair.delta_bar(v, add), 0.0, -1.0, tau), -_MAX_LOSS)
-
-
-def _grid_masses(x: FloatArray, up: npt.NDArray[np.bool_], d: FloatArray, dbar: FloatArray) -> FloatArray:
-    """P-masses xᵢ(sᵢ − sᵢ₋₁) of the grid distribution whose curve interpolates the values
-    (δ where ``up``, δ̄ = δ − (1 − x) elsewhere; both at x = 1); slopes of segments above
-    x = 1 from δ, below from δ̄ (slope s + 1); left of the bottom point the chord to
-    (0, δ̄ = 0), right of the top point flat (the rest of the mass is at +∞)."""
-    seg_up = up[:-1] & up[1:]
-    dx = x[1:] - x[:-1]
-    slope = np.where(seg_up, (d[1:] - d[:-1]) / dx, (dbar[1:] - dbar[:-1]) / dx)
-    left = (d[0] - 1.0) / x[0] if up[0] else dbar[0] / x[0]
-    s_left = np.concatenate([[left], slope])
-    up_left = np.concatenate([[bool(up[0])], seg_up])
-    s_right = np.concatenate([slope, [0.0 if up[-1] else 1.0]])
-    up_right = np.concatenate([seg_up, [bool(up[-1])]])
-    # a δ̄-slope on the left of a δ-slope: δ̄ slope = δ slope + 1
-    return np.asarray(x * (s_right - s_left + np.where(up_right & ~up_left, 1.0, 0.0)), dtype=np.float64)
-
-
-def _lower_hull(x: FloatArray, up: npt.NDArray[np.bool_], d: FloatArray, dbar: FloatArray) -> tuple[FloatArray, FloatArray]:
-    """The greatest convex minorant of the points (xᵢ, vᵢ) (v = δ where ``up``, δ̄ below),
-    evaluated back at every xᵢ.
-
-    Every vᵢ is ≥ the true curve, which is convex; a convex function below a set of points
-    is below their lower hull, so the hull is still ≥ the true curve — and convex. Monotone
-    chain (Andrew), with each orientation test done in the representation in which the
-    three values are small (δ above x = 1, δ̄ below, δ across).
-    """
-
-    def val(i: int, rep_up: bool) -> float:
-        if rep_up:
-            return float(d[i]) if up[i] else float(dbar[i] + 1.0 - x[i])
-        return float(dbar[i]) if not up[i] else float(d[i] - 1.0 + x[i])
-
-    def below(i: int, j: int, k: int) -> bool:
-        """Is point j strictly below the chord from i to k?"""
-        rep_up = bool(up[j])
-        vi, vj, vk = val(i, rep_up), val(j, rep_up), val(k, rep_up)
-        chord = vi + (vk - vi) * (x[j] - x[i]) / (x[k] - x[i])
-        return bool(vj < chord - 1e-15 * abs(chord))
-
-    hull: list[int] = []
-    for k in range(x.size):
-        while len(hull) >= 2 and not below(hull[-2], hull[-1], k):
-            hull.pop()
-        hull.append(k)
-    d2, db2 = d.copy(), dbar.copy()
-    for a, b in itertools.pairwise(hull):
-        if b - a < 2:
-            continue
-        j = np.arange(a + 1, b)
-        w = (x[j] - x[a]) / (x[b] - x[a])
-        for rep_up, target in ((True, d2), (False, db2)):
-            va, vb = val(a, rep_up), val(b, rep_up)
-            vals = va + w * (vb - va)
-            mask = up[j] if rep_up else ~up[j]
-            target[j[mask]] = vals[mask]
-        zero = j[(up[j]) & (~up[j - 1] | (x[j] == 1.0))]
-        db2[zero] = d2[zero]  # at x = 1 both representations hold the same value
-    return d2, db2
-
-
-def _connect_dots(pair: _Pair, add: bool, h: float, lo: float, hi: float) -> _Dist:
-    """The pessimistic grid distribution of ``pair`` on {i·h}, i from ⌊lo/h⌋ to ⌈hi/h⌉.
-
-    Notes
-    -----
-    For a distribution on the grid, δ(ε) is linear in x = e^ε between grid points, and the
-    P-mass at εᵢ is ωᵢ = xᵢ(sᵢ − sᵢ₋₁), sᵢ the slope of δ in x on [xᵢ, xᵢ₊₁]. Taking values
-    vᵢ ≥ δ(εᵢ) at the grid points (the true values, for the exact curves) gives the
-    piecewise-linear interpolant, which lies above the true curve everywhere because the
-    true curve is convex in x; when the vᵢ are convex too the masses are ≥ 0 and the grid
-    pair dominates the true one [DGKKM22]. For an upper bound that is not convex (a minimum
-    over Rényi orders) the points are replaced by their lower convex hull
-    (:func:`_lower_hull`), which stays above the true curve. Masses that come out negative
-    by rounding (~1e-16 of the local values) are set to 0.
-    Beyond the top point the curve is held at v_b (that mass goes to +∞); below the bottom
-    one it follows the chord to (0, 1), so the mass below is lumped at ε_a. Slopes above 0
-    come from δ, those below from δ̄ = δ − (1 − x), so each mass is a difference of small
-    numbers in its own tail.
-    """
-    a = math.floor(lo / h + 1e-9)
-    b = max(math.ceil(hi / h - 1e-9), a + 1)
-    idx = np.arange(a, b + 1)
-    eps = np.asarray(idx * h, dtype=np.float64)
-    x = np.exp(eps)
-    up = idx >= 0
-    lower = idx <= 0
-    d = np.zeros(idx.size)
-    dbar = np.zeros(idx.size)
-    if up.any():
-        d[up] = pair.delta(eps[up], add)
-    if lower.any():
-        dbar[lower] = pair.delta_bar(eps[lower], add)
-    if not pair.convex:
-        d, dbar = _lower_hull(x, up, d, dbar)
-    mass = np.maximum(_grid_masses(x, up, d, dbar), 0.0)
-    inf = max(float(d[-1]) if up[-1] else 0.0, pair.inf_mass(add))
-    return _Dist.grid(h, a, mass, inf)
 
 
 def _log_mgf(dist: _Dist, t: FloatArray) -> FloatArray:
@@ -1128,7 +685,7 @@ def _profile(pair: _Pair, add: bool) -> tuple[float, float, float]:
     if isinstance(pair, _TwoPoint):
         return lo, hi, 4.0 * pair.eps0**2 * pair.p * (1.0 - pair.p)
     h0 = max((hi - lo) / _COARSE_POINTS, 1e-12)
-    return lo, hi, _moments(_connect_dots(pair, add, h0, lo, hi))[1]
+    return lo, hi, _moments(connect_dots(pair, add, h0, lo, hi))[1]
 
 
 @functools.lru_cache(maxsize=256)
@@ -1136,7 +693,7 @@ def _one_step(pair: _Pair, add: bool, h: float) -> _Dist:
     """One event's grid distribution at step h (cached: the inverse problems of the training
     planner compose the same step many times)."""
     lo, hi, _ = _profile(pair, add)
-    dist = _connect_dots(pair, add, h, lo, hi)
+    dist = connect_dots(pair, add, h, lo, hi)
     dist.mass.setflags(write=False)
     dist.losses.setflags(write=False)
     return dist
@@ -1207,12 +764,6 @@ def _plan_delta(plan: _Plan, groups: tuple[tuple[_Pair, int], ...], epsilon: flo
     return max(_delta_of(d, epsilon) for d in plan.directions)
 
 
-def _pure_total(events: Sequence[PrivacyEvent]) -> float:
-    from planner.privacy.accountants.basic import pure_epsilon
-
-    return math.fsum(pure_epsilon(e) for e in events)
-
-
 def pld_epsilon(events: Sequence[PrivacyEvent], delta: float, *, with_error: bool = False) -> PldResult:
     """The optimal accountant's ε of ``events`` at total δ (a :class:`PldResult`).
 
@@ -1242,6 +793,7 @@ def pld_epsilon(events: Sequence[PrivacyEvent], delta: float, *, with_error: boo
     Ten randomized responses at ε = 0.05 (keep probability e^0.05/(1 + e^0.05)) compose
     exactly: at δ = 0 their cost is 10 · 0.05.
 
+    >>> from planner.privacy.events import RandomizedResponseEvent
     >>> p = 1 / (1 + math.exp(-0.05))
     >>> r = pld_epsilon([RandomizedResponseEvent(p)] * 10, 0.0)
     >>> round(r.epsilon, 12), r.method
@@ -1253,27 +805,59 @@ def pld_epsilon(events: Sequence[PrivacyEvent], delta: float, *, with_error: boo
     evs = list(events)
     if not evs:
         return PldResult(0.0, d, "exact")
-    first = _split(evs)
-    _check_split(first)
-    if d == 0.0:
-        return PldResult(_pure_total(evs), d, "pure")
-    # Exponential mechanisms compose better by their ε²/8-zCDP bound when they are many and
-    # small (the per-event bounded-range envelope is loose under composition): both ways
-    # are valid bounds, and the smaller is kept.
-    splits = [first]
-    if any(isinstance(p, _BoundedRange) for p, _ in first.groups):
-        splits.append(_split(evs, renyi_exponential=True))
-    return min((_split_epsilon(sp, d, with_error) for sp in splits), key=lambda r: r.epsilon)
+    return _Composition().add(evs).result(d, with_error)
+
+
+@dataclass(frozen=True)
+class _Composition:
+    """What the optimal accountant keeps of a composition, so that adding a release costs
+    its events only: the grouping by dominating pair (twice: the second with exponential
+    mechanisms set aside for their ε²/8-zCDP bound), the exact Σ of the events' pure ε,
+    and the RDP accountant's summary (the PLD value is never above RDP's).
+
+    The grid the composed distribution is read on depends on the whole composition (its
+    step h is sized by the composed variance and aligned to the largest atom), so the
+    distribution is not convolved onto a kept one: reading ε composes the *groups* of
+    identical pairs by FFT (k identical events cost one transform and a k-th power, so
+    a history that repeats its releases costs no more than one), and the composed plan of
+    a set of groups is cached (:func:`_plan`). The answer is exactly that of composing every
+    event at once.
+    """
+
+    plain: _Grouping = field(default_factory=_Grouping)
+    renyi: _Grouping = field(default_factory=lambda: _Grouping(renyi_exponential=True))
+    pure: ExactSum = EMPTY_SUM
+    rdp: RdpParts = field(default_factory=RdpParts)
+    size: int = 0
+
+    def add(self, events: Sequence[PrivacyEvent]) -> _Composition:
+        plain = self.plain.add(events)
+        _check_split(plain.split())
+        return _Composition(plain, self.renyi.add(events), self.pure.add(pure_epsilon(e) for e in events),
+                            self.rdp.add(events), self.size + len(events))
+
+    def result(self, d: float, with_error: bool = False) -> PldResult:
+        """:func:`pld_epsilon` of the composition at a checked δ."""
+        if self.size == 0:
+            return PldResult(0.0, d, "exact")
+        if d == 0.0:
+            return PldResult(self.pure.value, d, "pure")
+        # Exponential mechanisms compose better by their ε²/8-zCDP bound when they are many and
+        # small (the per-event bounded-range envelope is loose under composition): both ways
+        # are valid bounds, and the smaller is kept.
+        first = self.plain.split()
+        splits = [first]
+        if any(isinstance(p, _BoundedRange) for p, _ in first.groups):
+            splits.append(self.renyi.split())
+        return min((_split_epsilon(sp, d, with_error) for sp in splits), key=lambda r: r.epsilon)
 
 
 def _split_epsilon(sp: _Split, d: float, with_error: bool) -> PldResult:
     if not sp.groups:
-        from planner.privacy.accountants.rdp import rdp_epsilon
-
         return PldResult(rdp_epsilon(list(sp.rdp_events), d)[0], d, "rdp", error=None)
     groups = list(sp.groups)
     if sp.rdp_events:
-        groups.append((_RenyiEnvelope.of(sp.rdp_events), 1))
+        groups.append((_RenyiEnvelope.of(sp.rdp_events, sp.rdp_rho), 1))
     canon = _canonical(tuple(groups))
     plan = _plan(canon, _TOL)
     method = plan.method if not sp.rdp_events else "fft, with a Rényi envelope for the zCDP-certified part"
@@ -1295,6 +879,7 @@ def pld_delta(events: Sequence[PrivacyEvent], epsilon: float) -> float:
     Viswanath's Σ_{l<i} C(k,l)(e^{(k−l)ε₀} − e^{(k−2i+l)ε₀})/(1 + e^{ε₀})^k; with k = 2,
     i = 1, ε₀ = 1: (e² − 1)/(1 + e)² (by hand):
 
+    >>> from planner.privacy.events import PureEvent
     >>> round(pld_delta([PureEvent(1.0)] * 2, 0.0), 12) == round((math.e**2 - 1) / (1 + math.e) ** 2, 12)
     True
     """
@@ -1319,37 +904,56 @@ def _canonical(groups: tuple[tuple[_Pair, int], ...]) -> tuple[tuple[_Pair, int]
     return tuple(sorted(groups, key=lambda g: repr(g)))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class PldAccountant(Accountant):
     """The optimal accountant: privacy loss distributions composed by FFT (:func:`pld_epsilon`).
 
     Its ε is the least of its valid bounds: the PLD value and the RDP accountant's (which
     also holds the pure bound at order ∞), so the rule is never looser than RDP. When the
     PLD value is exact (method "exact": two-point pairs, one Gaussian) RDP is not computed:
-    no valid bound is below the exact ε.
+    no valid bound is below the exact ε. Its summary is a :class:`_Composition`.
 
     Examples
     --------
+    >>> from planner.privacy.events import LaplaceEvent
     >>> round(PldAccountant().compose([LaplaceEvent(1.0)]).epsilon(0.0), 12)  # pure: exactly ε
     1.0
     """
 
     rule: ClassVar[CompositionRule] = CompositionRule.PLD
+    composition: _Composition = field(default_factory=_Composition, repr=False)
 
     def supports(self, event: PrivacyEvent, assigned: tuple[float, float] | None = None) -> bool:
         return True  # events without a dominating pair go through the RDP part
 
-    def epsilon(self, delta: float) -> float:
-        if not self.events:
-            return 0.0
-        from planner.privacy.accountants.rdp import rdp_epsilon
+    def _grow(self, events: tuple[PrivacyEvent, ...], assigned: tuple[tuple[float, float] | None, ...],
+              ) -> dict[str, Any]:
+        return {"composition": self.composition.add(events)}
 
+    def _epsilon(self, delta: float) -> float:
+        if not len(self):
+            return 0.0
         d = self.event_delta(delta)
-        res = pld_epsilon(self.events, d)
+        res = self.composition.result(d)
         if d == 0.0 or (res.method == "exact" and math.isfinite(res.epsilon)):
             return res.epsilon  # the exact ε: no valid bound (RDP's) is below it
         # an exact ε of ∞ (δ below the mass at +∞) leaves RDP's bound, which may be finite
-        return min(res.epsilon, rdp_epsilon(self.events, d)[0])
+        return min(res.epsilon, rdp_parts_epsilon(self.composition.rdp, d)[0])
 
+
+
+RULE: Final = Rule(
+    name=CompositionRule.PLD,
+    accountant=PldAccountant,
+    short="PLD",
+    full="the optimal accountant: privacy loss distributions (PLD)",
+    gist="optimal: privacy loss distributions",
+    explanation=("The distribution of the privacy loss of all the answers together is computed "
+                 "numerically, rounded toward more loss, so it is never looser than any other rule here."),
+    source=("Antti Koskela, Joonas Jälkö and Antti Honkela, *Computing tight differential privacy "
+            "guarantees using FFT*, AISTATS 2020; Vadym Doroshenko et al., *Connect the dots: tighter "
+            "discrete approximations of privacy loss distributions*, PETS 2022"),
+    surrogate=CompositionRule.RDP,
+)
 
 __all__ = ["PldAccountant", "PldResult", "check_relations", "event_pair", "pld_delta", "pld_epsilon"]

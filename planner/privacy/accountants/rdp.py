@@ -45,7 +45,7 @@ import functools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import ClassVar, Final
+from typing import Any, ClassVar, Final
 
 import numpy as np
 import numpy.typing as npt
@@ -55,8 +55,11 @@ from planner.core.errors import BudgetError
 # scipy is imported in the functions that use it (~0.3 s): `planner release` and the app's first
 # page need none of it before the data is read (tests/engine/test_lazy_imports.py).
 from planner.privacy import divergences as dv
-from planner.privacy.accountants.base import REL_TOL, Accountant, FloatArray, round_up
-from planner.privacy.accountants.zcdp import conversion
+from planner.privacy.accountants.base import Accountant, FloatArray, Rule, round_up
+from planner.privacy.accountants.exact import EMPTY_SUM, ExactSum
+from planner.privacy.accountants.pairs import connect_dots, event_pair
+from planner.privacy.accountants.pure import REL_TOL, pure_epsilon
+from planner.privacy.accountants.zcdp import conversion, event_rho
 from planner.privacy.budget import DEFAULT_ORDERS, CompositionRule, RDPCurve, check_delta
 from planner.privacy.events import (
     SAMPLED_EVENTS,
@@ -140,85 +143,159 @@ def _orders_array(orders: npt.ArrayLike) -> FloatArray:
     return o
 
 
-@dataclass(slots=True)
-class _Parts:
-    """A composition split for RDP: events with a curve, grouped by kind, and the rest."""
+class _Chain:
+    """Items appended batch by batch (an immutable list with O(batch) appends)."""
 
-    params: dict[type[PrivacyEvent], list[float]] = field(default_factory=dict)
-    other: list[PrivacyEvent] = field(default_factory=list)  # self-composed events
-    pure_eps: list[float] = field(default_factory=list)  # pure ε of every curve event
+    __slots__ = ("_joined", "parent", "size", "tail")
+
+    def __init__(self, parent: _Chain | None = None, tail: tuple[Any, ...] = ()) -> None:
+        self.parent = parent
+        self.tail = tail
+        self.size: int = (parent.size if parent is not None else 0) + len(tail)
+        self._joined: tuple[Any, ...] | None = None
+
+    def append(self, items: Sequence[Any]) -> _Chain:
+        return _Chain(self, tuple(items)) if items else self
+
+    def items(self) -> tuple[Any, ...]:
+        if self._joined is None:
+            parts: list[tuple[Any, ...]] = []
+            node: _Chain | None = self
+            while node is not None:
+                parts.append(node.tail)
+                node = node.parent
+            self._joined = tuple(x for part in reversed(parts) for x in part)
+        return self._joined
+
+
+_EMPTY: Final = _Chain()
+
+
+@dataclass(frozen=True, slots=True)
+class RdpParts:
+    """A composition as RDP reads it, kept so that adding events costs those events only.
+
+    Events with a curve are grouped by kind (their parameters, in order) and the kind's
+    curve on :data:`~planner.privacy.budget.DEFAULT_ORDERS` is kept summed; self-composed and
+    sampled events are kept whole with their curve on that grid; (ε, δ > 0) events have no
+    curve and are kept as exact sums of ε and δ. The grid sums are taken event by event in
+    order, as NumPy's ``sum(axis=0)`` of the kind's block takes them, so the running sum is
+    the float a composition of every event at once computes.
+    """
+
+    params: dict[type[PrivacyEvent], _Chain] = field(default_factory=dict)
+    grid: dict[type[PrivacyEvent], FloatArray] = field(default_factory=dict)
+    other: _Chain = _EMPTY  # self-composed and sampled events
+    other_grid: _Chain = _EMPTY  # their curves on the grid
+    pure_eps: ExactSum = EMPTY_SUM  # pure ε of every curve event
     all_pure: bool = True
-    approx_eps: list[float] = field(default_factory=list)  # (ε, δ > 0) events: no curve
-    approx_delta: list[float] = field(default_factory=list)
+    approx_eps: ExactSum = EMPTY_SUM  # (ε, δ > 0) events: no curve
+    approx_delta: ExactSum = EMPTY_SUM
 
     @property
     def has_curve(self) -> bool:
-        return bool(self.params or self.other)
+        return bool(self.params) or self.other.size > 0
+
+    @property
+    def has_approx(self) -> bool:
+        return self.approx_eps.count > 0
+
+    @property
+    def terms(self) -> int:
+        """The number of curve terms summed (for the rounding allowance)."""
+        return sum(c.size for c in self.params.values()) + self.other.size
 
     @property
     def eps_inf(self) -> float:
         """Order-∞ bound of the curve part: Σ pure ε (inf if some event is not pure)."""
-        return math.fsum(self.pure_eps) if self.all_pure else math.inf
+        return self.pure_eps.value if self.all_pure else math.inf
+
+    def add(self, events: Sequence[PrivacyEvent]) -> RdpParts:
+        """A summary holding ``events`` as well (composed events unpacked)."""
+        new_params: dict[type[PrivacyEvent], list[float]] = {}
+        other: list[PrivacyEvent] = []
+        pure: list[float] = []
+        all_pure = self.all_pure
+        a_eps: list[float] = []
+        a_delta: list[float] = []
+        for e in flatten(events):
+            if isinstance(e, ApproxEvent):
+                if e.delta > 0.0:
+                    a_eps.append(e.epsilon)
+                    a_delta.append(e.delta)
+                    continue
+                new_params.setdefault(PureEvent, []).append(e.epsilon)
+            elif isinstance(e, SelfComposedEvent):
+                other.append(e)
+            elif isinstance(e, SAMPLED_EVENTS):
+                inner = e.event  # type: ignore[attr-defined]
+                if isinstance(inner, ApproxEvent) and inner.delta > 0.0:
+                    # no curve: the amplified (ε, δ) [BBG18, Thms 9–10], by basic composition
+                    q = float(e.rate)  # type: ignore[attr-defined]
+                    a_eps.append(math.log1p(q * math.expm1(inner.epsilon)))
+                    a_delta.append(q * inner.delta)
+                    continue
+                other.append(e)
+            elif type(e) in _KERNELS or type(e) is ZCDPEvent:
+                new_params.setdefault(type(e), []).append(float(getattr(e, type(e).parameter)))
+            else:
+                raise BudgetError(
+                    f"events must be privacy events (LaplaceEvent, GaussianEvent, ...); got {type(e).__name__}."
+                )
+            pe = pure_epsilon(e)
+            if math.isfinite(pe):
+                pure.append(pe)
+            else:
+                all_pure = False
+        params = dict(self.params)
+        grid = dict(self.grid)
+        o = np.asarray(DEFAULT_ORDERS, dtype=np.float64)
+        for kind, xs in new_params.items():
+            x = np.asarray(xs, dtype=np.float64)
+            block = rdp_array(kind, x[:, None], o[None, :])
+            old = grid.get(kind)
+            # row by row, after the rows already summed: NumPy's sum over axis 0 adds the
+            # rows in order, so this is the float of the whole kind's block summed at once
+            grid[kind] = block.sum(axis=0) if old is None else np.vstack([old[None, :], block]).sum(axis=0)
+            params[kind] = params.get(kind, _EMPTY).append(xs)
+        return RdpParts(params, grid, self.other.append(other),
+                      self.other_grid.append([event_rdp(e, o) for e in other]),
+                      self.pure_eps.add(pure), all_pure, self.approx_eps.add(a_eps), self.approx_delta.add(a_delta))
 
 
-def _split(events: Sequence[PrivacyEvent]) -> _Parts:
-    from planner.privacy.accountants.basic import pure_epsilon
-
-    g = _Parts()
-    for e in flatten(events):
-        if isinstance(e, ApproxEvent):
-            if e.delta > 0.0:
-                g.approx_eps.append(e.epsilon)
-                g.approx_delta.append(e.delta)
-                continue
-            g.params.setdefault(PureEvent, []).append(e.epsilon)
-        elif isinstance(e, SelfComposedEvent):
-            g.other.append(e)
-        elif isinstance(e, SAMPLED_EVENTS):
-            inner = e.event  # type: ignore[attr-defined]
-            if isinstance(inner, ApproxEvent) and inner.delta > 0.0:
-                # no curve: the amplified (ε, δ) [BBG18, Thms 9–10], by basic composition
-                q = float(e.rate)  # type: ignore[attr-defined]
-                g.approx_eps.append(math.log1p(q * math.expm1(inner.epsilon)))
-                g.approx_delta.append(q * inner.delta)
-                continue
-            g.other.append(e)
-        elif type(e) in _KERNELS or type(e) is ZCDPEvent:
-            g.params.setdefault(type(e), []).append(float(getattr(e, type(e).parameter)))
-        else:
-            raise BudgetError(
-                f"events must be privacy events (LaplaceEvent, GaussianEvent, ...); got {type(e).__name__}."
-            )
-        pe = pure_epsilon(e)
-        if math.isfinite(pe):
-            g.pure_eps.append(pe)
-        else:
-            g.all_pure = False
-    return g
+def _split(events: Sequence[PrivacyEvent]) -> RdpParts:
+    return RdpParts().add(events)
 
 
-def _rdp_sum(g: _Parts, orders: FloatArray) -> FloatArray:
-    """Σᵢ εᵢ(α) of the curve part at every order: one (k, A) kernel call per kind.
+def _rdp_sum(g: RdpParts, orders: FloatArray) -> FloatArray:
+    """Σᵢ εᵢ(α) of the curve part at every order: one (k, A) kernel call per kind (on the
+    shared grid, the sums kept in ``g``).
 
     The sum is rounded up by :data:`_RDP_ROUNDING` times (Σ values + 1.5 k/(α − 1)): the
     relative error of kernels and summation, plus an absolute allowance for the
     cancellation of the ln-sums at tiny ε, so the result never understates the closed forms.
     """
     total = np.zeros(orders.shape)
-    n = 0
+    on_grid = orders is DEFAULT_ORDERS
     for kind, xs in g.params.items():
-        x = np.asarray(xs, dtype=np.float64)
-        n += x.size
-        total += rdp_array(kind, x[:, None], orders[None, :]).sum(axis=0)
-    for e in g.other:
-        n += 1
-        total += event_rdp(e, orders)
+        if on_grid:
+            total += g.grid[kind]
+        else:
+            x = np.asarray(xs.items(), dtype=np.float64)
+            total += rdp_array(kind, x[:, None], orders[None, :]).sum(axis=0)
+    if on_grid:
+        for curve in g.other_grid.items():
+            total += curve
+    else:
+        for e in g.other.items():
+            total += event_rdp(e, orders)
+    n = g.terms
     return total + _RDP_ROUNDING * (total + 1.5 * n / (orders - 1.0))
 
 
 def _orders_curve(events: Sequence[PrivacyEvent], orders: FloatArray) -> tuple[FloatArray, float]:
     g = _split(events)
-    if g.approx_eps:
+    if g.has_approx:
         return np.full(orders.shape, np.inf), math.inf
     return _rdp_sum(g, orders), g.eps_inf
 
@@ -278,7 +355,7 @@ def rdp_to_epsilon(curve: RDPCurve, delta: float) -> tuple[float, float]:
     return best, float(o[i])
 
 
-def _refine(g: _Parts, orders: FloatArray, conv: FloatArray, log_delta: float) -> tuple[float, float]:
+def _refine(g: RdpParts, orders: FloatArray, conv: FloatArray, log_delta: float) -> tuple[float, float]:
     """Continuous refinement of the grid minimum: a few rounds of a log-spaced sub-grid
     between the best order's neighbours. Every evaluated order is a valid bound, so the
     minimum over all of them is too."""
@@ -300,12 +377,12 @@ def _refine(g: _Parts, orders: FloatArray, conv: FloatArray, log_delta: float) -
     return best, order
 
 
-def _curve_part_epsilon(g: _Parts, delta: float) -> tuple[float, float]:
+def _curve_part_epsilon(g: RdpParts, delta: float) -> tuple[float, float]:
     """(ε, α*) of the curve part at δ: grid, refinement, order ∞, TV."""
     eps_inf = g.eps_inf
     if delta <= 0.0:
         return eps_inf, math.inf
-    o = np.asarray(DEFAULT_ORDERS, dtype=np.float64)
+    o = DEFAULT_ORDERS
     r = _rdp_sum(g, o)
     if _tv_zero(float(r.min()), delta):
         return 0.0, float(o[int(np.argmin(r))])
@@ -340,9 +417,13 @@ def rdp_epsilon(events: Sequence[PrivacyEvent], delta: float) -> tuple[float, fl
     True
     """
     d = check_delta(delta)
-    g = _split(events)
-    extra_eps = math.fsum(g.approx_eps)
-    rest = d - math.fsum(g.approx_delta)
+    return parts_epsilon(_split(events), d)
+
+
+def parts_epsilon(g: RdpParts, d: float) -> tuple[float, float]:
+    """:func:`rdp_epsilon` of a summary at a checked δ."""
+    extra_eps = g.approx_eps.value
+    rest = d - g.approx_delta.value
     if rest < -d * REL_TOL:
         return math.inf, math.inf
     if not g.has_curve:
@@ -467,8 +548,6 @@ def _wor_cgf(q: float, base: PrivacyEvent) -> FloatArray:
          + Σ_{j=3}^{α} qʲ C(α,j) e^{(j−1)ε(j)} min{2, (e^{ε(∞)} − 1)ʲ}),
 
     ε(·) the base event's RDP curve under substitution and ε(∞) its pure ε."""
-    from planner.privacy.accountants.basic import pure_epsilon
-
     jf, log_c, starts = _binomial_terms(_INT_ORDERS)
     eps_inf = pure_epsilon(base)
     jint = jf.astype(np.int64)
@@ -498,9 +577,7 @@ def _pair_cgf(event: PrivacyEvent) -> FloatArray:
     the larger of the two directions. The discretised pair dominates the true one
     (hockey-stick at every ε, hence in Blackwell's order), so every f-divergence — Rényi
     included — is at least the true one: an upper bound."""
-    from planner.privacy.accountants import pld
-
-    pair = pld.event_pair(event)
+    pair = event_pair(event)
     assert pair is not None
     dirs = (False,) if pair.symmetric else (False, True)
     best = np.full(_INT_ORDERS.size, -np.inf)
@@ -508,7 +585,7 @@ def _pair_cgf(event: PrivacyEvent) -> FloatArray:
     for add in dirs:
         lo, hi = pair.loss_range(add)
         h = max((hi - lo) / 2048.0, 1e-12)
-        dist = pld._connect_dots(pair, add, h, lo, hi)
+        dist = connect_dots(pair, add, h, lo, hi)
         nz = dist.mass > 0
         lw = np.log(dist.mass[nz])
         v = lw[None, :] + (a - 1.0)[:, None] * dist.losses[nz][None, :]
@@ -519,9 +596,7 @@ def _pair_cgf(event: PrivacyEvent) -> FloatArray:
 
 
 def _bounded_pair(event: PrivacyEvent) -> bool:
-    from planner.privacy.accountants import pld
-
-    pair = pld.event_pair(event)
+    pair = event_pair(event)
     if pair is None or pair.inf_mass(False) > 0 or pair.inf_mass(True) > 0:
         return False
     return all(math.isfinite(v) for add in (False, True) for v in pair.loss_range(add))
@@ -571,8 +646,6 @@ def sampled_rdp(event: PrivacyEvent, orders: npt.ArrayLike) -> FloatArray:
         elif _bounded_pair(event):
             cgf = _pair_cgf(event)
         else:
-            from planner.privacy.accountants.zcdp import event_rho
-
             rho = event_rho(inner)
             remove = _chord(o, nodes, _poisson_remove_cgf(q, ("zcdp", rho)))
             with np.errstate(over="ignore"):
@@ -586,9 +659,13 @@ def sampled_rdp(event: PrivacyEvent, orders: npt.ArrayLike) -> FloatArray:
     return np.asarray(np.minimum(_chord(o, nodes, cgf), base), dtype=np.float64)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class RdpAccountant(Accountant):
     """RDP composition [M17] of the events (their assigned (ε, δ) are not used).
+
+    Its summary (:class:`RdpParts`) keeps each kind's curve summed on the order grid, so a
+    release adds its events' curves only; reading ε converts the kept curve (the continuous
+    refinement of the best order evaluates the events' closed forms at 51 more orders).
 
     Examples
     --------
@@ -597,11 +674,28 @@ class RdpAccountant(Accountant):
     """
 
     rule: ClassVar[CompositionRule] = CompositionRule.RDP
+    parts: RdpParts = field(default_factory=RdpParts, repr=False)
 
     def supports(self, event: PrivacyEvent, assigned: tuple[float, float] | None = None) -> bool:
         return True  # (ε, δ > 0) events are added by basic composition (rdp_epsilon)
 
-    def epsilon(self, delta: float) -> float:
-        if not self.events:
+    def _grow(self, events: tuple[PrivacyEvent, ...], assigned: tuple[tuple[float, float] | None, ...],
+              ) -> dict[str, Any]:
+        return {"parts": self.parts.add(events)}
+
+    def _epsilon(self, delta: float) -> float:
+        if not len(self):
             return 0.0
-        return rdp_epsilon(self.events, self.event_delta(delta))[0]
+        return parts_epsilon(self.parts, self.event_delta(delta))[0]
+
+
+RULE: Final = Rule(
+    name=CompositionRule.RDP,
+    accountant=RdpAccountant,
+    short="RDP",
+    full="Rényi differential privacy (RDP)",
+    gist="Rényi DP",
+    explanation=("Each answer's privacy loss is measured at many Rényi orders, added order by order "
+                 "and converted back to (ε, δ) once: tight for Gaussian noise and for many answers."),
+    source="Ilya Mironov, *Rényi differential privacy*, CSF 2017",
+)

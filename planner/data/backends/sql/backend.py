@@ -19,12 +19,12 @@ from typing import Any, ClassVar
 
 from planner.core.errors import DataError, QueryError
 from planner.data.backends import digest as dg
-from planner.data.backends.base import Backend
+from planner.data.backends.base import Backend, absent_columns, nested_column
 from planner.data.backends.cells import MAX_EXACT_ABS, _canonical_categories
 from planner.data.backends.sql.bins import Binner
 from planner.data.backends.sql.bounding import Bounding, bitmap_bits
 from planner.data.backends.sql.compile import Compiler, DigestSlot, RowsSlot, Slot, StatsSlot
-from planner.data.backends.sql.dialect import Dialect, Params, type_class
+from planner.data.backends.sql.dialect import Dialect, Params, nested_type, type_class
 from planner.data.backends.sql.reading import CellReader
 from planner.data.backends.sql.statement import OneScan
 from planner.data.requests import Request, Result
@@ -45,13 +45,15 @@ class SqlBackend(Backend):
 
     def _setup(self, schema: Schema, source_view: str, column_types: dict[str, str],
                *, csv_text: bool, salt: str | None = None, require_rows: bool = False,
-               expected_rows: int | None = None) -> None:
-        absent = [n for n in schema.names if n not in column_types]
-        if absent:
-            raise DataError(
-                f"column(s) {absent} are declared in the schema but not in the data; "
-                f"fix the schema or the file (the file has {len(column_types)} columns)."
-            )
+               expected_rows: int | None = None, label: str | None = None) -> None:
+        """Compile the schema over the source view (``column_types``: the engine type of
+        each of its columns; ``label``: the file named in messages)."""
+        absent = absent_columns(schema.names, list(column_types), label)
+        if absent is not None:
+            raise absent
+        nested = [n for n in schema.names if nested_type(column_types[n])]
+        if nested:
+            raise nested_column(label, nested[0])
         self.schema = schema
         self._src = source_view
         #: statements that read the data so far (the release route needs one)

@@ -104,6 +104,10 @@ class KeysSlot:
     k: int
 
 
+#: The slots a group can hold (the digest and key counts cover the whole table only).
+Inner = StatsSlot | RowsSlot | CountSlot | SumSlot | BinsSlot
+
+
 @dataclass(frozen=True, slots=True)
 class InGroup:
     """A request over the rows of one group (:class:`~planner.data.requests.Grouped`).
@@ -116,7 +120,7 @@ class InGroup:
 
     by: tuple[int, ...]
     codes: tuple[int, ...]
-    req: StatsSlot | RowsSlot | CountSlot | SumSlot | BinsSlot
+    req: Inner
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,15 +134,14 @@ class MarginalsSlot:
     edges: tuple[tuple[float, ...] | None, ...]
 
 
-Slot = StatsSlot | RowsSlot | CountSlot | SumSlot | BinsSlot | DigestSlot | KeysSlot | InGroup | MarginalsSlot
-Inner = StatsSlot | RowsSlot | CountSlot | SumSlot | BinsSlot
+Slot = Inner | DigestSlot | KeysSlot | InGroup | MarginalsSlot
 
 
 def in_group(by: tuple[int, ...], codes: tuple[int, ...], inner: Slot) -> InGroup:
     """``inner`` over the rows of one group (only row, count, sum, stats and bins requests
     are computed in groups: :meth:`planner.data.requests.Grouped.validate`)."""
-    if not isinstance(inner, (StatsSlot, RowsSlot, CountSlot, SumSlot, BinsSlot)):
-        raise QueryError("the content digest and key counts cover the whole table, not one group of it.")
+    if isinstance(inner, (DigestSlot, KeysSlot, InGroup, MarginalsSlot)):
+        raise QueryError("the content digest, key counts and marginal tables cover the whole table, not one group of it.")
     return InGroup(by, codes, inner)
 
 
@@ -284,20 +287,21 @@ class Compiler:
                            bad if replace else 0, 0 if replace else bad)
 
     def used_columns(self, reqs: Iterable[Slot | int]) -> set[int]:
-        """The columns that requests (and grouping keys: a column k) read."""
+        """The columns that slots (their column ``k``, a count's filter column) and grouping
+        keys (a column k) read."""
         used: set[int] = set()
         for r in reqs:
             if isinstance(r, int):
                 used.add(r)
-            elif isinstance(r, (StatsSlot, SumSlot, BinsSlot)):
-                used.add(r.k)
-            elif isinstance(r, MarginalsSlot):
+                continue
+            if isinstance(r, MarginalsSlot):
                 used.update(r.ks)
-            elif isinstance(r, CountSlot):
-                if r.k is not None:
-                    used.add(r.k)
-                if r.predicate is not None:
-                    used.add(self.schema.names.index(r.predicate.column))
+                continue
+            k = getattr(r, "k", None)
+            if k is not None:
+                used.add(k)
+            if isinstance(r, CountSlot) and r.predicate is not None:
+                used.add(self.schema.names.index(r.predicate.column))
         return used
 
     def one(self, cond: str) -> str:

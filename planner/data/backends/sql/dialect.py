@@ -239,6 +239,20 @@ def type_class(engine_type: str) -> TypeClass:
     return "other"
 
 
+def nested_type(engine_type: str) -> bool:
+    """Whether an engine column type holds nested values: a list or array, a struct, a map
+    or a union (DuckDB ``VARCHAR[]``, ``INTEGER[3]``, ``STRUCT(…)``, ``MAP(…)``,
+    ``UNION(…)``; Spark ``array<…>``, ``struct<…>``, ``map<…>``).
+
+    Examples
+    --------
+    >>> [nested_type(t) for t in ("VARCHAR[]", "STRUCT(a INTEGER)", "map<string,bigint>", "VARCHAR", "DECIMAL(9,2)")]
+    [True, True, True, False, False]
+    """
+    t = engine_type.strip().lower()
+    return t.endswith("]") or t.startswith(("struct", "map", "union", "array"))
+
+
 def concat(pieces: Sequence[str]) -> str:
     """``concat`` of text pieces that are never NULL (then it is ``||``), adjacent
     string literals merged: one call instead of a chain of intermediate strings.

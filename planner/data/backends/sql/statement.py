@@ -37,15 +37,13 @@ from planner.data.backends.sql.bounding import Bounding, units_proven
 from planner.data.backends.sql.compile import (
     BinsSlot,
     Compiler,
-    CountSlot,
     DigestSlot,
     InGroup,
+    Inner,
     KeysSlot,
     MarginalsSlot,
     RowsSlot,
     Slot,
-    StatsSlot,
-    SumSlot,
     default,
 )
 from planner.data.backends.sql.dialect import Engine, Layer, Params, chain
@@ -445,7 +443,7 @@ class OneScan:
             self.values.setdefault(r, default(r.req))
 
     def group_statement(self, bys: Sequence[tuple[int, ...]],
-                         inners: Sequence[StatsSlot | RowsSlot | CountSlot | SumSlot | BinsSlot],
+                         inners: Sequence[Inner],
                          binned: dict[tuple[int, ...], set[BinsSlot]],
                          ) -> dict[tuple[tuple[int, ...], tuple[int, ...]], dict[Slot, Any]]:
         """Per grouping ``by`` and group (key values ``codes``), the values of ``inners``.
