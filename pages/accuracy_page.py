@@ -18,6 +18,8 @@ from planner.planning.queries import QueryKind
 SIM_RUNS = 2000  # planning draws per ε
 SIM_SEED = 20261122  # fixed: the check is reproducible
 SIM_POINTS = 11  # ε values simulated (every third point of the grid)
+#: a synthetic table's run is a whole model fit (0.1 to a few seconds): fewer runs
+SIM_RUNS_BY_KIND = {QueryKind.SYNTHETIC_DATA: 20}
 
 st.title("Accuracy against ε")
 st.caption("How far off each answer is likely to be, for one query on its own, as the privacy "
@@ -95,8 +97,9 @@ st.error("⚠️ **Computed from your raw data — not private, do not share.** 
          "These views are never exported with a release.")
 
 # --- Monte Carlo check of the prediction for the query's own mechanism
+runs = SIM_RUNS_BY_KIND.get(query.kind, SIM_RUNS)
 st.markdown(f"**Check by simulation** — runs the **{query.mechanism.value}** mechanism of `{query.id}` "
-            f"{SIM_RUNS:,} times at each of {SIM_POINTS} values of ε on the exact answer of your data "
+            f"{runs:,} times at each of {SIM_POINTS} values of ε on the exact answer of your data "
             "(numpy planning draws, seeded; no value is released and no budget is spent), and plots "
             "the measured error beside the prediction.")
 sim_key = (data.fingerprint, sj, qjson, delta)
@@ -106,7 +109,7 @@ if st.button("Check by simulation", key="acc_simulate"):
         bar = st.progress(0.0, text="Simulating…")
         sim_eps = cached.EPS_GRID[::3]
         res = simulation.simulate_query(
-            query, schema, agg, sim_eps, delta, SIM_RUNS, np.random.default_rng(SIM_SEED),
+            query, schema, agg, sim_eps, delta, runs, np.random.default_rng(SIM_SEED),
             progress=lambda done, total: bar.progress(done / total, text=f"Simulating… ε {done}/{total}"),
         )
         bar.empty()

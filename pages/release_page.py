@@ -10,7 +10,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from pages._ui import cached, fmt, frame, lifetime, planfiles, planning, results
+from pages._ui import cached, fmt, frame, lifetime, planfiles, planning, results, synthetic
 from pages._ui import state as S
 from pages._ui.guard import guard
 from pages._ui.preamble import require_dataset
@@ -154,6 +154,8 @@ else:
                "no answers were stored. It is never sampled again, and the spend is never refunded.")
     frame.stop()
 results.show(result, plan, schema, PAGE)
+synthetic.show({a.query_id: a.answer for a in result.answers}, {p.query.id: p.query for p in plan.parts}, schema, sj,
+               data, result.release_id)
 st.caption(f"Exact aggregates computed by the **{cached.backend_name()}** backend; the noise was added by OpenDP.")
 st.markdown("**The released plan as files**: the plan file, a script and a notebook that reproduce it, and a "
             "report of this release for stakeholders.")

@@ -233,3 +233,29 @@ def sample_chart(values: pd.DataFrame, lower: float, upper: float, column: str, 
     return alt.Chart(values).mark_bar(color="#3b5bdb").encode(
         x=alt.X("value:Q", bin=alt.Bin(extent=[lower, upper], maxbins=max(bins, 1)), title=f"{column} (synthetic values)"),
         y=alt.Y("count():Q", title="synthetic values")).properties(height=220)
+
+
+def marginal_bars(df: pd.DataFrame, column: str) -> alt.Chart:
+    """A column's bins, real beside synthetic (shares), from
+    :meth:`planner.planning.statistics.synthetic_data.MarginalComparison.one_way` rows."""
+    return alt.Chart(df).mark_bar().encode(
+        x=alt.X("bin:N", sort=None, title=column),
+        xOffset=alt.XOffset("table:N"),
+        y=alt.Y("share:Q", title="share of rows"),
+        color=alt.Color("table:N", title=None, scale=alt.Scale(domain=["real", "synthetic"])),
+        tooltip=["bin", "table", alt.Tooltip("share:Q", format=".3f")],
+    ).properties(height=260)
+
+
+def marginal_heatmap(df: pd.DataFrame, row: str, column: str) -> alt.Chart:
+    """A pair's cells: synthetic minus real share (a diverging heat map), from
+    :meth:`~planner.planning.statistics.synthetic_data.MarginalComparison.two_way` rows."""
+    lim = float(df["difference"].abs().max()) or 1e-9
+    return alt.Chart(df).mark_rect().encode(
+        x=alt.X("column:N", sort=None, title=column),
+        y=alt.Y("row:N", sort=None, title=row),
+        color=alt.Color("difference:Q", title="synthetic − real",
+                        scale=alt.Scale(scheme="redblue", domain=[-lim, lim], reverse=True)),
+        tooltip=["row", "column", alt.Tooltip("real:Q", format=".4f"), alt.Tooltip("synthetic:Q", format=".4f"),
+                 alt.Tooltip("difference:Q", format="+.4f")],
+    ).properties(height=280)

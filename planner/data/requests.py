@@ -18,6 +18,8 @@ request             what                                          result
 :class:`Keys`       rows per key of an undeclared-key column      :class:`KeyCounts`
 :class:`Stats`      usable / clipped / invalid / missing counts   :class:`ColumnStats`
 :class:`Grouped`    requests in every group of declared columns   :class:`GroupResults`
+:class:`Marginals`  every 1- and 2-way table of several columns'  :class:`MarginalTables`
+                    bins, over the rows complete in all of them
 ==================  ===========================================  =======================
 
 Every request is checked against the schema (:meth:`Request.validate`) by the backend
@@ -348,9 +350,46 @@ class GroupResults:
             raise QueryError("grouped results need one entry per group label.")
 
 
+@dataclass(frozen=True, slots=True)
+class MarginalTables:
+    """Counts of every combination of the bins of each column and of each pair of columns
+    (PRIVATE), over the rows where every one of ``columns`` falls in a declared bin.
+
+    ``sizes`` are the columns' numbers of bins; ``cliques`` the tables, as sorted column
+    indices (every single column, then every pair, in lexicographic order); ``counts`` each
+    table's cells flattened in C order (the last column varies fastest). ``rows`` rows were
+    counted; ``dropped`` rows (after contribution bounding) were left out because a column
+    had no bin for them (the missing-value rule dropped it, or an undeclared category with
+    no "other" bin).
+    """
+
+    columns: tuple[str, ...]
+    sizes: tuple[int, ...]
+    cliques: tuple[tuple[int, ...], ...]
+    counts: tuple[tuple[int, ...], ...]
+    rows: int
+    dropped: int = 0
+
+    def __post_init__(self) -> None:
+        if len(self.cliques) != len(self.counts) or len(self.columns) != len(self.sizes):
+            raise QueryError("marginal tables need one count vector per clique and one size per column.")
+        for c, v in zip(self.cliques, self.counts, strict=True):
+            if len(v) != math.prod(self.sizes[j] for j in c):
+                raise QueryError(f"the marginal table over {c} has {len(v)} cells; expected the product of its sizes.")
+
+    def table(self, clique: Sequence[int]) -> IntArray:
+        """The counts over ``clique`` (sorted column indices), shaped by the columns' sizes."""
+        key = tuple(int(j) for j in clique)
+        try:
+            i = self.cliques.index(key)
+        except ValueError as exc:
+            raise QueryError(f"no marginal table over columns {key} was computed.") from exc
+        return np.asarray(self.counts[i], dtype=np.int64).reshape(tuple(self.sizes[j] for j in key))
+
+
 Result = (
     CountAggregate | SumAggregate | BinCounts | QuantileAggregate | BooleanCounts | KeyCounts | ColumnStats
-    | GroupResults
+    | GroupResults | MarginalTables
 )
 
 
@@ -538,7 +577,7 @@ class Grouped(Request[GroupResults]):
         if math.prod(len(schema.column(n).labels) for n in self.by) > MAX_GROUPS:
             raise QueryError(f"more than {MAX_GROUPS} groups; group by fewer values.")
         for r in self.requests:
-            if isinstance(r, (Keys, Grouped)):
+            if isinstance(r, (Keys, Grouped, Marginals)):
                 raise QueryError(f"{r.what} are computed over the whole table, not in groups.")
             r.validate(schema)
 
@@ -557,7 +596,67 @@ def group_labels(schema: Schema, by: Sequence[str]) -> tuple[str, ...]:
     return tuple(" · ".join(combo) for combo in itertools.product(*(schema.column(n).labels for n in by)))
 
 
-AnyRequest = Count | ClippedSum | Bins | Candidates | Booleans | Keys | Stats | Grouped
+#: Most columns of one :class:`Marginals` request.
+MAX_MARGINAL_COLUMNS = 64
+#: Most cells of all the tables of one :class:`Marginals` request.
+MAX_MARGINAL_CELLS = 4_000_000
+
+
+@dataclass(frozen=True, slots=True)
+class Marginals(Request[MarginalTables]):
+    """Every 1- and 2-way table of the bins of ``columns`` (categories, false / true, or
+    the bins [e_i, e_{i+1}) of a numeric column's ``edges``, the last one closed), over the
+    contribution-bounded rows where every one of the columns falls in a bin: the same rows
+    for every table, so the tables agree with each other (each 1-way table is its pairs'
+    sum). ``edges`` holds one entry per column: the numeric edges, or ``None``.
+    """
+
+    columns: tuple[str, ...]
+    edges: tuple[tuple[float, ...] | None, ...]
+    what: ClassVar[str] = "marginal tables"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "columns", tuple(self.columns))
+        object.__setattr__(self, "edges", tuple(None if e is None else _floats(e) for e in self.edges))
+
+    def validate(self, schema: Schema) -> None:
+        if not self.columns or len(set(self.columns)) != len(self.columns):
+            raise QueryError("marginal tables need distinct columns.")
+        if len(self.columns) != len(self.edges):
+            raise QueryError("marginal tables need one entry of edges per column (None for categories).")
+        if len(self.columns) > MAX_MARGINAL_COLUMNS:
+            raise QueryError(f"marginal tables take at most {MAX_MARGINAL_COLUMNS} columns; got {len(self.columns)}.")
+        for name, e in zip(self.columns, self.edges, strict=True):
+            col = declared(schema, name, self.what, ColumnKind.CATEGORICAL, ColumnKind.BOOLEAN, ColumnKind.NUMERIC)
+            Bins(name, e).validate(schema)
+            if e is not None:
+                lo, hi = col.bounds
+                if e[0] > lo or e[-1] < hi:
+                    raise QueryError(f"the bins of {name!r} must cover its declared bounds [{lo:g}, {hi:g}].")
+        sizes = self.sizes(schema)
+        cells = sum(a * b for a, b in itertools.combinations(sizes, 2)) + sum(sizes)
+        if cells > MAX_MARGINAL_CELLS:
+            raise QueryError(
+                f"the 1- and 2-way tables of these columns hold {cells:,} cells, more than {MAX_MARGINAL_CELLS:,}; "
+                "use fewer bins, fewer categories or fewer columns."
+            )
+
+    def sizes(self, schema: Schema) -> tuple[int, ...]:
+        """Each column's number of bins."""
+        return tuple(len(self.labels(schema, j)) for j in range(len(self.columns)))
+
+    def labels(self, schema: Schema, j: int) -> tuple[str, ...]:
+        """The labels of column j's bins, in order."""
+        return Bins(self.columns[j], self.edges[j]).labels(schema.column(self.columns[j]))
+
+    @property
+    def cliques(self) -> tuple[tuple[int, ...], ...]:
+        """Every single column, then every pair, as sorted indices."""
+        d = len(self.columns)
+        return tuple((j,) for j in range(d)) + tuple(itertools.combinations(range(d), 2))
+
+
+AnyRequest = Count | ClippedSum | Bins | Candidates | Booleans | Keys | Stats | Grouped | Marginals
 
 
 def unknown(request: object) -> QueryError:
@@ -581,6 +680,8 @@ __all__ = [
     "Grouped",
     "KeyCounts",
     "Keys",
+    "MarginalTables",
+    "Marginals",
     "Predicate",
     "PredicateOp",
     "PredicateValue",

@@ -27,6 +27,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Final
 
 from planner.outputs.render import render_svg
+from planner.outputs.synthetic import synthetic_columns, synthetic_preview, synthetic_tables
 from planner.planning.plan_spec import PlanOutcome, PlanSpec, build_plan, compare_spec
 from planner.planning.queries import Predicate, Query
 from planner.planning.statistics import statistic
@@ -554,6 +555,21 @@ def _rule_sentence(rows: Sequence[Mapping[str, Any]], mode: str) -> str:
     return text + "</p>"
 
 
+def _synthetic_section(result: ReleaseResult, rows: int = 10) -> list[str]:
+    """A preview of each released synthetic table: its first rows (the whole table is in
+    the release's JSON, ``answer.records``, and its CSV download)."""
+    out: list[str] = []
+    for qid, ans in synthetic_tables({a.query_id: a.answer for a in result.answers}).items():
+        cols = synthetic_columns(ans)
+        n = len(ans["records"])
+        out.append(f"<h3>Synthetic table {_e(qid)}: the first {min(rows, n)} of {n} rows</h3>")
+        out.append(f"<p>Drawn from a model fitted to noisy marginals ({_e(ans.get('generator', ''))}); the rows are "
+                   "not real people and may be shared like any released value. Numeric values are drawn within "
+                   "their synthetic bin.</p>")
+        out.append(_table(cols, [[r.get(c) for c in cols] for r in synthetic_preview(ans, rows)]))
+    return out
+
+
 def _verdict_section(plan: Plan, schema: Schema) -> list[str]:
     """Before any release: what each answer can support (:func:`planner.planning.advice.verdicts`)."""
     from planner.planning.advice import verdicts
@@ -600,6 +616,7 @@ def _release_section(result: ReleaseResult, plan: Plan, schema: Schema) -> list[
     out.append(_table(["question", "part", "label", "released value", "± 95% error", "unit"],
                       [[r["query"], r["part"], r["label"], r["value"], r["error_bound_95"], r["unit"]] for r in rows],
                       numeric=[3, 4]))
+    out += _synthetic_section(result)
     for w in result.warnings:
         out.append(f'<p class="warn">{_e(w)}</p>')
     return out

@@ -74,7 +74,7 @@ from planner.core.strict_json import (
     value_class,
 )
 from planner.data.schema import Schema
-from planner.planning.queries import Query, queries_from_list
+from planner.planning.queries import Query, default_ids, queries_from_list
 from planner.privacy.budget import CompositionRule, SplitMode
 from planner.privacy.events import (
     ApproxEvent,
@@ -376,7 +376,7 @@ def _parse_queries(
     pinned: dict[str, float] = {}
     other: dict[str, dict[str, float]] = {}
     cleaned = []
-    for i, q in enumerate(raw_queries):
+    for i, q in enumerate(default_ids(raw_queries)):  # a query may name only its kind (and options)
         if not isinstance(q, dict):
             raise PlanError(f"queries[{i}] must be an object.")
         q = dict(q)

@@ -53,6 +53,7 @@ class QueryKind(StrEnum):
     GROUPED_MEAN = "grouped_mean"
     GROUPED_QUANTILE = "grouped_quantile"
     KEY_COUNT = "key_count"
+    SYNTHETIC_DATA = "synthetic_data"
 
 
 class MeanMode(StrEnum):
@@ -138,6 +139,8 @@ class Kind(Protocol):
     def column_kinds(self) -> frozenset[ColumnKind | None]: ...
     @property
     def column_hint(self) -> str: ...
+    @property
+    def default_mechanism(self) -> MechanismName: ...
     def check_mechanism(self, mechanism: MechanismName, where: str) -> None: ...
     def parse_options(self, raw: Mapping[str, Any], where: str) -> dict[str, Any]: ...
     def check(self, q: Query, schema: Schema) -> None: ...
@@ -175,8 +178,9 @@ class Query:
         Which statistic (:mod:`planner.planning.statistics`).
     column : str or None
         The column queried (optional for ``count``).
-    mechanism : MechanismName
-        One of the statistic's mechanisms.
+    mechanism : MechanismName or None
+        One of the statistic's mechanisms; ``None`` for the statistic's best default
+        (:attr:`planner.planning.statistics.base.Statistic.default_mechanism`).
     weight : float or None
         Importance in the allocation (default 1 when neither weight nor target is given).
     target : float or None
@@ -206,7 +210,7 @@ class Query:
         id: str,
         kind: QueryKind | str,
         column: str | None,
-        mechanism: MechanismName | str,
+        mechanism: MechanismName | str | None,
         weight: float | None = None,
         target: float | None = None,
         options: Mapping[str, Any] | None = None,
@@ -226,7 +230,7 @@ class Query:
             raise QueryError(f"{where}: kind must be one of {[q.value for q in QueryKind]}; got {kind!r}.") from exc
         stat = kind_of(k)
         try:
-            mech = MechanismName(mechanism)
+            mech = stat.default_mechanism if mechanism is None else MechanismName(mechanism)
         except ValueError as exc:
             valid = ", ".join(m.value for m in stat.mechanism_names)
             raise QueryError(f"{where}: unknown mechanism {mechanism!r}; valid for {k.value}: {valid}.") from exc
@@ -383,14 +387,26 @@ class Query:
 
     @classmethod
     def from_dict(cls, data: Any) -> Query:
-        """Read the JSON form; :class:`QueryError` naming the query if malformed."""
+        """Read the JSON form; :class:`QueryError` naming the query if malformed.
+
+        Only ``kind`` is required: without an ``id`` the query is named after its kind and
+        column (:func:`default_ids`), without a ``mechanism`` it uses its statistic's best
+        default.
+
+        Examples
+        --------
+        >>> q = Query.from_dict({"kind": "synthetic_data", "options": {"columns": ["age", "sex"], "rows": 100}})
+        >>> q.id, q.mechanism.value
+        ('synthetic_data', 'mst_or_aim')
+        """
         if not isinstance(data, Mapping):
-            raise QueryError("every query must be an object with 'id', 'kind' and 'mechanism'.")
+            raise QueryError("every query must be an object with at least its 'kind'.")
+        if "id" not in data:
+            data = default_ids([data])[0]
         qid = data.get("id")
         where = f"query {qid!r}"
-        for key in ("id", "kind", "mechanism"):
-            if key not in data:
-                raise QueryError(f"{where}: missing {key!r}.")
+        if "kind" not in data:
+            raise QueryError(f"{where}: missing 'kind'.")
         common = {"id", "kind", "column", "mechanism", "weight", "target", "options"}
         options = {k: v for k, v in data.items() if k not in common}
         nested = data.get("options")  # the Queries table's form: {"options": {"alphas": [...]}}
@@ -403,21 +419,49 @@ class Query:
                 raise QueryError(f"{where}: {both} given both inside 'options' and beside it; keep one.")
             options = {**options, **nested}
         return cls(
-            id=qid,  # type: ignore[arg-type]
+            id=qid,
             kind=data["kind"],
             column=data.get("column"),
-            mechanism=data["mechanism"],
+            mechanism=data.get("mechanism"),
             weight=data.get("weight"),
             target=data.get("target"),
             options=options,
         )
 
 
+def default_ids(items: Sequence[Any]) -> list[Any]:
+    """The queries with an ``id`` given to those that name none: their kind, and column if
+    any (``"mean_income"``), then ``_2``, ``_3``, … where that is taken. Entries that are not
+    objects, or that name their id, are returned as they are.
+
+    Examples
+    --------
+    >>> [d["id"] for d in default_ids([{"kind": "count"}, {"kind": "count"}, {"id": "count_2", "kind": "sum"}])]
+    ['count', 'count_3', 'count_2']
+    """
+    taken = {d["id"] for d in items if isinstance(d, Mapping) and isinstance(d.get("id"), str)}
+    out: list[Any] = []
+    for d in items:
+        if not isinstance(d, Mapping) or "id" in d:
+            out.append(d)
+            continue
+        kind, col = d.get("kind"), d.get("column")
+        base = "_".join(str(x) for x in (kind, col) if isinstance(x, str) and x) or "query"
+        name, i = base, 1
+        while name in taken:
+            i += 1
+            name = f"{base}_{i}"
+        taken.add(name)
+        out.append({**d, "id": name})
+    return out
+
+
 def queries_from_list(items: Sequence[Any], schema: Schema | None = None) -> tuple[Query, ...]:
-    """Read a JSON list of queries; ids must be unique; validated against ``schema`` if given."""
+    """Read a JSON list of queries; ids must be unique; validated against ``schema`` if given.
+    Queries without an ``id`` get one (:func:`default_ids`)."""
     if isinstance(items, (str, bytes)) or not isinstance(items, Sequence):
         raise QueryError("'queries' must be a list of query objects.")
-    qs = tuple(Query.from_dict(d) for d in items)
+    qs = tuple(Query.from_dict(d) for d in default_ids(items))
     ids = [q.id for q in qs]
     dups = sorted({i for i in ids if ids.count(i) > 1})
     if dups:
@@ -452,5 +496,6 @@ __all__ = [
     "QueryPart",
     "SchemaError",
     "bin_labels",
+    "default_ids",
     "queries_from_list",
 ]

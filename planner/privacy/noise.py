@@ -14,7 +14,8 @@ outputs; they never see OpenDP and never draw noise themselves.
   records (the plan's, or OpenDP's when it is larger: rounding always goes toward less
   privacy);
 * :func:`post_process_sample` — the synthetic sample drawn from a released histogram
-  (post-processing of an ε-DP output, so any sample size is ε-DP).
+  (post-processing of an ε-DP output, so any sample size is ε-DP);
+  :func:`post_process_rng` — the unseeded generator of a synthetic table's fit and rows.
 
 Measurements (θ is an item's allocation parameter)
 --------------------------------------------------
@@ -32,6 +33,9 @@ noisy_max               ``make_noisy_max`` on i64 scores, L∞ sensitivity d_in 
                         noise under ``max_divergence`` (permute-and-flip, ε-DP), Gumbel noise
                         under ``zero_concentrated_divergence`` (the exponential mechanism,
                         ρ = ε²/8)
+noisy_max_float         the same on float scores (a synthetic table's choice of marginal:
+                        its scores are L1 distances to a fitted model), Gumbel noise under
+                        ``zero_concentrated_divergence``
 ======================  ====================================================================
 
 References
@@ -221,6 +225,27 @@ def noisy_max(name: str, d_in: int, scale: float, measure: Measure, *, monotonic
 
 
 @dataclass(frozen=True)
+class IndexComponent(Component):
+    """A noisy max over float scores: the released value is the index it selects."""
+
+    def invoke(self, value: Any) -> Any:
+        return int(_invoke(self.measurement, np.asarray(value, dtype=np.float64)))
+
+
+def noisy_max_float(name: str, d_in: float, scale: float) -> IndexComponent:
+    """OpenDP report-noisy-max on float scores with L∞ sensitivity d_in, Gumbel noise of
+    ``scale`` under zCDP: the exponential mechanism P(i) ∝ exp(s_i/scale), ρ = (d_in/scale)²/2
+    [MS20; CR21]; at scale 2Δ/ε that is ε²/8."""
+    meas = measurements.make_noisy_max(
+        domains.vector_domain(domains.atom_domain(T=float, nan=False)), metrics.linf_distance(T=float),
+        measures.zero_concentrated_divergence(), scale=float(scale),
+    )
+    d = float(d_in)
+    return IndexComponent(name, meas, d, "make_noisy_max(float scores, gumbel noise)", float(scale), Measure.ZCDP,
+                          float(_map(meas, d)), DType.FLOAT, True)
+
+
+@dataclass(frozen=True)
 class ThresholdComponent(Component):
     """OpenDP's ``make_laplace_threshold`` over a map key → count (DP partition selection).
 
@@ -405,6 +430,13 @@ def post_process_sample(probabilities: npt.NDArray[np.float64], size: int) -> np
     """
     rng = np.random.default_rng()
     return np.asarray(rng.choice(probabilities.size, size=size, p=probabilities), dtype=np.intp)
+
+
+def post_process_rng() -> np.random.Generator:
+    """A fresh, unseeded generator for the post-processing of released outputs (a synthetic
+    table's model fit and its rows): its draws are independent of the data, so they keep
+    the release's guarantee, and a released table cannot be reproduced by others."""
+    return np.random.default_rng()
 
 
 def post_process_uniform(size: int) -> npt.NDArray[np.float64]:

@@ -30,7 +30,7 @@ from planner.data.backends.duckdb_backend import DuckDBBackend
 from planner.data.backends.pandas_backend import bound_contributions
 from planner.data.backends.sql import arithmetic_step
 from planner.data.loader import load_table
-from planner.data.requests import Bins, Candidates, ClippedSum, Count
+from planner.data.requests import Bins, Candidates, ClippedSum, Count, MarginalTables
 from planner.data.schema import Column, ColumnKind, MissingAction, MissingRule, PrivacyUnit, Schema
 from planner.data.sources import DATA_DIR_ENV, open_source
 from planner.planning.mechanisms.base import MechanismName as M
@@ -131,6 +131,10 @@ def census_queries() -> list[Query]:
         q("smokers", QueryKind.PROPORTION, "smoker", L),
         q("synth_age", QueryKind.SYNTHETIC_SAMPLE, "age", G, bins=12),
         q("synth_income", QueryKind.SYNTHETIC_SAMPLE, "income", G, bins=20),
+        # every 1- and 2-way table of a synthetic table's columns (integer ages binned by
+        # their edges, never per value: each row needs its own bin of every column)
+        q("synth_table", QueryKind.SYNTHETIC_DATA, None, M.MST,
+          columns=["age", "sex", "region", "income", "smoker"], bins=9),
     ]
 
 
@@ -149,6 +153,9 @@ def test_backends_identical_on_census(spark: Any) -> None:
     assert got["n"].value == 50_000  # data/README.md: 50,000 rows, one per person
     assert isinstance(got["region"], BinCounts) and len(got["region"].counts) == 6
     assert got["region"].counts[-1] == 0  # "Overseas" is declared but absent: a zero bin
+    tables = got["synth_table"]
+    assert isinstance(tables, MarginalTables) and tables.rows + tables.dropped == 50_000
+    assert tables.table((0, 1)).sum() == tables.rows  # every table holds the same rows
 
 
 def test_backends_identical_on_census_parquet(data_dir: Path) -> None:
@@ -217,6 +224,9 @@ def generated_queries() -> list[Query]:
         q("age_q", QueryKind.QUANTILE, "age", E, alphas=(0.25,), step=1.0),
         q("mode", QueryKind.MODE, "region", E),
         q("smoker", QueryKind.PROPORTION, "smoker", L),
+        # a row missing in one column (income dropped) is in no table; replaced ages and
+        # smokers, the other bin of region and clipped incomes are in all of them
+        q("synth", QueryKind.SYNTHETIC_DATA, None, M.AIM, columns=["age", "income", "region", "smoker"], bins=7),
     ]
 
 
@@ -227,6 +237,9 @@ def test_backends_identical_on_generated_data_with_bounding(data_dir: Path, spar
     backends = three("gen.csv", schema, spark)
     got = assert_identical(backends, generated_queries())
     assert backends["pandas"].rows_truncated > 0  # people beyond c = 2 rows were cut
+    tables = got["synth"]
+    assert isinstance(tables, MarginalTables) and tables.dropped > 0 and tables.rows > 0  # missing incomes
+    assert (tables.table((0, 3)).sum(axis=1) == tables.table((0,))).all()  # a pair sums to its column
     s = got["sum"]
     assert isinstance(s, SumAggregate) and s.value != round(s.value)  # a float sum, equal bit for bit
 
@@ -299,6 +312,7 @@ def edge_queries() -> list[Query]:
         q("x_hist", QueryKind.HISTOGRAM, "x", L, bin_edges=(0, 7, 100, 1000, 200_000)),
         q("x_med", QueryKind.MEDIAN, "x", E, candidates=11),
         q("flag", QueryKind.PROPORTION, "flag", L),
+        q("synth", QueryKind.SYNTHETIC_DATA, None, M.MST, columns=["x", "cat", "flag"], bins=3),
     ]
 
 
@@ -493,6 +507,7 @@ def typed_queries() -> list[Query]:
         q("n_edges", QueryKind.HISTOGRAM, "n", L, bin_edges=(18, 45, 54, 60, 90)),
         q("n_med", QueryKind.MEDIAN, "n", E, candidates=73),
         q("n_q", QueryKind.QUANTILE, "n", E, alphas=(0.25,), step=9.0),
+        q("synth", QueryKind.SYNTHETIC_DATA, None, M.MST, columns=["x", "n", "cat", "flag"], bins=8),
     ]
 
 

@@ -58,6 +58,7 @@ EVERY_KIND = [
     Query("income_by_sex", "grouped_sum", "income", "laplace", by=["sex"]),
     Query("income_by_region", "grouped_mean", "income", "laplace", by=["region"]),
     Query("age_median_by_sex", "grouped_quantile", "age", "exponential", by=["sex"], alphas=[0.5]),
+    Query("synth", "synthetic_data", None, "mst", columns=["age", "sex", "region", "smoker"], bins=6, rows=300),
 ]
 
 
@@ -135,7 +136,7 @@ def test_manual_split_names_a_missing_share() -> None:
 def _doc(mode: str, **kw: Any) -> dict[str, Any]:
     qs = EVERY_KIND if mode != "target" else [
         q.replace(weight=None, target=t) for q, t in zip(EVERY_KIND, (
-            200, 5e7, 3000, 300, 0.05, 0.05, 300, 0.05, 300, 300, 2e7, 5000, 0.05), strict=True)]
+            200, 5e7, 3000, 300, 0.05, 0.05, 300, 0.05, 300, 300, 2e7, 5000, 0.05, 0.2), strict=True)]
     pins = kw.pop("pinned", _manual_shares() if mode == "manual" else None)
     return spec_document(CENSUS, 1.0, 1e-6, kw.pop("rule", "rdp"), mode, qs, pinned=pins, dataset_name="census",
                          **kw)

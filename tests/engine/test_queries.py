@@ -390,8 +390,8 @@ def test_queries_from_list_errors() -> None:
         ])
     with pytest.raises(QueryError, match=r"has no option\(s\) \['eps'\]"):
         Query.from_dict({"id": "a", "kind": "count", "mechanism": "laplace", "eps": 1})
-    with pytest.raises(QueryError, match="missing 'mechanism'"):
-        Query.from_dict({"id": "a", "kind": "count"})
+    with pytest.raises(QueryError, match="missing 'kind'"):
+        Query.from_dict({"id": "a", "mechanism": "laplace"})
     with pytest.raises(QueryError, match="kind must be one of"):
         Query.from_dict({"id": "a", "kind": "variance", "mechanism": "laplace"})
     with pytest.raises(QueryError, match="must be a list"):
@@ -409,3 +409,21 @@ def test_queries_pickle_and_replace_round_trip() -> None:
         qq.weight = 2.0  # type: ignore[misc]
     moved = qq.replace(weight=2.0, options={"candidates": None, "step": 0.5})
     assert moved.weight == 2.0 and moved.candidates is None and moved.step == 0.5 and qq.weight is None
+
+
+def test_a_query_naming_only_its_kind_gets_an_id_and_the_best_default_mechanism() -> None:
+    """Issue 30: a plan may name only a query's kind (and options); every statistic then
+    uses its default: discrete Laplace on integer counts (exact, pure), Laplace on real
+    sums, the exponential mechanism on ranks, MST-or-AIM on a synthetic table."""
+    from planner.planning.statistics import STATISTICS
+
+    qs = queries_from_list([
+        {"kind": "count"}, {"kind": "count"}, {"kind": "mean", "column": "income"},
+        {"kind": "median", "column": "age"}, {"kind": "synthetic_data", "options": {"columns": ["age"], "rows": 5}},
+        {"id": "count_3", "kind": "histogram", "column": "sex"},
+    ])
+    assert [q.id for q in qs] == ["count", "count_2", "mean_income", "median_age", "synthetic_data", "count_3"]
+    assert [q.mechanism.value for q in qs] == ["discrete_laplace", "discrete_laplace", "laplace", "exponential",
+                                               "mst_or_aim", "discrete_laplace"]
+    for kind, stat in STATISTICS.items():  # every default is one of the statistic's own mechanisms
+        assert stat.default_mechanism in stat.mechanism_names, kind

@@ -40,12 +40,14 @@ from planner.data.backends.base import (
     QuantileAggregate,
     SumAggregate,
 )
+from planner.data.requests import MarginalTables
 from planner.data.schema import Schema
 from planner.planning.mechanisms.base import MechanismName as M
 from planner.planning.queries import Query, QueryKind
 from planner.planning.statistics import STATISTICS
 from planner.planning.statistics.base import Aggregate, GroupedAggregate, MeanAggregate
 from planner.planning.statistics.quantile import RankCounts, candidate_grid
+from planner.planning.statistics.synthetic_data import encode, release_errors
 from planner.planning.workload import plan
 from planner.privacy.accounting import CompositionRule, event_rho, pure_epsilon, total_epsilon
 from planner.privacy.events import ThresholdedEvent
@@ -93,6 +95,8 @@ def query(kind: QueryKind, mech: M, relation: str) -> Query | None:
         opts = {"by": ["flag"], "alphas": [0.5, 0.9], "candidates": 101}
     elif kind is K.KEY_COUNT:
         column, opts = "zip", {"key_delta": 1e-7}
+    elif kind is K.SYNTHETIC_DATA:
+        column, opts = None, {"columns": ["x", "cat", "flag"], "bins": 4}
     return Query(f"q_{kind.value}", kind, column, mech, options=opts)
 
 
@@ -204,6 +208,8 @@ def aggregate(kind: QueryKind, s: Schema) -> Aggregate:
         return BooleanCounts(5, N - 5) if s.relation.value == "add_remove" else BooleanCounts(N // 2, N // 2)
     if kind is K.SYNTHETIC_SAMPLE:
         return BinCounts(("[0, 20)", "[20, 40)", "[40, 60)", "[60, 80)", "[80, 100]"), (200, 200, 200, 200, 200))
+    if kind is K.SYNTHETIC_DATA:
+        return synthetic_tables(s)
     if kind in (K.GROUPED_COUNT, K.GROUPED_SUM, K.GROUPED_MEAN, K.GROUPED_QUANTILE):
         from planner.planning.statistics.grouped import group_labels
 
@@ -246,6 +252,14 @@ def errors(kind: QueryKind, agg: Aggregate, answer: dict[str, Any], part: str) -
         assert isinstance(agg, BinCounts)
         c = agg.as_array()
         return np.array([float(c.max() - c[list(agg.labels).index(answer["value"])])])
+    if kind is K.SYNTHETIC_DATA:  # the mean TVD of the 1-way and the measured 2-way marginals
+        assert isinstance(agg, MarginalTables) and len(answer["records"]) == N
+        q = query(kind, M.MST, "add_remove")
+        assert q is not None
+        names = list(agg.columns)
+        measured = [[names.index(c) for c in pair] for pair in answer["measured"]]
+        codes = encode(answer["records"], q, schema("add_remove", 1))
+        return np.array([float(np.mean(release_errors(codes, measured, agg)))])
     if kind is K.KEY_COUNT:
         assert isinstance(agg, KeyCounts) and answer["keys"] == list(agg.keys)
         return np.asarray(answer["counts"], dtype=float) - np.asarray(agg.counts, dtype=float)
@@ -291,9 +305,32 @@ def draw(kind: QueryKind, agg: Aggregate, item: Any, runs: int) -> np.ndarray:
     return np.concatenate([errors(kind, agg, item.answer(agg), item.part.label) for _ in range(runs)])
 
 
+def synthetic_tables(s: Schema) -> MarginalTables:
+    """Every 1- and 2-way table of N = 1000 fixed rows over x (4 bins of [0, 100]), cat and
+    flag: cat depends on x's bin, flag on cat (a table a spanning tree can hold), drawn once
+    from a seeded generator and tabulated by the pandas backend."""
+    import pandas as pd
+
+    from planner.data.backends import PandasBackend
+    from planner.planning.statistics import exact_aggregates
+
+    rng = np.random.default_rng(20261128)
+    xbin = rng.integers(0, 4, N)
+    x = 25.0 * xbin + rng.uniform(0, 25, N)
+    cat = np.where(rng.random(N) < 0.7, xbin, rng.integers(0, 4, N))
+    flag = np.where(rng.random(N) < 0.8, cat >= 2, rng.random(N) < 0.5)
+    df = pd.DataFrame({"x": x, "cat": np.array(list("abcd"))[cat], "flag": flag, "pid": np.arange(N),
+                       "zip": ["z"] * N})
+    q = query(K.SYNTHETIC_DATA, M.MST, "add_remove")
+    assert q is not None
+    agg = exact_aggregates(PandasBackend(df, s), [q])[q.id]
+    assert isinstance(agg, MarginalTables) and agg.rows == N
+    return agg
+
+
 RARE = 100  # wrong answers a draw should hold before its standard error is trusted
 RUNS = {K.QUANTILE: 1500, K.MEDIAN: 1500, K.MODE: 1500, K.SYNTHETIC_SAMPLE: 600, K.GROUPED_QUANTILE: 800,
-        K.GROUPED_MEAN: 1500, K.GROUPED_SUM: 1500, K.GROUPED_COUNT: 1500}
+        K.GROUPED_MEAN: 1500, K.GROUPED_SUM: 1500, K.GROUPED_COUNT: 1500, K.SYNTHETIC_DATA: 100}
 
 
 @pytest.mark.slow

@@ -726,6 +726,8 @@ class PandasBackend(Backend):
             return self.conformed(r.column).stats
         if isinstance(r, rq.Grouped):
             return self._grouped(r)
+        if isinstance(r, rq.Marginals):
+            return self._marginals(r)
         raise rq.unknown(r)
 
     def _predicate_mask(self, p: Predicate) -> BoolArray:
@@ -829,6 +831,40 @@ class PandasBackend(Backend):
             v = v[conf.usable]
         t = int(np.count_nonzero(v))
         return BooleanCounts(t, int(v.size - t), conf.stats.dropped)
+
+    def _bin_codes(self, column: str, edges: tuple[float, ...] | None) -> tuple[IntArray, BoolArray]:
+        """Each row's bin of ``column`` (a category's index, 0 / 1, or the numeric bin of
+        ``edges`` as :meth:`_bins` counts it) and whether it has one."""
+        conf = self.conformed(column)
+        if edges is None:
+            codes = np.asarray(conf.values, dtype=np.int64)
+            return codes, np.asarray(conf.usable & (codes >= 0), dtype=np.bool_)
+        e = np.asarray(edges, dtype=np.float64)
+        x = np.asarray(conf.values, dtype=np.float64)
+        idx = np.searchsorted(e, x, side="right") - 1
+        idx[x == e[-1]] = e.size - 2  # the last bin is closed
+        ok = conf.usable & (idx >= 0) & (idx < e.size - 1)
+        return np.asarray(idx, dtype=np.int64), np.asarray(ok, dtype=np.bool_)
+
+    def _marginals(self, r: rq.Marginals) -> rq.MarginalTables:
+        """Every 1- and 2-way table over the rows complete in all the columns: one
+        ``bincount`` of the cells' flat index per table."""
+        sizes = r.sizes(self.schema)
+        complete = np.ones(self.rows, dtype=bool)
+        codes = []
+        for name, e in zip(r.columns, r.edges, strict=True):
+            c, ok = self._bin_codes(name, e)
+            codes.append(c)
+            complete &= ok
+        kept = [c[complete] for c in codes]
+        tables = []
+        for clique in r.cliques:
+            shape = tuple(sizes[j] for j in clique)
+            flat = kept[clique[0]] if len(clique) == 1 else np.ravel_multi_index(tuple(kept[j] for j in clique), shape)
+            counts = np.bincount(flat, minlength=int(np.prod(shape)))
+            tables.append(tuple(int(v) for v in counts))
+        n = int(np.count_nonzero(complete))
+        return rq.MarginalTables(r.columns, sizes, r.cliques, tuple(tables), n, self.rows - n)
 
     def _grouped(self, r: rq.Grouped) -> GroupResults:
         """Each group's requests on a view of the (bounded) rows in the group: the rows

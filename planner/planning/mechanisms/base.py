@@ -29,6 +29,9 @@ class MechanismName(StrEnum):
     RANDOMIZED_RESPONSE = "randomized_response"
     PERTURBED_HISTOGRAM = "perturbed_histogram"
     SMOOTHED_HISTOGRAM = "smoothed_histogram"
+    MST = "mst"
+    AIM = "aim"
+    MST_OR_AIM = "mst_or_aim"
 
 
 @dataclass(frozen=True, slots=True)

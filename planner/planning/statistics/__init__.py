@@ -11,6 +11,7 @@ quantile, median        :mod:`.quantile`
 mode                    :mod:`.mode`
 proportion              :mod:`.proportion`
 synthetic_sample        :mod:`.synthetic`
+synthetic_data          :mod:`.synthetic_data` (a synthetic table over many columns: MST, AIM)
 grouped_*               :mod:`.grouped`
 key_count               :mod:`.keys` (partition selection over undeclared keys)
 ======================  ===========================================================
@@ -49,6 +50,7 @@ from planner.planning.statistics.proportion import Proportion
 from planner.planning.statistics.quantile import Median, Quantile
 from planner.planning.statistics.sum import Sum
 from planner.planning.statistics.synthetic import SyntheticSample
+from planner.planning.statistics.synthetic_data import SyntheticData
 
 if TYPE_CHECKING:
     from planner.data.backends.base import Backend
@@ -57,7 +59,7 @@ if TYPE_CHECKING:
 STATISTICS: Final[Mapping[QueryKind, Statistic]] = MappingProxyType({
     s.kind: s for s in (Count(), Sum(), Mean(), Histogram(), Quantile(), Median(), Mode(), Proportion(),
                         SyntheticSample(), GroupedCount(), GroupedSum(), GroupedMean(), GroupedQuantile(),
-                        KeyCount())
+                        KeyCount(), SyntheticData())
 })
 
 

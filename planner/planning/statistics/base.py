@@ -40,6 +40,7 @@ from planner.data.requests import (
     BooleanCounts,
     CountAggregate,
     KeyCounts,
+    MarginalTables,
     Predicate,
     QuantileAggregate,
     Request,
@@ -92,10 +93,11 @@ class GroupedAggregate:
 #: A statistic's exact aggregate: what its release and its simulation read (PRIVATE).
 Aggregate = (
     CountAggregate | SumAggregate | MeanAggregate | BinCounts | QuantileAggregate | BooleanCounts
-    | GroupedAggregate | KeyCounts
+    | GroupedAggregate | KeyCounts | MarginalTables
 )
 #: The backends' results a statistic's aggregate may be as it is.
-PLAIN: tuple[type, ...] = (CountAggregate, SumAggregate, BinCounts, QuantileAggregate, BooleanCounts, KeyCounts)
+PLAIN: tuple[type, ...] = (CountAggregate, SumAggregate, BinCounts, QuantileAggregate, BooleanCounts, KeyCounts,
+                           MarginalTables)
 
 
 class OptionType(StrEnum):
@@ -357,11 +359,20 @@ class Statistic(ABC):
     not_offered: ClassVar[Mapping[MechanismName, str]] = {}
     #: True when the MSE lower bound for unbiased mechanisms applies (linear queries).
     linear: ClassVar[bool] = False
+    #: The mechanism a query that names none uses (None: the first of :attr:`mechanisms`).
+    default: ClassVar[MechanismName | None] = None
 
     # ------------------------------------------------------------------ declaration
     @property
     def mechanism_names(self) -> tuple[MechanismName, ...]:
         return tuple(m.name for m in self.mechanisms)
+
+    @property
+    def default_mechanism(self) -> MechanismName:
+        """The best default for a query that names no mechanism: pure (a plan may have
+        δ = 0), exact on integer data, and the statistic's most accurate at a given ε where
+        that does not depend on the data."""
+        return self.default if self.default is not None else self.mechanisms[0].name
 
     def option(self, name: str) -> OptionSpec:
         for o in self.options:

@@ -16,7 +16,7 @@ from planner.data import requests as rq
 from planner.data.requests import CountAggregate
 from planner.data.schema import ColumnKind, Schema
 from planner.planning.allocation import ItemAllocation
-from planner.planning.mechanisms.base import Sensitivity
+from planner.planning.mechanisms.base import MechanismName, Sensitivity
 from planner.planning.queries import Query, QueryKind, QueryPart
 from planner.planning.statistics import _additive as add
 from planner.planning.statistics.base import (
@@ -48,6 +48,8 @@ class Count(Statistic):
     label: ClassVar[str] = "Count of rows"
     summary: ClassVar[str] = "How many rows (or rows matching a filter) the table holds."
     mechanisms = add.INTEGER_MECHANISMS
+    #: integer noise on an integer count: exact, pure, and less variance than Laplace at the same ε
+    default = MechanismName.DISCRETE_LAPLACE
     column_kinds: ClassVar[frozenset[ColumnKind | None]] = frozenset({None, *ColumnKind})
     column_hint: ClassVar[str] = "any declared column, or none (then every row counts)"
     options = (

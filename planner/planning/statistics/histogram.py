@@ -23,7 +23,7 @@ from planner.data import requests as rq
 from planner.data.requests import BinCounts, bin_labels
 from planner.data.schema import ColumnKind, Relation, Schema
 from planner.planning.allocation import ItemAllocation
-from planner.planning.mechanisms.base import Sensitivity
+from planner.planning.mechanisms.base import MechanismName, Sensitivity
 from planner.planning.queries import MAX_GRID, Query, QueryKind, QueryPart
 from planner.planning.statistics import _additive as add
 from planner.planning.statistics.base import (
@@ -137,6 +137,8 @@ class Histogram(Statistic):
     label: ClassVar[str] = "Histogram"
     summary: ClassVar[str] = "Counts of rows in every declared category or numeric bin (empty bins included)."
     mechanisms = add.INTEGER_MECHANISMS
+    #: integer noise on an integer count: exact, pure, and less variance than Laplace at the same ε
+    default = MechanismName.DISCRETE_LAPLACE
     column_kinds: ClassVar[frozenset[ColumnKind | None]] = frozenset(
         {ColumnKind.CATEGORICAL, ColumnKind.BOOLEAN, ColumnKind.NUMERIC})
     column_hint: ClassVar[str] = "a categorical, boolean or numeric (with bin edges) column"

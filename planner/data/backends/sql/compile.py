@@ -49,6 +49,7 @@ from planner.data.requests import (
     CountAggregate,
     GroupResults,
     KeyCounts,
+    MarginalTables,
     Predicate,
     PredicateOp,
     QuantileAggregate,
@@ -122,14 +123,25 @@ class InGroup:
     req: Inner
 
 
-Slot = Inner | DigestSlot | KeysSlot | InGroup
+@dataclass(frozen=True, slots=True)
+class MarginalsSlot:
+    """Every 1- and 2-way table of the bin keys of columns ``ks`` (numeric ones over
+    ``edges``), over the rows where every key is a bin: one ``GROUP BY GROUPING SETS`` of
+    its own (:meth:`~planner.data.backends.sql.statement.OneScan.marginal_counts`). Its value
+    maps each clique (sorted positions in ``ks``) to the counts per tuple of bin codes."""
+
+    ks: tuple[int, ...]
+    edges: tuple[tuple[float, ...] | None, ...]
+
+
+Slot = Inner | DigestSlot | KeysSlot | InGroup | MarginalsSlot
 
 
 def in_group(by: tuple[int, ...], codes: tuple[int, ...], inner: Slot) -> InGroup:
     """``inner`` over the rows of one group (only row, count, sum, stats and bins requests
     are computed in groups: :meth:`planner.data.requests.Grouped.validate`)."""
-    if isinstance(inner, (DigestSlot, KeysSlot, InGroup)):
-        raise QueryError("the content digest and key counts cover the whole table, not one group of it.")
+    if isinstance(inner, (DigestSlot, KeysSlot, InGroup, MarginalsSlot)):
+        raise QueryError("the content digest, key counts and marginal tables cover the whole table, not one group of it.")
     return InGroup(by, codes, inner)
 
 
@@ -190,7 +202,12 @@ class Compiler:
             by = tuple(self.k(n) for n in r.by)
             return [in_group(by, codes, inner) for codes in r.codes(self.schema)
                     for sub in r.requests for inner in self.needs(sub)]
+        if isinstance(r, rq.Marginals):
+            return [RowsSlot(), self.marginals_slot(r)]
         raise rq.unknown(r)
+
+    def marginals_slot(self, r: rq.Marginals) -> MarginalsSlot:
+        return MarginalsSlot(tuple(self.k(n) for n in r.columns), r.edges)
 
     def finish(self, r: Request[Any], get: Callable[[Slot], Any]) -> Result:
         """The result of a request from the values of its internal requests (``get``)."""
@@ -234,7 +251,26 @@ class Compiler:
 
             return GroupResults(r.labels(self.schema), tuple(
                 tuple(self.finish(sub, within(codes)) for sub in r.requests) for codes in r.codes(self.schema)))
+        if isinstance(r, rq.Marginals):
+            return self.marginal_tables(r, get(self.marginals_slot(r)), int(get(RowsSlot())))
         raise rq.unknown(r)
+
+    def marginal_tables(self, r: rq.Marginals, found: dict[tuple[int, ...], dict[tuple[int, ...], int]],
+                        rows: int) -> MarginalTables:
+        """The tables of a :class:`~planner.data.requests.Marginals` request from the counts
+        per clique and bin codes (:meth:`~planner.data.backends.sql.statement.OneScan.marginal_counts`)."""
+        sizes = r.sizes(self.schema)
+        tables = []
+        for clique in r.cliques:
+            shape = tuple(sizes[j] for j in clique)
+            flat = np.zeros(int(np.prod(shape)), dtype=np.int64)
+            for codes, c in found.get(clique, {}).items():
+                if any(not 0 <= v < k for v, k in zip(codes, shape, strict=True)):
+                    raise QueryError("internal error: a bin key fell outside its column's bins.")
+                flat[int(np.ravel_multi_index(codes, shape))] += c
+            tables.append(tuple(int(v) for v in flat))
+        n = int(sum(found.get((0,), {}).values()))
+        return MarginalTables(r.columns, sizes, r.cliques, tuple(tables), n, rows - n)
 
     def stats(self, k: int, get: Callable[[Slot], Any]) -> ColumnStats:
         """Column k's stats from the row count and its flag counts."""
@@ -257,6 +293,9 @@ class Compiler:
         for r in reqs:
             if isinstance(r, int):
                 used.add(r)
+                continue
+            if isinstance(r, MarginalsSlot):
+                used.update(r.ks)
                 continue
             k = getattr(r, "k", None)
             if k is not None:

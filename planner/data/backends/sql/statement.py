@@ -8,8 +8,12 @@ aggregate; a bin key with few values is counted by one ``count_if`` per value, a
 by ``histogram`` (a pass of its own over the needed columns of a Parquet file, or
 ``histogram_exact`` in the same pass for CSV, which would otherwise be parsed again):
 :meth:`OneScan.one_aggregate`. Spark gets the person check first and the bins as a
-``GROUPING SETS`` aggregate next to the scalars (:meth:`OneScan.grouping_sets`). The groups
-of every grouped request are one more statement, whatever their number
+``GROUPING SETS`` aggregate next to the scalars (:meth:`OneScan.grouping_sets`). The 1- and
+2-way tables of a synthetic table (:class:`~planner.data.requests.Marginals`) are bin keys
+too: one joint key per table, counted in the same single aggregate on DuckDB
+(:meth:`OneScan.marginal_keys`), one ``GROUPING SETS`` statement of their own on Spark
+(:meth:`OneScan.marginal_counts`). The groups of every grouped request are one more
+statement, whatever their number
 (:meth:`OneScan.group_statement`); key counts one ``GROUP BY`` key each
 (:meth:`OneScan.key_counts`).
 
@@ -20,8 +24,11 @@ nothing.
 from __future__ import annotations
 
 import itertools
+import math
 from collections.abc import Iterable, Sequence
 from typing import Any, Protocol
+
+import numpy as np
 
 from planner.core.errors import DataError, QueryError
 from planner.data.backends.cells import canonical_value
@@ -34,6 +41,7 @@ from planner.data.backends.sql.compile import (
     InGroup,
     Inner,
     KeysSlot,
+    MarginalsSlot,
     RowsSlot,
     Slot,
     default,
@@ -114,9 +122,12 @@ class OneScan:
         over the bounded rows (the content digest stays: it covers every row).
         """
         reqs = list(reqs)
-        later = [r for r in reqs if isinstance(r, (InGroup, KeysSlot))]
+        # marginal tables: in the one statement where the engine counts bin keys in one
+        # aggregate (DuckDB's histogram), else a GROUPING SETS statement of their own (Spark)
+        own = (InGroup, KeysSlot) if self.dialect.histogram("x") is not None else (InGroup, KeysSlot, MarginalsSlot)
+        later = [r for r in reqs if isinstance(r, own)]
         if later:  # the whole-table requests first: they decide whether bounding is needed
-            plain = [r for r in reqs if not isinstance(r, (InGroup, KeysSlot))]
+            plain = [r for r in reqs if not isinstance(r, own)]
             if plain or self.bounded is None:
                 self.run(plain)
             in_group = [r for r in later if isinstance(r, InGroup)]
@@ -125,6 +136,8 @@ class OneScan:
             for r in later:
                 if isinstance(r, KeysSlot):  # a GROUP BY key of its own
                     self.values[r] = self.key_counts(r.k)
+                elif isinstance(r, MarginalsSlot):  # a GROUP BY GROUPING SETS of its own
+                    self.values[r] = self.marginal_counts(r)
             return
         todo: list[Slot] = list(dict.fromkeys([RowsSlot(), *reqs]))
         if self.bounded is None:
@@ -193,18 +206,31 @@ class OneScan:
             cells = self.reader.cells_sql(p, sorted(used), pid=False, unit_int=unit_check, atoms=digest)
             ctes = f"WITH kept AS {d.cte_hint}({cells})"
         layers: list[Layer] = [Layer() for _ in range(7)]  # sums ×3, bin guess/index, digest
-        aggs, slots = self.compiler.scalar_aggs([r for r in todo if not isinstance(r, BinsSlot)], p, layers)
+        aggs, slots = self.compiler.scalar_aggs([r for r in todo if not isinstance(r, (BinsSlot, MarginalsSlot))],
+                                                p, layers)
         unit_at = len(aggs)
         if unit_check and uk is not None:
             bitmap = d.bitmap_distinct("iv", self.bitmap_bits)
             aggs += [self.compiler.one(f"m{uk}"), "count(iv)", bitmap if bitmap is not None else "0"]
         plan = self.bins.plan([r for r in todo if isinstance(r, BinsSlot)], pair_ranks=True)
         keys = self.bins.keys(plan, p, layers)
+        marg = [r for r in todo if isinstance(r, MarginalsSlot)]
+        tables: dict[Slot, Any] = {}
         if d.histogram("x") is not None:
-            scalar_row, grouped = self.one_aggregate(ctes, p, aggs, layers, keys, plan)
+            layers[5].cols += [(f"gk{j}", e) for j, e in enumerate(keys)]
+            domains = [(-2, 2 * len(g.edges or ()) - 3) if g in plan.ranks else self.bins.domain(g)
+                       for g in plan.groups]
+            named = [(f"gk{j}", dm) for j, dm in enumerate(domains)]
+            joint = self.marginal_keys(marg, p, layers, len(plan.groups))
+            named += [(name, dm) for _, name, dm in joint]
+            scalar_row, counted = self.one_aggregate(ctes, p, aggs, layers, named)
+            grouped = counted[:len(plan.groups)]
+            for slot, found in self.read_marginals(marg, joint, counted[len(plan.groups):]).items():
+                tables[slot] = found
         else:
             scalar_row, grouped = self.grouping_sets(ctes, p, aggs, layers, keys)
         res = self.compiler.slot_results(slots, scalar_row)
+        res.update(tables)
         for g, counts in zip(plan.groups, grouped, strict=True):
             if g in plan.ranks:
                 res[g], res[plan.ranks[g]] = self.bins.split_ranks(counts)
@@ -217,29 +243,28 @@ class OneScan:
         return res, units
 
     def one_aggregate(self, ctes: str, p: Params, aggs: list[str], layers: list[Layer],
-                       keys: list[str], plan: BinPlan
+                       keys: Sequence[tuple[str, tuple[int, int]]]
                        ) -> tuple[tuple[Any, ...], list[dict[int, int]]]:
         """(scalar row, counts per bin key) from ONE ungrouped aggregate (DuckDB).
 
-        A key with a few values is counted by one ``count_if`` per value in the same
+        ``keys`` are the key columns (already in ``layers``) with the range of their
+        values. A key with a few values is counted by one ``count_if`` per value in the same
         aggregate (a comparison per row); a larger one by a ``histogram`` (DuckDB counts
         it in a pass of its own, or in this one: :meth:`Dialect.histogram`).
         """
         d = self.dialect
-        layers[5].cols += [(f"gk{j}", e) for j, e in enumerate(keys)]
         src = chain("kept", layers)
-        domains = [(-2, 2 * len(g.edges or ()) - 3) if g in plan.ranks else self.bins.domain(g)
-                   for g in plan.groups]
+        domains = [dm for _, dm in keys]
         small = [dm[1] - dm[0] < SMALL_DOMAIN for dm in domains]
         one_pass = [self.one_pass_bins and dm[1] - dm[0] < 4096 for dm in domains]
         hist_cols: list[str] = []
         at: list[int] = []
-        for j, (lo, hi) in enumerate(domains):
+        for j, (name, (lo, hi)) in enumerate(keys):
             at.append(len(aggs) + len(hist_cols))
             if small[j]:
-                hist_cols += [d.count_if(f"gk{j} = {v}") for v in range(lo, hi + 1)]
+                hist_cols += [d.count_if(f"{name} = {v}") for v in range(lo, hi + 1)]
             else:
-                hist_cols.append(d.histogram(f"gk{j}", domains[j] if one_pass[j] else None) or "")
+                hist_cols.append(d.histogram(name, domains[j] if one_pass[j] else None) or "")
         row = self.engine._run_sql(f"{ctes} SELECT {', '.join(aggs + hist_cols)} FROM {src} z", p)[0]
         grouped: list[dict[int, int]] = []
         for j, (lo, hi) in enumerate(domains):
@@ -252,6 +277,65 @@ class OneScan:
                     raise QueryError("internal error: a bin key fell outside its range.")
             grouped.append(counts)
         return tuple(row[:len(aggs)]), grouped
+
+    def marginal_keys(self, slots: Sequence[MarginalsSlot], p: Params, layers: list[Layer], first: int
+                      ) -> list[tuple[MarginalsSlot, str, tuple[int, int]]]:
+        """The joint bin key of every table of each :class:`MarginalsSlot`, as columns of
+        two projection layers appended to ``layers``: each column's bin key
+        (:meth:`Binner.key_sql`, by its edges), whether the row has a bin in every column,
+        then per table the mixed-radix index of its cells (−1 for an incomplete row).
+        Returns (slot, key column, range of the key) per table, in the slot's clique order
+        (every column, then every pair). Their counts are bin counts like any other: one
+        aggregate of the single statement."""
+        out: list[tuple[MarginalsSlot, str, tuple[int, int]]] = []
+        if not slots:
+            return out
+        flags, joints = Layer(), Layer()
+        j = first
+        for m, slot in enumerate(slots):
+            names, sizes = [], []
+            for k, e in zip(slot.ks, slot.edges, strict=True):
+                g = BinsSlot(k, edges=e)
+                guess, idx, key = self.bins.key_sql(g, p, j)
+                if guess is not None:
+                    layers[3].add(f"gg{j}", guess)
+                if idx is not None:
+                    layers[4].add(f"gi{j}", idx)
+                layers[5].add(f"mk{j}", key)
+                names.append(f"mk{j}")
+                sizes.append(len(e) - 1 if e is not None else self._labels(k))
+                j += 1
+            flags.add(f"mc{m}", " AND ".join(f"{nm} >= 0" for nm in names))
+            cliques = [(i,) for i in range(len(names))] + list(itertools.combinations(range(len(names)), 2))
+            for t, c in enumerate(cliques):
+                expr = names[c[0]] if len(c) == 1 else f"{names[c[0]]} * {sizes[c[1]]} + {names[c[1]]}"
+                joints.add(f"gm{m}_{t}", f"CASE WHEN mc{m} THEN {expr} ELSE -1 END")
+                out.append((slot, f"gm{m}_{t}", (-1, math.prod(sizes[i] for i in c) - 1)))
+        layers += [flags, joints]
+        return out
+
+    def _labels(self, k: int) -> int:
+        """The number of bins of categorical or boolean column k."""
+        return len(self.schema.columns[k].labels)
+
+    def read_marginals(self, slots: Sequence[MarginalsSlot],
+                       joint: Sequence[tuple[MarginalsSlot, str, tuple[int, int]]],
+                       counted: Sequence[dict[int, int]],
+                       ) -> dict[MarginalsSlot, dict[tuple[int, ...], dict[tuple[int, ...], int]]]:
+        """Each slot's counts per clique and bin codes, from the counts of its joint keys."""
+        out: dict[MarginalsSlot, dict[tuple[int, ...], dict[tuple[int, ...], int]]] = {s_: {} for s_ in slots}
+        seen: dict[MarginalsSlot, int] = {}
+        for (slot, _, _), counts in zip(joint, counted, strict=True):
+            t = seen.get(slot, 0)
+            seen[slot] = t + 1
+            d = len(slot.ks)
+            cliques = [(i,) for i in range(d)] + list(itertools.combinations(range(d), 2))
+            c = cliques[t]
+            sizes = [len(e) - 1 if e is not None else self._labels(k) for k, e in zip(slot.ks, slot.edges, strict=True)]
+            shape = tuple(sizes[i] for i in c)
+            out[slot][c] = {tuple(int(v) for v in np.unravel_index(key, shape)): n
+                            for key, n in counts.items() if key >= 0}
+        return out
 
     def grouping_sets(self, ctes: str, p: Params, aggs: list[str], layers: list[Layer],
                        keys: list[str]) -> tuple[tuple[Any, ...], list[dict[int, int]]]:
@@ -305,6 +389,38 @@ class OneScan:
                 counts[label] = counts.get(label, 0) + int(n)
         keys = tuple(sorted(counts))
         return KeyCounts(keys, tuple(counts[x] for x in keys), dropped)
+
+    def marginal_counts(self, slot: MarginalsSlot) -> dict[tuple[int, ...], dict[tuple[int, ...], int]]:
+        """Every 1- and 2-way table of the columns' bin keys, over the bounded rows where every
+        key is a bin (:class:`~planner.data.requests.Marginals`): ONE statement,
+        ``SELECT keys, count(*) FROM kept WHERE every key ≥ 0 GROUP BY GROUPING SETS ((k₀),
+        …, (k₀, k₁), …)``, after the first (which decides whether to bound). A key is the
+        bin index of :meth:`Binner.key_sql` (numeric columns by their edges, never per value:
+        the tables need each row's own bin of every column at once); a row's grouping set
+        is the set of its non-NULL keys."""
+        p = Params(self.dialect)
+        ctes = self.engine._kept_with(p, sorted(set(slot.ks)))
+        layers = [Layer() for _ in range(6)]
+        d = len(slot.ks)
+        for j, (k, e) in enumerate(zip(slot.ks, slot.edges, strict=True)):
+            guess, idx, key = self.bins.key_sql(BinsSlot(k, edges=e), p, j)
+            if guess is not None:
+                layers[3].add(f"gg{j}", guess)
+            if idx is not None:
+                layers[4].add(f"gi{j}", idx)
+            layers[5].add(f"gk{j}", key)
+        cols = [f"gk{j}" for j in range(d)]
+        cliques = [(j,) for j in range(d)] + list(itertools.combinations(range(d), 2))
+        sets = ", ".join("(" + ", ".join(cols[j] for j in c) + ")" for c in cliques)
+        where = " AND ".join(f"{c} >= 0" for c in cols)
+        sql = (f"{ctes} SELECT {', '.join(cols)}, count(*) FROM {chain('kept', layers)} z "
+               f"WHERE {where} GROUP BY GROUPING SETS ({sets})")
+        out: dict[tuple[int, ...], dict[tuple[int, ...], int]] = {c: {} for c in cliques}
+        for row in self.engine._run_sql(sql, p):
+            clique = tuple(j for j in range(d) if row[j] is not None)
+            if clique in out:
+                out[clique][tuple(int(row[j]) for j in clique)] = int(row[d])
+        return out
 
     def run_groups(self, reqs: Sequence[InGroup]) -> None:
         """Compute in-group requests: every group of every grouping in ONE statement.
