@@ -44,6 +44,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, NoReturn
 
 from planner.core.errors import DataError, SchemaError
+from planner.core.names import check_name
 
 if TYPE_CHECKING:  # imported by suggest_kinds only: the CLI starts without pandas
     import pandas as pd
@@ -475,6 +476,7 @@ class Column:
         name = data.get("name")
         if not isinstance(name, str) or not name.strip():
             raise SchemaError("every column needs a non-empty string 'name'.")
+        check_name(name, "column name", error=SchemaError)
         allowed = {"name", "kind", "lower", "upper", "categories", "other_bin", "missing"}
         unknown = set(data) - allowed
         if unknown:
@@ -496,6 +498,9 @@ class Column:
         cats = data.get("categories")
         if cats is not None and (isinstance(cats, str) or not isinstance(cats, Sequence)):
             raise SchemaError(f"column {name!r}: 'categories' must be a list of strings.")
+        for c in cats or ():
+            if isinstance(c, str):
+                check_name(c, f"column {name!r}: category label", error=SchemaError)
         other = data.get("other_bin", False)
         if not isinstance(other, bool):
             raise SchemaError(f"column {name!r}: 'other_bin' must be true or false.")

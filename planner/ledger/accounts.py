@@ -42,6 +42,7 @@ from enum import StrEnum
 from typing import Any, Final
 
 from planner.core.errors import AccountError, PermissionDenied
+from planner.core.names import check_name
 
 __all__ = [
     "LOCAL_OWNER",
@@ -253,7 +254,7 @@ def normalise_subject(subject: str) -> str:
     """``alice`` → ``user:alice``; ``Alice@Example.org`` → ``oidc:alice@example.org``."""
     if not isinstance(subject, str) or not subject.strip():
         raise AccountError("a subject is a username or an e-mail address.")
-    s = subject.strip()
+    s = check_name(subject.strip(), "the grant's subject (a user name or an e-mail address)", error=AccountError)
     if s.startswith(("user:", "oidc:", "local:")):
         kind, _, rest = s.partition(":")
         return f"{kind}:{rest.lower() if kind == 'oidc' else rest}"

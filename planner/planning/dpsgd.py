@@ -31,7 +31,7 @@ from typing import Any, Final
 import numpy as np
 import numpy.typing as npt
 
-from planner.core.errors import PlanError
+from planner.core.errors import BudgetError, PlanError
 from planner.core.rootfind import bisect_integer
 from planner.privacy.accountants import accountant
 from planner.privacy.accountants.pld import pld_epsilon
@@ -42,6 +42,7 @@ from planner.privacy.events import (
     PrivacyEvent,
     SampledWithoutReplacementEvent,
     SelfComposedEvent,
+    check_noise_multiplier,
 )
 from planner.privacy.sampling import SamplingScheme
 
@@ -119,8 +120,12 @@ class TrainingRun:
             raise PlanError(f"sampling_rate must be ≤ 1; got {q}. The batch cannot be larger than the dataset.")
         object.__setattr__(self, "sampling_rate", q)
         object.__setattr__(self, "steps", _whole(self.steps, "steps", 1, MAX_STEPS))
-        object.__setattr__(self, "sigma", _positive(self.sigma, "sigma (noise multiplier)",
-                                                    "σ is the noise standard deviation over the clipping norm, e.g. 1.0."))
+        sigma = _positive(self.sigma, "sigma (noise multiplier)",
+                          "σ is the noise standard deviation over the clipping norm, e.g. 1.0.")
+        try:
+            object.__setattr__(self, "sigma", check_noise_multiplier(sigma, "sigma (noise multiplier)"))
+        except BudgetError as exc:
+            raise PlanError(str(exc)) from exc
         try:
             d = check_delta(self.delta)
         except Exception as exc:

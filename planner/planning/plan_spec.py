@@ -63,6 +63,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 from planner.core.errors import PlanError, PlannerError
+from planner.core.names import check_name
 from planner.core.strict_json import (
     MAX_SPEC_BYTES,
     loads_strict,
@@ -88,6 +89,7 @@ from planner.privacy.events import (
     SampledWithoutReplacementEvent,
     SelfComposedEvent,
     ZCDPEvent,
+    check_noise_multiplier,
 )
 
 if TYPE_CHECKING:
@@ -317,6 +319,8 @@ def parse_plan_spec(data: Any, base_dir: Path | None = None) -> PlanSpec:
     name = data.get("dataset_name")
     if name is not None:
         name = _text(name, "'dataset_name'")
+        if name.strip():
+            check_name(name, "'dataset_name'", error=PlanError)
     lifetime = _parse_lifetime(data["lifetime"]) if "lifetime" in data else None
     return PlanSpec(schema, epsilon, delta, rule, mode, queries, scales, pinned, str(name) if name else None, lifetime,
                     other_mode)
@@ -571,7 +575,8 @@ def _mechanism_event(entry: dict[str, Any], kind: str, where: str) -> PrivacyEve
             return LaplaceEvent(positive("scale") / positive("sensitivity", 1.0))
         return LaplaceEvent(1.0 / eps())
     if kind in ("gaussian", "discrete_gaussian"):
-        return GaussianEvent(positive("sigma") / positive("sensitivity", 1.0),
+        return GaussianEvent(check_noise_multiplier(positive("sigma") / positive("sensitivity", 1.0),
+                                                    f"{where}: sigma / sensitivity"),
                              discrete=kind == "discrete_gaussian")
     if kind in ("pure", "discrete_laplace"):
         return PureEvent(eps())

@@ -26,6 +26,7 @@ from enum import StrEnum
 from typing import Any, Final, Protocol
 
 from planner.core.errors import QueryError, SchemaError
+from planner.core.names import check_name
 from planner.data.requests import Predicate, PredicateOp, PredicateValue, bin_labels
 from planner.data.schema import OTHER_LABEL, ColumnKind, Schema
 from planner.planning.mechanisms.base import MechanismName, Sensitivity
@@ -218,6 +219,7 @@ class Query:
     ) -> None:
         if not isinstance(id, str) or not id.strip():
             raise QueryError("every query needs a non-empty string 'id'.")
+        check_name(id, "query id", error=QueryError)
         where = f"query {id!r}"
         if ":" in id:
             # a query's answers and ledger spends are named "<id>:<part>" (a mean's "m:sum"), so

@@ -118,6 +118,37 @@ class RandomizedResponseEvent(PrivacyEvent):
         return {"event": self.tag, "keep_probability": self.keep_probability}
 
 
+#: The least noise multiplier σ/Δ₂ accepted where a person types σ (``planner compose``,
+#: ``planner dpsgd``). A Gaussian mechanism is ρ-zCDP with ρ = Δ₂²/(2σ²) (Bun & Steinke
+#: 2016, "Concentrated Differential Privacy", Prop. 1.6): at σ/Δ₂ = 1e-6, ρ = 5·10¹¹ and
+#: ε ≥ ρ, so the mechanism protects nobody; below about 1e-154, σ² underflows to zero and
+#: the arithmetic of every accountant divides by it. Refused with a message instead.
+MIN_NOISE_MULTIPLIER: float = 1e-6
+
+
+def check_noise_multiplier(value: float, name: str = "sigma (σ / sensitivity)") -> float:
+    """``value`` as a float if it is a usable Gaussian noise multiplier σ/Δ₂; otherwise a
+    :class:`BudgetError` naming σ.
+
+    Examples
+    --------
+    >>> check_noise_multiplier(1.1)
+    1.1
+    >>> check_noise_multiplier(1e-300)
+    Traceback (most recent call last):
+    ...
+    planner.core.errors.BudgetError: sigma (σ / sensitivity) is 1e-300; it must be at least 1e-06. Below that the Gaussian mechanism's privacy loss ε exceeds 10¹¹: it protects nobody, and the accountants cannot compute it. Use a noise multiplier of about 0.5 or more.
+    """
+    v = _positive(value, name)
+    if v < MIN_NOISE_MULTIPLIER:
+        raise BudgetError(
+            f"{name} is {v:.3g}; it must be at least {MIN_NOISE_MULTIPLIER:g}. Below that the Gaussian "
+            "mechanism's privacy loss ε exceeds 10¹¹: it protects nobody, and the accountants cannot "
+            "compute it. Use a noise multiplier of about 0.5 or more."
+        )
+    return v
+
+
 @dataclass(frozen=True, slots=True)
 class GaussianEvent(PrivacyEvent):
     """Gaussian noise σ = s·Δ₂ (``noise_multiplier`` s = σ/Δ₂).
