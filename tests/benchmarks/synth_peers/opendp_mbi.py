@@ -40,6 +40,7 @@ def main() -> None:
     keys = {name: list(range(k)) for name, k in zip(names, sizes, strict=True)}
     algorithm = dp.mbi.MST() if algo == "mst" else dp.mbi.AIM()
     refusals: list[str] = []
+    last = ""
     table = None
     query_rho = rho
     for attempt in range(10):
@@ -53,9 +54,10 @@ def main() -> None:
             if "budget" not in str(exc).lower():
                 raise
             refusals.append(f"{query_rho!r} ({time.perf_counter() - t0:.0f} s)")
+            last = " ".join(str(exc).split())[:300]
             query_rho = rho * (1.0 - 1e-9 * 10.0**attempt)
     if table is None:
-        raise SystemExit(f"OpenDP refused every budget: {refusals}")
+        raise SystemExit(f"OpenDP refused every budget: {refusals}; last refusal: {last}")
     fit_seconds = time.perf_counter() - t0
     note = f"opendp#2789: refused at rho {', '.join(refusals)}; released at {query_rho!r}" if refusals else ""
     out: dict[str, object] = {"fit_seconds": fit_seconds, "note": note}
