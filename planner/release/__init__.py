@@ -405,15 +405,13 @@ def release(
     if backend.schema.schema_hash() != schema.schema_hash():
         raise ReleaseError("the backend's schema differs from the plan's schema; load the data with the plan's schema.")
     prepared = prepare(plan, schema)
-    # Before anything is recorded: the cells every query reads convert (a numeric column
-    # holding text is refused, with counts only) and the backend can compute each query.
-    check_backend(backend)
+    # Before anything is recorded: the backend can compute each query (no data read).
     for q in prepared.queries():
         statistic(q.kind).check_backend(q, backend)
     exact: dict[str, Aggregate] | None = None
     if total_epsilon is not None:
         if _is_new(ledger, fingerprint, dataset_name, schema):  # nothing stored: computed before it is registered
-            exact = prepared.aggregates(backend)
+            exact = _read(prepared, backend)
         registered = ledger.register_dataset(
             fingerprint, dataset_name, total_epsilon, 0.0 if total_delta is None else total_delta,
             plan.allocation.rule if rule is None else rule, schema_hash=schema.schema_hash(),
@@ -451,7 +449,7 @@ def release(
     # Every exact aggregate before the spend, when the ledger would sample now: a plan the
     # backend cannot compute is refused with nothing spent.
     if exact is None and _will_sample(ledger, registered.fingerprint, fingerprint, prepared):
-        exact = prepared.aggregates(backend)
+        exact = _read(prepared, backend)
     record = ledger.release(
         registered.fingerprint,
         prepared.plan_hash,
@@ -466,6 +464,15 @@ def release(
     # anyone test a guess about the data)
     return _result(prepared, schema, answers, ledger, registered.fingerprint, registered.name, record.status.value,
                    record.release_id, plan.allocation.warnings)
+
+
+def _read(prepared: PreparedRelease, backend: Backend) -> dict[str, Aggregate]:
+    """The data is read only for a release that will be sampled (never for one the ledger
+    refuses or answers from storage): first the check that the cells every query reads
+    convert (a numeric column holding text is refused, with counts only), then every
+    exact aggregate — both before anything is recorded."""
+    check_backend(backend)
+    return prepared.aggregates(backend)
 
 
 def _is_new(ledger: Ledger, content: str, name: str, schema: Schema) -> bool:
