@@ -78,6 +78,11 @@ def _dotted(node: ast.AST) -> str:
 def test_no_other_module_uses_opendp_or_draws_noise(path: Path) -> None:
     tree = _tree(path)
     where = path.relative_to(ROOT)
+    # the planner's own names (a class `Generator` of synthetic-table methods is no numpy
+    # generator): defined in this module or imported from the planner
+    own = {n.name for n in ast.walk(tree) if isinstance(n, ast.ClassDef)} | {
+        a.asname or a.name for n in ast.walk(tree)
+        if isinstance(n, ast.ImportFrom) and (n.module or "").startswith("planner") for a in n.names}
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             for a in node.names:
@@ -91,7 +96,7 @@ def test_no_other_module_uses_opendp_or_draws_noise(path: Path) -> None:
         elif isinstance(node, ast.Call):
             name = _call_name(node)
             assert name not in MEASUREMENT_NAMES, f"{where}:{node.lineno}: calls OpenDP's {name}"
-            assert name not in RNG_CALLS, (
+            assert name not in RNG_CALLS or (isinstance(node.func, ast.Name) and name in own), (
                 f"{where}:{node.lineno}: creates randomness ({name}); take a numpy Generator from the caller"
             )
             dotted = _dotted(node.func)
@@ -189,9 +194,15 @@ def test_statistic_release_never_touches_numpy_noise(path: Path) -> None:
     tree = _tree(path)
     releases = [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name == "release"]
     for fn in releases:
+        # a generator for post-processing the released output (a synthetic table's fit and
+        # rows, after its OpenDP measurements) may be named only when it is bound to
+        # planner.privacy.noise.post_process_rng() in this release
+        post = {t.id for n in ast.walk(fn) if isinstance(n, ast.Assign) and isinstance(n.value, ast.Call)
+                and _call_name(n.value) == "post_process_rng" for t in n.targets if isinstance(t, ast.Name)}
         for node in ast.walk(fn):
             if isinstance(node, ast.Name):
-                assert node.id not in _PLANNING_ONLY, f"{path.name}:{node.lineno}: release uses {node.id!r}"
+                assert node.id not in _PLANNING_ONLY or node.id in post, (
+                    f"{path.name}:{node.lineno}: release uses {node.id!r}")
             if isinstance(node, ast.Attribute):
                 assert node.attr not in _PLANNING_ONLY, f"{path.name}:{node.lineno}: release uses .{node.attr}"
     if path.name not in ("__init__.py", "base.py", "_additive.py"):
