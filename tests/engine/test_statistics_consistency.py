@@ -329,7 +329,7 @@ def synthetic_tables(s: Schema) -> MarginalTables:
 
 
 #: realised/predicted mean TVD of a synthetic table: the band the prediction was validated in on
-#: the benchmark tables (realised 0.57–1.22 of it on Wage and Bikeshare, ε 0.5 to 4, OpenDP noise;
+#: the benchmark tables (realised 0.54–1.29 of it on Wage and Bikeshare, ε 0.5 to 4, OpenDP noise;
 #: docs/measurements/2026-11-28/synthetic.md). On this test's table it was 0.90–1.25 (24 cases).
 SYNTHETIC_BAND = (0.5, 1.5)
 RARE = 100  # wrong answers a draw should hold before its standard error is trusted

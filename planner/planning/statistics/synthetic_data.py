@@ -37,7 +37,7 @@ is data-independent and an approximation of the EXPECTED error, not a bound: the
 the model's projection of each noisy table onto non-negative, consistent marginals at a
 truth spread evenly over its cells, plus the sampling of the rows, for a pair picked as MST
 (any pair alike) or AIM (pairs weighted by 1/cells) picks them. It is at most 1 and
-decreases continuously as ρ grows; on the benchmark tables the realised error was 0.5–1.2
+decreases continuously as ρ grows; on the benchmark tables the realised error was 0.5–1.3
 of it. ``bound_kind`` is "model". Pairs that were not measured are as good as the model's
 conditional independence: data-dependent, not covered by the prediction (the owner-only
 comparison shows them).

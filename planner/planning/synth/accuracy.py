@@ -58,10 +58,10 @@ marginals (m = d − 1 for MST, the number of rounds for AIM, at most the number
 A 2-way marginal that was *not* measured is as good as the model's conditional
 independence is for those columns: that is data-dependent and not predicted.
 
-Validation. On the benchmark tables (ISLR Wage, 3,000 × 11; Capital Bikeshare 2011,
-8,645 × 15; ε 0.5, 1, 4 and 300- and 1,000-row subsets of Wage) the realised mean
-measured 2-way TVD was 0.59–0.86 of this prediction for MST and 0.81–1.20 for AIM, and the
-realised 1-way TVD 0.54–0.84 (the truths there are sparser than uniform, and a column's
+Validation. On the benchmark tables (ISLR Wage, 3,000 × 11 and a 1,000-row subset; Capital
+Bikeshare 2011, 8,645 × 15; ε 0.5, 1, 4; the release path with OpenDP noise) the realised
+mean measured 2-way TVD was 0.54–0.92 of this prediction for MST and 0.81–1.29 for AIM, and
+the realised 1-way TVD 0.54–0.85 (the truths there are sparser than uniform, and a column's
 1-way marginal also gains from every 2-way measurement holding it). The tests check the
 prediction against Monte Carlo of the release path within a band. The old prediction (the
 raw k·σ scaling on the pairs with the most cells) was 1.8–11× the realised error and
