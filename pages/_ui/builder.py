@@ -220,10 +220,11 @@ def _option_widget(o: OptionSpec, kind: str, schema: Schema) -> None:
         st.text_input(label, help=_help(o) + " Type numbers separated by commas.",
                       placeholder="e.g. " + _example(o), **_bind(path, option_default(o)))
     elif o.type is OptionType.COLUMNS:
-        cols = [c.name for c in schema.columns if c.kind in (ColumnKind.CATEGORICAL, ColumnKind.BOOLEAN)]
+        cols = [c.name for c in schema.columns if c.kind in o.column_kinds]
         chosen = [c for c in (_get(path) or []) if c in cols]
         _put(path, chosen)
-        st.multiselect(label, cols, help=_help(o), placeholder="pick declared categorical or boolean columns",
+        kinds = " or ".join(sorted(k.value for k in o.column_kinds))
+        st.multiselect(label, cols, help=_help(o), placeholder=f"pick declared {kinds} columns",
                        **_bind(path, []))
     elif o.type is OptionType.PREDICATE:
         base = {"on": False, "column": None, "op": "==", "value": ""}

@@ -66,7 +66,10 @@ def _invalid(o: OptionSpec) -> tuple[str, Any] | None:
     if o.type is OptionType.FLOATS:
         return "text", "0.5, many"  # not a number
     if o.type is OptionType.COLUMNS:
-        return "set", ["sex", "region", "education", "smoker"][: o.max_items + 1]  # one column too many
+        names = ["sex", "region", "education", "smoker"]
+        if o.max_items < len(names):
+            return "set", names[: o.max_items + 1]  # one column too many
+        return "set", []  # more may be listed than the census has columns: one too few (none)
     if o.type is OptionType.PREDICATE:
         return "predicate", ("age", ">=", "old")  # a numeric column compared with text
     return None  # BOOL and CHOICE: a checkbox or a closed list cannot hold an invalid value
@@ -186,6 +189,7 @@ VALID: dict[str, dict[str, Any]] = {
     "grouped_sum": {"column": "income", "opts": {"by": ["sex"]}},
     "grouped_mean": {"column": "income", "opts": {"by": ["region"]}},
     "grouped_quantile": {"column": "age", "opts": {"by": ["sex"], "alphas": "0.5"}},
+    "synthetic_data": {"column": "", "opts": {"columns": ["sex", "region", "age"], "rows": 500, "bins": 6}},
 }
 
 
@@ -230,6 +234,8 @@ def test_every_kind_built_in_the_form_is_the_query_the_engine_reads() -> None:
     assert q["mode"].mechanism.value == "inverse_sensitivity"
     assert q["synthetic_sample"].bins == 12
     assert q["grouped_count"].by == ("sex", "region") and q["grouped_quantile"].alphas == (0.5,)
+    assert (q["synthetic_data"].option("columns"), q["synthetic_data"].option("rows"),
+            q["synthetic_data"].option("bins")) == (("sex", "region", "age"), 500, 6)
     assert any(f"{7 + len(VALID)} valid queries" in s.value for s in at.success)
 
 

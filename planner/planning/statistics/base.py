@@ -117,7 +117,8 @@ class OptionSpec:
     """One option a statistic takes: its JSON key, type, default, label and help.
 
     ``minimum``/``maximum`` bound numbers (exclusive when ``open_bounds``), ``min_items``
-    and ``max_items`` lists; ``choices`` is the closed set of a CHOICE.
+    and ``max_items`` lists; ``choices`` is the closed set of a CHOICE; ``column_kinds``
+    the kinds of declared column a COLUMNS option may list (what a form offers).
     """
 
     name: str
@@ -132,6 +133,7 @@ class OptionSpec:
     open_bounds: bool = False
     min_items: int = 1
     max_items: int = 1_000_000
+    column_kinds: frozenset[ColumnKind] = frozenset({ColumnKind.CATEGORICAL, ColumnKind.BOOLEAN})
 
     def parse(self, value: Any, where: str) -> Any:
         """The value, validated and normalised (tuples for lists); :class:`QueryError`

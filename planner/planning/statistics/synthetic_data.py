@@ -116,7 +116,8 @@ MAX_BINS: Final = 100
 
 COLUMNS = OptionSpec("columns", OptionType.COLUMNS, "Columns",
                      "The categorical, boolean and numeric columns of the synthetic table.",
-                     required=True, min_items=1, max_items=rq.MAX_MARGINAL_COLUMNS)
+                     required=True, min_items=1, max_items=rq.MAX_MARGINAL_COLUMNS,
+                     column_kinds=frozenset({ColumnKind.CATEGORICAL, ColumnKind.BOOLEAN, ColumnKind.NUMERIC}))
 ROWS = OptionSpec("rows", OptionType.INT, "Rows",
                   "How many synthetic rows to draw (default: the declared public row count). Any number costs "
                   "the same: the rows are drawn from the noisy model.",
