@@ -328,6 +328,10 @@ def synthetic_tables(s: Schema) -> MarginalTables:
     return agg
 
 
+#: realised/predicted mean TVD of a synthetic table: the band the prediction was validated in on
+#: the benchmark tables (realised 0.54–1.29 of it on Wage and Bikeshare, ε 0.5 to 4, OpenDP noise;
+#: docs/measurements/2026-11-28/synthetic.md). On this test's table it was 0.90–1.25 (24 cases).
+SYNTHETIC_BAND = (0.5, 1.5)
 RARE = 100  # wrong answers a draw should hold before its standard error is trusted
 RUNS = {K.QUANTILE: 1500, K.MEDIAN: 1500, K.MODE: 1500, K.SYNTHETIC_SAMPLE: 600, K.GROUPED_QUANTILE: 800,
         K.GROUPED_MEAN: 1500, K.GROUPED_SUM: 1500, K.GROUPED_COUNT: 1500, K.SYNTHETIC_DATA: 100}
@@ -370,7 +374,13 @@ def test_release_path_error_matches_the_prediction(case: Case, rule: Composition
         if m > 0:
             se = max(se, math.sqrt(max(m * d * d - m * m, 0.0) / sq.size) / (2 * pred.rmse))
         where = f"{item.part.label}: predicted RMSE {pred.rmse:.4g} ({pred.bound_kind}), measured {emp:.4g} ± {se:.2g}"
-        if pred.bound_kind == "at most":
+        if kind is K.SYNTHETIC_DATA:
+            # an approximation of the expected mean TVD, not a bound: within SYNTHETIC_BAND of
+            # it, and a TVD (≤ 1) as every prediction of it must be
+            lo, hi = SYNTHETIC_BAND
+            assert lo * pred.rmse - 5 * se <= emp <= hi * pred.rmse + 5 * se, where
+            assert 0 < pred.rmse <= pred.error_bound_95 <= 1, where
+        elif pred.bound_kind == "at most":
             assert emp <= pred.rmse + 5 * se, where
         else:
             assert abs(emp - pred.rmse) <= 5 * se + 0.02 * pred.rmse * (pred.bound_kind == "model"), where
