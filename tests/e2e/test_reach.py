@@ -144,7 +144,7 @@ def test_every_kind_through_the_form_every_mode_plan_file_fresh_session_release_
     page.get_by_role("button", name="Set the lifetime budget").click()
     wait_for_run(page)
     page.get_by_text("Lifetime budget set: ε = 10").wait_for()
-    for mode, expect in (("optimal split", "ε this release spends (rdp)"), ("equal split", "Equal split: every answer"),
+    for mode, expect in (("optimal split", "ε this release spends"), ("equal split", "Equal split: every answer"),
                          ("meet targets", "Least ε meeting every target"), ("manual split", "These shares cost")):
         page.get_by_text(mode, exact=True).click()
         wait_for_run(page)
