@@ -471,7 +471,7 @@ def clipping_bias_bound(lower: float, upper: float, *, outer: tuple[float, float
     pb, pa = min(max(float(below), 0.0), 1.0), min(max(float(above), 0.0), 1.0)
     if outer is None:
         return ClippingBias(lo, hi, None, pb, pa, -math.inf if pa > 0 else 0.0, math.inf if pb > 0 else 0.0,
-                            basis + " (no public outer range: unbounded)")
+                            basis + ", no public outer range: unbounded")
     a, b = float(outer[0]), float(outer[1])
     return ClippingBias(lo, hi, (a, b), pb, pa, -pa * max(b - hi, 0.0), pb * max(lo - a, 0.0), basis)
 
@@ -514,6 +514,12 @@ class ClippingOnData:
     def clipped_fraction(self) -> float:
         return (self.below + self.above) / self.n if self.n else 0.0
 
+    def words(self, column: str) -> str:
+        return (f"On your raw rows, {self.below:,} value(s) of {column!r} lie below L and {self.above:,} above U "
+                f"({100 * self.clipped_fraction:.3g}% of {self.n:,}); clipping moves their mean by "
+                f"{self.mean_bias:.4g} and their sum by {self.sum_bias:.4g} (before contribution bounding and "
+                "missing-value replacement).")
+
 
 def clipping_on_data(values: npt.ArrayLike, lower: float, upper: float) -> ClippingOnData:
     """DATA-DEPENDENT: the clipped mass and the bias clipping adds to the mean and the sum,
@@ -533,3 +539,96 @@ def clipping_on_data(values: npt.ArrayLike, lower: float, upper: float) -> Clipp
     n = int(x.size)
     sb = float(np.sum(c - x)) if n else 0.0
     return ClippingOnData(n, int(np.sum(x < lo)), int(np.sum(x > hi)), sb / n if n else 0.0, sb)
+
+
+#: The kinds whose answer a clipping bias moves: a sum (by n × the mean's bias) and a mean.
+_BIASED: Final = {QueryKind.SUM: "sum", QueryKind.GROUPED_SUM: "sum", QueryKind.MEAN: "mean",
+                  QueryKind.GROUPED_MEAN: "mean"}
+
+
+@dataclass(frozen=True, slots=True)
+class ClippingView:
+    """What the Accuracy page shows beside the noise for one query (data-independent):
+    the bias bound of its answer in the answer's units, and the words saying on what basis."""
+
+    query_id: str
+    column: str
+    answer: str  # "sum" or "mean"
+    bias: ClippingBias
+    low: float  # bias of the answer, lower end (may be −inf)
+    high: float  # upper end (may be +inf)
+    words: str
+
+    @property
+    def bounded(self) -> bool:
+        return math.isfinite(self.low) and math.isfinite(self.high)
+
+
+def clipping_view(query: Query, schema: Schema, outer: tuple[float, float] | None = None) -> ClippingView | None:
+    """The predicted clipping bias of ``query``'s answer under the declared bounds, or
+    ``None`` for a query clipping does not bias that way (counts, histograms; a quantile
+    inside the bounds is unchanged by clipping). Data-independent: the declared bounds,
+    their :class:`~planner.data.schema.BoundsSource` or the public ``outer`` range, and the
+    public n for a sum."""
+    kind = _BIASED.get(query.kind)
+    if kind is None or query.column is None:
+        return None
+    b = column_clipping_bias(schema, query.column, outer)
+    per = "per group " if query.kind in (QueryKind.GROUPED_SUM, QueryKind.GROUPED_MEAN) else ""
+    if kind == "sum":
+        n = schema.public_n
+        if n is None:
+            return ClippingView(query.id, query.column, kind, b, -math.inf, math.inf,
+                                "The bias of a sum is n times the bias of the mean: declare the public n to see it.")
+        low, high = n * b.mean_low, n * b.mean_high
+    else:
+        low, high = b.mean_low, b.mean_high
+    if math.isfinite(low) and math.isfinite(high):
+        words = (f"Clipping {query.column!r} into [{b.lower:g}, {b.upper:g}] moves the {per}{kind} by between "
+                 f"{low:.4g} and {high:.4g}: {b.basis}.")
+    else:
+        words = (f"Clipping {query.column!r} into [{b.lower:g}, {b.upper:g}] may move the {per}{kind} by any amount: "
+                 "without a public range every value is known to lie in, nothing limits how far beyond the bounds a "
+                 "value lies. Bounds suggested from DP quantiles (Data page) record their coarse range and the share "
+                 "of rows they cut, which bounds it.")
+    return ClippingView(query.id, query.column, kind, b, low, high, words)
+
+
+def column_values(values: Any) -> npt.NDArray[np.float64]:
+    """DATA-DEPENDENT helper: a raw column as finite floats (text and missing cells left out)."""
+    import pandas as pd
+
+    x = pd.to_numeric(pd.Series(values), errors="coerce").to_numpy(dtype=np.float64)
+    return np.asarray(x[np.isfinite(x)], dtype=np.float64)
+
+
+def parse_coarse(text: str) -> dict[str, float]:
+    """The owner's public coarse range as typed: one number M (values up to about M:
+    ``{"magnitude": M}``) or two numbers ``A, B`` (``{"lower": A, "upper": B}``).
+
+    Examples
+    --------
+    >>> parse_coarse("1e6"), parse_coarse("-10, 250")
+    ({'magnitude': 1000000.0}, {'lower': -10.0, 'upper': 250.0})
+    """
+    parts = [p.strip() for p in str(text).replace(";", ",").split(",") if p.strip()]
+    try:
+        nums = [float(p) for p in parts]
+    except ValueError:
+        nums = []
+    if len(nums) not in (1, 2) or not all(math.isfinite(v) for v in nums):
+        raise QueryError(f"coarse range: give one number (values up to about it, e.g. 1e6) or two numbers 'A, B' "
+                         f"(a public range the values lie in); got {str(text)[:40]!r}.")
+    return {"magnitude": nums[0]} if len(nums) == 1 else {"lower": nums[0], "upper": nums[1]}
+
+
+def parse_levels(text: str) -> tuple[float, float]:
+    """Two quantile levels as typed, ``"0.01, 0.99"`` (validated like :func:`plan_suggestion`'s)."""
+    parts = [p.strip() for p in str(text).replace(";", ",").split(",") if p.strip()]
+    try:
+        nums = [float(p) for p in parts]
+    except ValueError:
+        nums = []
+    if len(nums) != 2:
+        raise QueryError(f"levels: give two levels 'low, high', e.g. 0.01, 0.99; got {str(text)[:40]!r}.")
+    return _levels(nums)

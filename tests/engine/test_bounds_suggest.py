@@ -231,3 +231,19 @@ def test_column_clipping_bias_reads_the_bounds_source() -> None:
     assert (b.mean_low, b.mean_high) == (pytest.approx(-15.0), pytest.approx(0.3))
     with pytest.raises(PlannerError, match="not numeric"):
         bs.column_clipping_bias(s, "region")
+
+
+def test_generated_script_suggests_through_the_same_engine(files: tuple[Path, Path, str],
+                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    from planner.outputs import codegen
+
+    spec, data, url = files
+    code = codegen.python_script(load_plan_spec(str(spec)), str(data), "incomes", backend="pandas")
+    ns: dict[str, object] = {"__name__": "generated"}
+    exec(compile(code, "generated", "exec"), ns)  # defines everything; the plan only, nothing spent
+    fn = ns["suggest_bounds"]
+    assert callable(fn)
+    first = fn("income", 0.5, magnitude=1e6, ledger_url=url)
+    again = fn("income", 0.5, magnitude=1e6, ledger_url=url)
+    assert (first.status, again.status) == ("done", "reused")
+    assert (again.lower, again.upper) == (first.lower, first.upper)
