@@ -94,7 +94,9 @@ def panel(data: cached.Active, fp: str) -> None:
         c2.checkbox("negative values too", key=SIGNED, help="With one number: the grid runs from −M to M.")
         c3.number_input("ε to spend", min_value=0.001, step=0.01, format="%g", key=EPS)
         c4.text_input("quantile levels low, high", key=LEVELS,
-                      help="0 (or 1) keeps the coarse range's own end as the bound and spends nothing on it.")
+                      help="0 (or 1) keeps the coarse range's own end as the bound and spends nothing on it. For a "
+                           "mean or a sum of skewed values ≥ 0, '0, 0.999' (closer to 1 with more rows) clips far "
+                           "less than '0.01, 0.99'; see the clipping bias on the Accuracy page.")
         with guard(stop=False, show="warning") as g:
             sp = _plan(data, name)
         if g.ok:

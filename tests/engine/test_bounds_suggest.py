@@ -247,3 +247,30 @@ def test_generated_script_suggests_through_the_same_engine(files: tuple[Path, Pa
     again = fn("income", 0.5, magnitude=1e6, ledger_url=url)
     assert (first.status, again.status) == ("done", "reused")
     assert (again.lower, again.upper) == (first.lower, first.upper)
+
+
+@pytest.mark.hostile(4)
+def test_quantile_grid_option_is_checked() -> None:
+    from planner.planning.queries import Query
+    from planner.planning.statistics.quantile import candidate_grid
+
+    s = _schema()
+    q = Query("q", "quantile", "income", "exponential", options={"alphas": [0.5], "grid": [0.0, 0.25, 1.0]})
+    assert candidate_grid(q, s).tolist() == [0.0, 0.25, 1.0]
+    with pytest.raises(QueryError, match="strictly increasing"):
+        Query("q", "quantile", "income", "exponential", options={"alphas": [0.5], "grid": [0.0, 0.5, 0.5]})
+    with pytest.raises(QueryError, match="not candidates and grid"):
+        Query("q", "quantile", "income", "exponential", options={"alphas": [0.5], "grid": [0.0, 1.0], "candidates": 5})
+    with pytest.raises(QueryError, match="outside the column's declared bounds"):
+        candidate_grid(Query("q", "quantile", "income", "exponential", options={"alphas": [0.5], "grid": [0.0, 2.0]}), s)
+    with pytest.raises(QueryError, match="2 to"):
+        Query("q", "quantile", "income", "exponential", options={"alphas": [0.5], "grid": [0.5]})
+
+
+def test_one_sided_levels_keep_the_coarse_end_and_release_one_quantile() -> None:
+    sp = bs.plan_suggestion(_schema(), "income", 0.2, magnitude=1e6, levels=(0, 0.999))
+    assert sp.query.alphas == (0.999,)
+    assert [p.epsilon for p in sp.plan.predictions] == [pytest.approx(0.2)]  # the whole ε on the upper bound
+    assert bs.bounds_from_answers((0.0, 0.999), {0.999: 5000.0}, sp.grid) == (0.0, 5000.0)
+    with pytest.raises(QueryError, match="levels"):
+        bs.plan_suggestion(_schema(), "income", 0.2, magnitude=1e6, levels=(0, 1))
