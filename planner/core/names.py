@@ -21,22 +21,30 @@ from typing import Any, Final
 
 from planner.core.errors import PlannerError
 
-__all__ = ["MAX_NAME_CHARS", "bad_character", "check_name", "shown"]
+__all__ = ["LAYOUT", "MAX_NAME_CHARS", "bad_character", "check_name", "shown"]
 
 #: Longest name accepted anywhere.
 MAX_NAME_CHARS: Final = 200
 
 
-def bad_character(text: str) -> int | None:
-    """The index of the first character a name may not hold, or ``None``.
+#: Line breaks and tabs a name read from a file's header may hold (a quoted CSV header can
+#: hold a line break): every renderer here writes them as spaces, so they are kept.
+LAYOUT: Final = frozenset("\t\n\r\u2028\u2029")
+
+
+def bad_character(text: str, *, layout: bool = False) -> int | None:
+    """The index of the first character a name may not hold, or ``None`` (with ``layout``,
+    the line breaks and tabs of :data:`LAYOUT` are allowed).
 
     Examples
     --------
     >>> bad_character("age group"), bad_character("a\\x00b"), bad_character("x\\ufffe")
     (None, 1, 1)
+    >>> bad_character("income\\n(EUR)"), bad_character("income\\n(EUR)", layout=True)
+    (6, None)
     """
     for i, c in enumerate(text):
-        if c != " " and not c.isprintable():
+        if c != " " and not c.isprintable() and not (layout and c in LAYOUT):
             return i
     return None
 
@@ -47,8 +55,10 @@ def _describe(c: str) -> str:
 
 
 def check_name(value: Any, field: str, *, error: type[PlannerError] = PlannerError,
-               max_chars: int = MAX_NAME_CHARS) -> str:
+               max_chars: int = MAX_NAME_CHARS, layout: bool = False) -> str:
     """``value`` if it is a usable name; otherwise ``error`` naming ``field`` and the fix.
+    ``layout``: also accept line breaks and tabs (:data:`LAYOUT`), for names that come from
+    a file's header (column names, category labels).
 
     Examples
     --------
@@ -65,7 +75,7 @@ def check_name(value: Any, field: str, *, error: type[PlannerError] = PlannerErr
         raise error(f"{field} is empty; give it a name.")
     if len(value) > max_chars:
         raise error(f"{field} has {len(value)} characters; at most {max_chars} are accepted.")
-    i = bad_character(value)
+    i = bad_character(value, layout=layout)
     if i is not None:
         raise error(
             f"{field} holds an unprintable character ({_describe(value[i])}) at position {i + 1}; "

@@ -593,7 +593,7 @@ class Column:
         name = data.get("name")
         if not isinstance(name, str) or not name.strip():
             raise SchemaError("every column needs a non-empty string 'name'.")
-        check_name(name, "column name", error=SchemaError)
+        check_name(name, "column name", error=SchemaError, layout=True)
         allowed = {"name", "kind", "lower", "upper", "categories", "other_bin", "missing", "bounds_source"}
         unknown = set(data) - allowed
         if unknown:
@@ -617,7 +617,7 @@ class Column:
             raise SchemaError(f"column {name!r}: 'categories' must be a list of strings.")
         for c in cats or ():
             if isinstance(c, str):
-                check_name(c, f"column {name!r}: category label", error=SchemaError)
+                check_name(c, f"column {name!r}: category label", error=SchemaError, layout=True)
         other = data.get("other_bin", False)
         if not isinstance(other, bool):
             raise SchemaError(f"column {name!r}: 'other_bin' must be true or false.")

@@ -30,6 +30,7 @@ from planner.ledger import Ledger
 from planner.planning import workload
 from planner.planning.queries import queries_from_list
 from planner.privacy.accounting import total_epsilon
+from planner.privacy.rules import rule as rule_of
 from tests.e2e.conftest import SCREENSHOTS
 
 pytestmark = pytest.mark.e2e
@@ -367,7 +368,9 @@ def test_sample_flow(page: Any, app_url: str, app_ledger_url: str) -> None:
               "zcdp": "zcdp (zero-concentrated DP)", "rdp": "rdp (Rényi DP)"}
     for rule in ("basic", "advanced", "zcdp", "rdp"):
         choose(page, "Composition rule (what-if)", labels[rule])
-        page.get_by_test_id("stMetric").filter(has_text=f"ε this release spends ({rule})").wait_for()
+        # the sidebar names the rule in use in words (the registry's), beside the workload
+        page.get_by_text(re.compile(re.escape(rule_of(rule).full) + r" · \d+ queries")).first.wait_for()
+        page.get_by_test_id("stMetric").filter(has_text="ε this release spends").wait_for()
         no_exception(page)
         no_error(page)
     page.get_by_text("For this workload").wait_for()
