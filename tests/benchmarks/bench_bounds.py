@@ -7,10 +7,12 @@ asserts)::
     python tests/benchmarks/bench_bounds.py [--runs 200] [--eps-total 1] [--eps-suggest 0.1]
         [--levels 0.01 0.99]... [--lognormal-magnitude 2e6] [--data FILE --column C --magnitude M]...
 
-Columns: a seeded log-normal income column (n = 20,000, median e^10, σ = 1; magnitude
-10^7), and every ``--data FILE --column C --magnitude M`` given (e.g. the ``wage`` column of
-ISLR's Wage table, magnitude 10^3; or ``income`` of ``data/census.csv``, magnitude 10^6).
-Data files are read by path; nothing is copied into the repository.
+Columns: a seeded log-normal income column (n = 20,000, median e^10, σ = 1; public
+magnitude ``--lognormal-magnitude``, default 10^7, ten times its largest value), and every
+``--data FILE --column C --magnitude M`` given (e.g. ``income`` of ``data/census.csv``,
+magnitude 10^6); without ``--data``, the ``wage`` column of ISLR's Wage table bundled in
+``tests/benchmarks/data/`` (n = 3,000, magnitude 500). Data files are read by path; nothing
+is copied into the repository.
 
 For each column, with n rows (declared as the public n):
 
@@ -32,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import sys
 import time
 from pathlib import Path
@@ -120,10 +123,15 @@ def main() -> None:
     cols: list[tuple[str, np.ndarray, float]] = [
         ("lognormal income (n=20000, seed 20261128)", np.random.default_rng(20261128).lognormal(10.0, 1.0, 20_000),
          args.lognormal_magnitude)]
-    for path, col, mag in zip(args.data, args.column, args.magnitude, strict=True):
+    wage = Path(__file__).resolve().parent / "data" / "Wage.csv"  # bundled by the synthetic-data benchmark
+    extra = list(zip(args.data, args.column, args.magnitude, strict=True))
+    if not extra and wage.exists():
+        extra = [(str(wage), "wage", 500.0)]  # wages in $1000s, all below ~320: "up to about 500"
+    for path, col, mag in extra:
         v = pd.to_numeric(pd.read_csv(path)[col], errors="coerce").to_numpy(dtype=float)
         cols.append((f"{path.split('/')[-1]}:{col} (n={np.isfinite(v).sum()})", v[np.isfinite(v)], mag))
     configs = [tuple(v) for v in (args.levels or [bs.DEFAULT_LEVELS, (0.0, 0.999), (0.0, 0.9995)])]
+    print(f"load average {' '.join(f'{v:.2f}' for v in os.getloadavg())} on {os.cpu_count()} cores")
     print(f"ε_total = {args.eps_total:g}, suggestion ε = {args.eps_suggest:g}, {args.runs} runs; error = "
           "sqrt(clipping bias² + noise MSE) of the DP mean, in the column's units")
     for name, x, mag in cols:
