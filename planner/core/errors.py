@@ -49,7 +49,7 @@ class LedgerIntegrityError(LedgerError):
     """The ledger is empty, truncated, corrupt or tampered with where one existed.
 
     Raised instead of silently starting over: every spend recorded before must stay
-    counted (PRODUCT.md §5). The message names what was found and how to restore.
+    counted (docs/engineering.md §5). The message names what was found and how to restore.
     """
 
 

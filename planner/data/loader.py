@@ -687,7 +687,7 @@ def load_table(
 def column_report(df: pd.DataFrame, schema: Schema) -> dict[str, Any]:
     """Per-column counts (usable / clipped / invalid / missing / replaced / dropped).
 
-    Counts only, never values. Data-dependent: for the data owner (MATH.md §7).
+    Counts only, never values. Data-dependent: for the data owner (docs/mathematics.md §7).
     Counts are after contribution bounding (``rows_truncated`` rows removed).
     """
     from planner.data.backends.pandas_backend import PandasBackend

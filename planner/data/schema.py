@@ -24,7 +24,7 @@ Poisson sampling under add/remove, sampling without replacement under substituti
 
 References
 ----------
-MATH.md §1–2 (neighbouring relation, privacy unit, sensitivities from the declared schema).
+docs/mathematics.md §1–2 (neighbouring relation, privacy unit, sensitivities from the declared schema).
 B. Balle, G. Barthe, M. Gaboardi, "Privacy Amplification by Subsampling: Tight Analyses via
 Couplings and Divergences", NeurIPS 2018, arXiv:1807.01647 (secret samples).
 """
@@ -109,7 +109,7 @@ class ColumnKind(StrEnum):
 
 
 class Relation(StrEnum):
-    """The neighbouring relation (MATH.md §1)."""
+    """The neighbouring relation (docs/mathematics.md §1)."""
 
     ADD_REMOVE = "add_remove"
     SUBSTITUTE = "substitute"
@@ -764,7 +764,7 @@ class Schema:
         Declared columns; names unique. Columns of the file that are not declared are
         ignored by every query.
     relation : Relation
-        add_remove or substitute (MATH.md §1).
+        add_remove or substitute (docs/mathematics.md §1).
     unit : PrivacyUnit
         Row-level, or person-level with at most c rows per person.
     public_n : int or None

@@ -2,7 +2,7 @@
 
 Loads the schema and the table, checks one against the other and returns a JSON-able
 report of counts (never values). The report is data-dependent: it is for the data owner
-and must not be shared with a release (MATH.md §7).
+and must not be shared with a release (docs/mathematics.md §7).
 """
 
 from __future__ import annotations

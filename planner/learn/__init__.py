@@ -6,20 +6,25 @@ bound and accounting functions, so that a demo shows exactly the formulas the pl
 .. warning::
    The numpy noise drawn here is for DEMONSTRATION and PLANNING simulations only: it is
    never a released value, it is drawn on synthetic data or on the public sample data, and
-   it goes through no floating-point-safe sampler (MATH.md §9). Releases go through
+   it goes through no floating-point-safe sampler (docs/mathematics.md §9). Releases go through
    ``planner.release`` only. Every simulation takes an explicit ``numpy.random.Generator``
    so a demo is reproducible from its seed.
 
-Demos and their seeds (``/work/shared/seeds``):
+Demos and the teaching notes they follow (docs/sources.md):
 
-1. randomized response — seed 000's doping survey (coin design), seed 003's coin game;
-2. what an attacker can learn — seeds 000/004 (differencing attack), seed 001
-   (hypothesis-testing reading of DP);
-3. the Laplace count — seed 004, figure 3;
-4. averaging done right — seed 004, figure 4 (examples 3 and 4);
-5. binary majority, exponential mechanism and ISM — seed 000;
-6. releasing a distribution — seed 001's Beta(10, 10) simulation (Figure 1);
-7. the cost of asking many questions — seed 002 (composition, RDP).
+1. randomized response — the doping survey (coin design) of Garivier, "How to learn while
+   respecting individual privacy?" (ENS de Lyon, 2021); the coin game of the Berkeley Math
+   Circle handout "Differential privacy";
+2. what an attacker can learn — the differencing attack of Garivier's notes and of Borealis
+   AI, "Tutorial #12: Differential privacy I" (2021); the hypothesis-testing reading of DP in
+   Wasserman & Zhou, "A statistical framework for differential privacy" (JASA 2010; Yu's
+   Purdue slides);
+3. the Laplace count — Borealis AI's tutorial #12, figure 3;
+4. averaging done right — Borealis AI's tutorial #12, figure 4 (examples 3 and 4);
+5. binary majority, exponential mechanism and ISM — Garivier's lecture notes;
+6. releasing a distribution — Wasserman & Zhou's Beta(10, 10) simulation (Figure 1);
+7. the cost of asking many questions — Gatica-Perez et al., "An introduction to trustworthy
+   machine learning" (AIDA, 2022) (composition, RDP).
 
 One module per demo: :mod:`.survey` (1), :mod:`.attacker` (2), :mod:`.laplace_count` (3),
 :mod:`.averaging` (4), :mod:`.majority` (5), :mod:`.histogram` (6), :mod:`.composition` (7);
@@ -31,12 +36,12 @@ References
 .. [W65] S. L. Warner, "Randomized Response", JASA 60(309), 1965.
 .. [DMNS06] Dwork, McSherry, Nissim & Smith, "Calibrating Noise to Sensitivity", TCC 2006.
 .. [WZ10] L. Wasserman, S. Zhou, "A Statistical Framework for Differential Privacy",
-   JASA 105(489), 2010, arXiv:0811.2501 (seed 001: the hypothesis-testing bound γe^α and
+   JASA 105(489), 2010, arXiv:0811.2501 (in Yu's slides: the hypothesis-testing bound γe^α and
    the Beta(10, 10) simulation).
 .. [KOV15] P. Kairouz, S. Oh, P. Viswanath, "The Composition Theorem for Differential
    Privacy", ICML 2015, arXiv:1311.0776, Thm 2.1 (the full (ε, δ) testing region).
 .. [DRV10] C. Dwork, G. N. Rothblum, S. Vadhan, "Boosting and Differential Privacy",
-   FOCS 2010, Thm III.3 (advanced composition, seed 002).
+   FOCS 2010, Thm III.3 (advanced composition, as in the AIDA course notes).
 .. [M17] I. Mironov, "Rényi Differential Privacy", CSF 2017, arXiv:1702.07476.
 """
 

@@ -98,11 +98,14 @@ def differencing_attack(
 
     Notes
     -----
-    Exact answers reveal x = total − without (seed 004's tracker attack; seed 000). With
+    Exact answers reveal x = total − without (the tracker attack of
+    Borealis AI, "Tutorial #12: Differential privacy I" (2021); also in Garivier, "How to
+    learn while respecting individual privacy?" (ENS de Lyon, 2021)). With
     Laplace noise, the attacker's best evidence about x is the likelihood ratio of the
     noisy answers; only the first depends on x, and the second only helps cancel the rest,
     so the ratio is that of d = y₁ − y₂ (:func:`difference_likelihood_ratio`), never more
-    than e^ε: posterior odds ≤ e^ε·prior odds (DMNS06; seed 002, "robustness to side
+    than e^ε: posterior odds ≤ e^ε·prior odds (DMNS06; Gatica-Perez et
+    al., "An introduction to trustworthy machine learning" (AIDA, 2022), "robustness to side
     knowledge").
     """
     x = np.asarray(values)
@@ -167,7 +170,7 @@ def membership_power_bound(
 ) -> FloatArray:
     """Largest power of a level-γ test of "X is in the data" against an (ε, δ)-DP release.
 
-    ``tight=False``: seed 001's bound min(1, γe^ε + δ) [WZ10]. ``tight=True``: the full
+    ``tight=False``: Wasserman & Zhou's bound min(1, γe^ε + δ) [WZ10]. ``tight=True``: the full
     region min(1, γe^ε + δ, 1 − e^{−ε}(1 − γ − δ)) [KOV15, Thm 2.1] (it also bounds the
     type-II error).
 
@@ -195,7 +198,7 @@ def laplace_count_power(gamma: npt.ArrayLike, epsilon: float) -> FloatArray:
     H₀: Y = c + L, H₁: Y = c + 1 + L, L ~ Laplace(1/ε). The likelihood ratio is monotone in
     y, so the Neyman–Pearson test rejects for Y > t with S(t − c) = γ (S the Laplace
     survival function) and has power S(S⁻¹(γ) − 1). It equals γe^ε exactly for
-    γ ≤ e^{−ε}/2: the Laplace mechanism meets seed 001's bound.
+    γ ≤ e^{−ε}/2: the Laplace mechanism meets Wasserman & Zhou's bound.
 
     Examples
     --------

@@ -22,7 +22,8 @@ from planner.planning.mechanisms.laplace import LAPLACE
 # scipy is imported in the functions that use it (~0.3 s): `planner release` and the app's first
 # page need none of it before the data is read (tests/engine/test_lazy_imports.py).
 
-#: Seed 004 figure 4: ε = 0.01 for both mechanisms, split evenly for sum / count.
+#: Borealis AI, "Tutorial #12: Differential privacy I" (2021), figure 4: ε = 0.01 for both
+#: mechanisms, split evenly for sum / count.
 SEED_004_AVG_EPSILON: Final = 0.01
 
 
@@ -32,7 +33,7 @@ class AveragingDemo:
 
     n: int
     true_mean: float  # of the clipped values: DATA-DEPENDENT (demo on sample data)
-    bound: float  # C = max(|L|, |U|): sensitivity of the sum and of the seed's naive mean
+    bound: float  # C = max(|L|, |U|): sensitivity of the sum and of the tutorial's naive mean
     epsilon: float
     naive: FloatArray
     composed: FloatArray
@@ -72,7 +73,7 @@ def averaging_demo(
     rng: np.random.Generator,
     clamp: bool = True,
 ) -> AveragingDemo:
-    """Seed 004's two ways to average, ``size`` times each, on clipped ``values``.
+    """Borealis AI's tutorial #12's two ways to average, ``size`` times each, on clipped ``values``.
 
     Parameters
     ----------
@@ -85,7 +86,7 @@ def averaging_demo(
 
     Notes
     -----
-    Add/remove relation (seed 004). Naive (ex. 3, the bad baseline): mean + Laplace(C/ε).
+    Add/remove relation (as in the tutorial). Naive (ex. 3, the bad baseline): mean + Laplace(C/ε).
     Composed (ex. 4): (sum + Laplace(C/(ε/2)))/(count + Laplace(1/(ε/2))), ε/2 each,
     ε in all by basic composition.
     """

@@ -64,7 +64,7 @@ class CompositionCurves:
     epsilon0: float
     delta: float
     basic: FloatArray
-    drv: FloatArray  # DRV's formula at δ' = δ (seed 002)
+    drv: FloatArray  # DRV's formula at δ' = δ (as in Gatica-Perez et al., AIDA 2022)
     advanced: FloatArray  # the engine's min(basic, DRV, KOV) at δ' = δ
     rdp: FloatArray  # RDP of k Laplace events, converted at δ
     drv_crossover: int | None

@@ -22,11 +22,12 @@ from planner.planning.mechanisms.base import FloatArray, Sensitivity
 # scipy is imported in the functions that use it (~0.3 s): `planner release` and the app's first
 # page need none of it before the data is read (tests/engine/test_lazy_imports.py).
 
-#: Seed 001's simulation: Beta(10, 10) data, n ∈ {100, 1000}, ε (α there) ∈ {0.1, 0.01}.
+#: The simulation of Wasserman & Zhou, "A statistical framework for differential privacy"
+#: (JASA 2010; Yu's Purdue slides): Beta(10, 10) data, n ∈ {100, 1000}, ε (α there) ∈ {0.1, 0.01}.
 SEED_001_BETA: Final = (10.0, 10.0)
 SEED_001_NS: Final = (100, 1000)
 SEED_001_EPSILONS: Final = (0.1, 0.01)
-#: Numbers of bins (the seed's axis values are not printed; a grid from 5 to 100).
+#: Numbers of bins (the slides do not print their axis values; a grid from 5 to 100).
 SEED_001_BINS: Final = (5, 8, 10, 15, 20, 30, 40, 60, 80, 100)
 
 
@@ -42,7 +43,7 @@ def _beta_cdf(x: FloatArray) -> FloatArray:
 
 
 def beta_density(x: npt.ArrayLike) -> FloatArray:
-    """The Beta(10, 10) density of seed 001's simulation."""
+    """The Beta(10, 10) density of Wasserman & Zhou's simulation."""
     from planner.core import special
     a, b = SEED_001_BETA
     xx = np.clip(np.asarray(x, dtype=np.float64), 0.0, 1.0)
@@ -59,7 +60,7 @@ def beta_mise_curve(
     reps: int = 50,
     progress: Callable[[int, int], None] | None = None,
 ) -> hist.MiseCurve:
-    """Monte Carlo MISE vs number of bins for Beta(10, 10) data (seed 001, Figure 1).
+    """Monte Carlo MISE vs number of bins for Beta(10, 10) data (Wasserman & Zhou, Figure 1).
 
     :func:`planner.planning.mechanisms.histogram.mise_vs_bins` with the substitution relation
     (Laplace of variance 8/ε² per bin). Data-independent (synthetic data, known density).
@@ -89,7 +90,7 @@ def synthetic_sample_demo(
 ) -> SyntheticSample:
     """Draw n Beta(10, 10) points, perturb their m-bin histogram, draw k (default n) points.
 
-    ε-DP for any k (post-processing of the perturbed counts; seed 001, MATH.md §8).
+    ε-DP for any k (post-processing of the perturbed counts; Wasserman & Zhou; docs/mathematics.md §8).
     """
     nn = v.count(n, "n")
     mm = v.count(m, "m (number of bins)")

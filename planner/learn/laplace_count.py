@@ -22,9 +22,9 @@ from planner.planning.mechanisms.laplace import LAPLACE
 # scipy is imported in the functions that use it (~0.3 s): `planner release` and the app's first
 # page need none of it before the data is read (tests/engine/test_lazy_imports.py).
 
-#: Seed 004's true counts in figure 3.
+#: The true counts in figure 3 of Borealis AI, "Tutorial #12: Differential privacy I" (2021).
 SEED_004_COUNTS: Final = (1000, 100)
-#: ε for figure 3. The seed does not print its three values; its caption (at count 1000
+#: ε for figure 3. The tutorial does not print its three values; its caption (at count 1000
 #: almost always within ±10 %, at count 100 regularly outside) needs 1 − e^{−100ε} ≈ 1 and
 #: 1 − e^{−10ε} well below 1 for all three, i.e. roughly 0.05 ≤ ε ≤ 0.25.
 SEED_004_EPSILONS: Final = (0.05, 0.1, 0.2)
@@ -35,7 +35,7 @@ def within_share(
 ) -> FloatArray:
     """P(|noisy count − count| ≤ tolerance·count) = 1 − e^{−tolerance·count·ε/Δ} (broadcast).
 
-    From the Laplace tail P(|L| > t) = e^{−t/b}, b = Δ/ε (MATH.md §3).
+    From the Laplace tail P(|L| > t) = e^{−t/b}, b = Δ/ε (docs/mathematics.md §3).
 
     Examples
     --------

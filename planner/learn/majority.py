@@ -23,7 +23,8 @@ from planner.planning.mechanisms.base import FloatArray
 
 @dataclass(frozen=True, slots=True)
 class MajorityCurves:
-    """P[correct] against s = Σxᵢ for n = 2k + 1 voters at one ε (seed 000)."""
+    """P[correct] against s = Σxᵢ for n = 2k + 1 voters at one ε (Garivier, "How to learn
+    while respecting individual privacy?", ENS de Lyon, 2021)."""
 
     n: int
     epsilon: float
@@ -40,7 +41,7 @@ class MajorityCurves:
 
 
 def majority_curves(epsilon: float, n: int) -> MajorityCurves:
-    """The binary-majority formulas of seed 000 for every s ∈ {0, …, n}.
+    """The binary-majority formulas of Garivier's lecture notes for every s ∈ {0, …, n}.
 
     Notes
     -----

@@ -23,10 +23,12 @@ from planner.planning.mechanisms.base import FloatArray
 
 
 class SurveyDesign(StrEnum):
-    """The two randomized-response designs of the seeds."""
+    """The two randomized-response designs of the teaching notes: Garivier, "How to learn
+    while respecting individual privacy?" (ENS de Lyon, 2021) (coin) and the Berkeley Math
+    Circle handout "Differential privacy" (keep)."""
 
-    COIN = "coin"  # seed 000: truth with probability a, else a fair coin (a = 1/2: ε = ln 3)
-    KEEP = "keep"  # seed 003: the truth with probability p, else the opposite
+    COIN = "coin"  # Garivier: truth with probability a, else a fair coin (a = 1/2: ε = ln 3)
+    KEEP = "keep"  # Berkeley handout: the truth with probability p, else the opposite
 
 
 def design_keep_probability(design: SurveyDesign | str, parameter: float) -> float:
@@ -34,9 +36,9 @@ def design_keep_probability(design: SurveyDesign | str, parameter: float) -> flo
 
     Examples
     --------
-    >>> design_keep_probability("coin", 0.5)  # seed 000: P[Y=1|X=x] = 1/4 + x/2
+    >>> design_keep_probability("coin", 0.5)  # Garivier: P[Y=1|X=x] = 1/4 + x/2
     0.75
-    >>> design_keep_probability("keep", 0.75)  # seed 003's two coins: both heads w.p. 1/4
+    >>> design_keep_probability("keep", 0.75)  # the Berkeley handout's two coins: both heads w.p. 1/4
     0.75
     """
     d = SurveyDesign(design)
@@ -58,7 +60,7 @@ class SurveySimulation:
     reports: IntArray
     sample_rate: float  # share of 1s among the n simulated true answers
     report_rate: float  # ȳ, share of "yes" reports
-    estimate: float  # unbiased π̂ = (ȳ − (1 − p))/(2p − 1), NOT the seed's 2ȳ − 1
+    estimate: float  # unbiased π̂ = (ȳ − (1 − p))/(2p − 1), NOT the slides' 2ȳ − 1
     lower: float
     upper: float
     level: float
@@ -83,13 +85,13 @@ def simulate_survey(
     Notes
     -----
     Estimate and interval are :func:`planner.planning.mechanisms.randomized_response.estimate` and
-    ``confidence_interval`` (unbiased: 2ȳ − 1/2 for seed 000's design; the seed's 2ȳ − 1
-    is biased, MATH.md §3). The data cost is (2p − 1)⁻² (4 at ε = ln 3, seed 000).
+    ``confidence_interval`` (unbiased: 2ȳ − 1/2 for Garivier's coin design; the slides' 2ȳ − 1
+    is biased, docs/mathematics.md §3). The data cost is (2p − 1)⁻² (4 at ε = ln 3, Garivier).
 
     Examples
     --------
     >>> s = simulate_survey(0.2, 1000, 0.75, np.random.default_rng(0))
-    >>> round(s.epsilon, 6), s.data_cost  # ln 3 and seed 000's "≈ 4× more data"
+    >>> round(s.epsilon, 6), s.data_cost  # ln 3 and Garivier's "≈ 4× more data"
     (1.098612, 4.0)
     """
     pi = float(true_rate)

@@ -1,13 +1,14 @@
-"""Lower bounds, utility bounds and ISM optimality (MATH.md §4).
+"""Lower bounds, utility bounds and ISM optimality (docs/mathematics.md §4).
 
 Every result carries ``data_dependent``: True when it was computed from the raw rows
 (instance-specific bounds, D_f(x, t), ISM success probabilities — for the data owner only,
-never exported, MATH.md §7), False when it depends only on the schema, ε and public counts.
+never exported, docs/mathematics.md §7), False when it depends only on the schema, ε and public counts.
 
 References
 ----------
-.. [G] A. Garivier, seed 000: "Lower bound for continuous mechanisms" (the sup over k),
-   "Lower Bound for Discrete Mechanisms", "1/4-Optimality of the ISM".
+.. [G] A. Garivier, "How to learn while respecting individual privacy? An introduction to
+   differential privacy", lecture, ENS de Lyon, 2021: "Lower bound for continuous mechanisms"
+   (the sup over k), "Lower Bound for Discrete Mechanisms", "1/4-Optimality of the ISM".
 .. [AD20] H. Asi, J. Duchi, "Near Instance-Optimality in Differential Privacy",
    arXiv:2005.10630, 2020, §2 (unbiased lower bound), §3 (ISM).
 .. [DR14] C. Dwork, A. Roth, 2014, Thm 3.11 (exponential mechanism utility).
@@ -75,7 +76,7 @@ def unbiased_mse_lower_bound(epsilon: npt.ArrayLike, sensitivity: float) -> Boun
     function at 2εk), so h is log-concave hence unimodal on k > 0, maximised over reals
     at k* = x₀/(2ε) with (x₀ − 2)e^{x₀} = 2, x₀ ≈ 2.2178; the integer maximiser is
     ⌊k*⌋ or ⌈k*⌉ (clamped to k ≥ 1). For small ε the value tends to
-    Δ²·x₀²/(16(1 + e^{x₀})ε²) ≈ Δ²/(33.1 ε²) — tighter than seed 000's Δ²/(68ε²).
+    Δ²·x₀²/(16(1 + e^{x₀})ε²) ≈ Δ²/(33.1 ε²) — tighter than [G]'s Δ²/(68ε²).
 
     Examples
     --------
@@ -96,7 +97,7 @@ def unbiased_mse_lower_bound(epsilon: npt.ArrayLike, sensitivity: float) -> Boun
 
 
 def seed_corollary_mse_bound(epsilon: npt.ArrayLike, sensitivity: float) -> FloatArray:
-    """Seed 000's simplification Δ²/(68ε²) (stated for ε ≤ 1/2; for comparison only)."""
+    """[G]'s simplification Δ²/(68ε²) (stated for ε ≤ 1/2; for comparison only)."""
     eps = v.epsilons(epsilon)
     return np.asarray(float(sensitivity) ** 2 / (68.0 * eps**2), dtype=np.float64)
 
@@ -214,7 +215,7 @@ def ism_optimality(distance: npt.ArrayLike, epsilon: npt.ArrayLike) -> Optimalit
     Notes
     -----
     With /2: 1/Σ e^{−εD/2} equals the bound 1/Σ e^{−2(ε/4)D} — the ISM at ε matches every
-    unbiased ε/4-DP mechanism's best (seed 000, "1/4-Optimality"); with |T| = 2 and no /2:
+    unbiased ε/4-DP mechanism's best ([G], "1/4-Optimality"); with |T| = 2 and no /2:
     1/Σ e^{−εD} = bound at ε/2. ``holds`` allows a relative tolerance of 1e-12.
     """
     d = np.asarray(distance, dtype=np.float64).reshape(-1)
@@ -236,7 +237,7 @@ def em_utility_bound(
 
 @dataclass(frozen=True, slots=True)
 class MajorityAccuracy:
-    """P[correct] for binary majority (seed 000). DATA-DEPENDENT (uses the exact count s)."""
+    """P[correct] for binary majority [G]. DATA-DEPENDENT (uses the exact count s)."""
 
     epsilon: FloatArray
     exponential: FloatArray
@@ -246,7 +247,7 @@ class MajorityAccuracy:
 
 
 def majority_accuracy(epsilon: npt.ArrayLike, s: int, n: int) -> MajorityAccuracy:
-    """The three binary-majority formulas of MATH.md §3 on a grid of ε. DATA-DEPENDENT."""
+    """The three binary-majority formulas of docs/mathematics.md §3 on a grid of ε. DATA-DEPENDENT."""
     eps = v.epsilons(epsilon)
     return MajorityAccuracy(
         eps,

@@ -11,7 +11,7 @@ form the command line reads::
      "mode": "sum_over_count", "weight": 2}
 
 Sensitivities come from the schema only (bounds, categories, relation, privacy unit and
-a declared public n), never from the data (MATH.md §2, §7). A query may have several
+a declared public n), never from the data (docs/mathematics.md §2, §7). A query may have several
 *parts* released separately (a mean as noisy sum / noisy count; one exponential
 mechanism per quantile level); :meth:`Query.parts` lists them, each with its own
 sensitivity (the table is in each statistic's module docstring).

@@ -1,6 +1,6 @@
 """Monte Carlo checks of the planner's predictions on the data's exact aggregate.
 
-DATA-DEPENDENT (MATH.md §7): every function here takes an *exact* aggregate computed from
+DATA-DEPENDENT (docs/mathematics.md §7): every function here takes an *exact* aggregate computed from
 the private rows, so its output is not private. It is for the data owner's eyes only and
 must never enter an exported release or a stakeholder view.
 
@@ -195,7 +195,7 @@ def quantile_check(
 
     The data are the grid values of ``agg`` (:func:`grid_values`), which is what the
     release's exponential mechanism sees. The lower bound holds for unbiased mechanisms
-    under substitution (MATH.md §4); the EM and the ISM are biased, so they may beat it.
+    under substitution (docs/mathematics.md §4); the EM and the ISM are biased, so they may beat it.
 
     Examples
     --------

@@ -3,7 +3,7 @@
 :func:`build_items` asks each query's statistic (:mod:`planner.planning.statistics`) for its
 allocation items; :func:`plan` allocates a total budget and returns, per item, its share,
 the noise scale and the predicted RMSE and 95% error bound in the query's own units
-(again from the statistic). Everything here is data-independent (MATH.md §7): it reads
+(again from the statistic). Everything here is data-independent (docs/mathematics.md §7): it reads
 the schema, the queries, ε and δ, and the declared public row count — never the data.
 
 Secret samples. When the schema declares that the table is a secret random sample of a
@@ -80,7 +80,7 @@ __all__ = [
 def default_error_scales(queries: Sequence[Query], schema: Schema) -> dict[str, float] | None:
     """A public magnitude per query, so relative errors can share one budget fairly.
 
-    Data-independent (MATH.md §7): from the declared bounds and the public row count n
+    Data-independent (docs/mathematics.md §7): from the declared bounds and the public row count n
     only, as each statistic declares it (count → n; sum → n·(|L|+|U|)/2; mean →
     (|L|+|U|)/2; histogram, mode and synthetic sample → n per bin; a grouped count, sum or
     mean → the base statistic's in a group of n/G rows, G groups). Quantiles (already a

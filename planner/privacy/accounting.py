@@ -113,7 +113,9 @@ def compare_rules(spends: Sequence[Spend], delta: float) -> dict[CompositionRule
 def group_privacy(epsilon: float, delta: float, k: int) -> tuple[float, float]:
     """Privacy for groups of k records: (ε, δ) becomes (kε, k e^{(k−1)ε} δ).
 
-    Returns δ capped at 1 (a δ of 1 promises nothing). MATH.md §5; seeds 000, 002.
+    Returns δ capped at 1 (a δ of 1 promises nothing). docs/mathematics.md §5;
+    Garivier, "How to learn while respecting individual privacy?" (ENS de Lyon, 2021);
+    Gatica-Perez et al., "An introduction to trustworthy machine learning" (AIDA, 2022).
 
     References
     ----------
@@ -152,7 +154,7 @@ def subsample_pure(epsilon: float, q: float) -> float:
     ----------
     B. Balle, G. Barthe, M. Gaboardi, "Privacy Amplification by Subsampling: Tight
     Analyses via Couplings and Divergences", NeurIPS 2018, arXiv:1807.01647, Thm 9
-    (MATH.md §5; seed 002).
+    (docs/mathematics.md §5; the AIDA course notes).
 
     Examples
     --------

@@ -83,7 +83,7 @@ class SplitMode(StrEnum):
 
 
 class CompositionRule(StrEnum):
-    """How the costs of several mechanisms add up (MATH.md §5); one accountant class each
+    """How the costs of several mechanisms add up (docs/mathematics.md §5); one accountant class each
     in :mod:`planner.privacy.accountants`."""
 
     BASIC = "basic"

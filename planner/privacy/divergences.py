@@ -67,7 +67,7 @@ def pure_dp_rdp(epsilon: npt.ArrayLike, orders: npt.ArrayLike) -> FloatArray:
              = 1/(α−1) · log1p( expm1(αε) · (−expm1((1−α)ε)) / (1+e^ε) ),
 
     the second form being exact for small ε (no cancellation). It is ≤ min(ε, αε²/2),
-    the bound quoted in MATH.md §5, and is clipped to that bound.
+    the bound quoted in docs/mathematics.md §5, and is clipped to that bound.
 
     Examples
     --------
@@ -90,7 +90,7 @@ def randomized_response_rdp(keep_probability: npt.ArrayLike, orders: npt.ArrayLi
 
     Notes
     -----
-    ε(α) = 1/(α−1) · ln[p^α(1−p)^{1−α} + (1−p)^α p^{1−α}]  (MATH.md §5; [M17, Table II]).
+    ε(α) = 1/(α−1) · ln[p^α(1−p)^{1−α} + (1−p)^α p^{1−α}]  (docs/mathematics.md §5; [M17, Table II]).
     With ε = ln(p/(1−p)) this equals :func:`pure_dp_rdp` (RR is the extremal ε-DP pair).
     """
     p = np.asarray(keep_probability, dtype=np.float64)

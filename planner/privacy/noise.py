@@ -424,7 +424,7 @@ def draw(key: str, item_id: str, query_id: str, planner: Spend, components: Sequ
 def post_process_sample(probabilities: npt.NDArray[np.float64], size: int) -> npt.NDArray[np.intp]:
     """Bin indices of a synthetic sample of ``size`` rows drawn from released probabilities.
 
-    Post-processing of an ε-DP output (MATH.md §8; Wasserman & Zhou 2010): the randomness
+    Post-processing of an ε-DP output (docs/mathematics.md §8; Wasserman & Zhou 2010): the randomness
     here is independent of the data, so any sample size keeps the release ε-DP. Drawn from
     a fresh, unseeded generator (a released sample must not be reproducible by others).
     """

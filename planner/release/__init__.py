@@ -3,11 +3,11 @@
 Every released number comes from an OpenDP measurement built by the query's statistic
 (:mod:`planner.planning.statistics`) through :mod:`planner.privacy.noise`, the only module that imports
 OpenDP and draws released noise. Mechanisms never see the DataFrame: they are fed the
-exact, clipped aggregates a :class:`~planner.data.backends.base.Backend` computes (MATH.md
+exact, clipped aggregates a :class:`~planner.data.backends.base.Backend` computes (docs/mathematics.md
 §7), and everything after the measurement (ratios, whole numbers, normalising a
 histogram, drawing a synthetic sample from it) is post-processing.
 
-Order of a release (PRODUCT.md §5, enforced by :meth:`planner.ledger.Ledger.release`):
+Order of a release (docs/engineering.md §5, enforced by :meth:`planner.ledger.Ledger.release`):
 
 1. :func:`prepare` builds every measurement from the plan and the schema alone (no
    data) and asks OpenDP for its privacy loss at the query's sensitivity;

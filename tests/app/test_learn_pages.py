@@ -66,7 +66,7 @@ def test_run_again_changes_the_seed_and_the_output(name: str, prefix: str) -> No
 
 
 def test_widgets_all_have_explicit_keys() -> None:
-    # STYLE.md: every widget has an explicit key (AppTest exposes user keys on widgets)
+    # docs/engineering.md §4: every widget has an explicit key (AppTest exposes user keys on widgets)
     widget_types = {"button", "slider", "select_slider", "number_input", "multiselect",
                     "selectbox", "radio", "checkbox"}
     for name in LEARN_PAGES:
@@ -89,7 +89,7 @@ def test_laplace_count_table_shows_exact_and_simulated_shares() -> None:
     df = at.dataframe[0].value
     exact = "within ±10 % (formula)"
     assert set(df["true count"]) == {1000, 100}
-    assert (df[exact] > 0.99).sum() == 3 and (df[exact] < 0.9).sum() == 3  # seed 004's caption
+    assert (df[exact] > 0.99).sum() == 3 and (df[exact] < 0.9).sum() == 3  # the caption of Borealis AI, "Tutorial #12: Differential privacy I" (2021), figure 3
 
 
 def test_charts_have_axis_titles() -> None:

@@ -147,7 +147,7 @@ def test_main_flow_release_once_then_ledger():
     assert at.button(key="release:open").disabled  # no lifetime budget yet
     set_lifetime(at, "release", 3.0)
     assert not at.button(key="release:open").disabled
-    at.session_state[S.CONFIRMED] = True  # the dialog's confirm (STYLE.md: clicks lost in AppTest)
+    at.session_state[S.CONFIRMED] = True  # the dialog's confirm (docs/engineering.md §4: clicks lost in AppTest)
     at.run()
     assert not at.exception and not at.error, [e.value for e in at.error]
     assert any("Released" in s.value for s in at.success)

@@ -168,7 +168,7 @@ def test_added_query_and_edited_weight_survive_and_reach_the_release():
     at.button(key="qb:add").click().run()
     assert not at.exception and not at.error, [e.value for e in at.error]
     # a weight edit in the table: the editor's on_change writes exactly this (AppTest cannot
-    # type into a data_editor, STYLE.md); the browser test types it for real
+    # type into a data_editor, docs/engineering.md §4); the browser test types it for real
     rows = [dict(r) for r in at.session_state[S.WORKLOAD]]
     rows[2]["weight"] = 10.0  # income_mean
     at.session_state[S.WORKLOAD] = rows

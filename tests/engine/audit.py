@@ -1,6 +1,6 @@
 """A statistical privacy audit: a Clopper–Pearson lower bound on ε (or δ) from samples.
 
-Procedure of /work/shared/notes/audit.md §2.2 (Layer B):
+The procedure of docs/mathematics.md §10:
 
 1. draw ``n_sel`` outputs on each of two neighbouring datasets x, x';
 2. over an event family — threshold events {T ≥ t}, {T ≤ t} at 64 pooled quantiles for

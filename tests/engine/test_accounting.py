@@ -1,7 +1,7 @@
 """Unit and property tests of planner.privacy.accounting (composition).
 
 Every expected number says where it comes from: a hand calculation (shown), a formula of
-MATH.md §5 / a cited paper, or planner.privacy.divergences' reference closed forms. The oracle
+docs/mathematics.md §5 / a cited paper, or planner.privacy.divergences' reference closed forms. The oracle
 comparisons against dp-accounting and OpenDP live in test_accounting_oracles.py.
 """
 
@@ -85,7 +85,7 @@ def test_compose_basic_without_deltas_is_pure() -> None:
 
 
 def test_compose_parallel_takes_maxima() -> None:
-    # MATH.md §5: disjoint parts -> (max εᵢ, max δᵢ)
+    # docs/mathematics.md §5: disjoint parts -> (max εᵢ, max δᵢ)
     assert compose_parallel([0.3, 0.9, 0.1], [1e-7, 1e-9, 1e-6]) == (0.9, 1e-6)
     assert compose_parallel([]) == (0.0, 0.0)
 
@@ -94,7 +94,7 @@ def test_compose_parallel_takes_maxima() -> None:
 
 
 def test_drv_epsilon_hand_calculation() -> None:
-    # DRV10 / seed 002: ε√(2k ln(1/δ')) + kε(e^ε − 1) with ε = 0.1, k = 100, δ' = 1e-6:
+    # DRV10 / Gatica-Perez et al., "An introduction to trustworthy machine learning" (AIDA, 2022): ε√(2k ln(1/δ')) + kε(e^ε − 1) with ε = 0.1, k = 100, δ' = 1e-6:
     #   ln(1/δ') = 13.815510557964274; 2k ln(1/δ') = 2763.1021115928547
     #   √2763.1021115928547 = 52.56521769756932  -> × 0.1 = 5.256521769756932
     #   e^0.1 − 1 = 0.10517091807564771 -> × kε = 10 -> 1.0517091807564771
@@ -193,7 +193,7 @@ def test_pure_events_never_exceed_basic_under_rdp() -> None:
         RandomizedResponseEvent(0.75),
         ExponentialEvent(0.7),
     ]
-    basic = 0.3 + math.log(3.0) + 0.7  # RR with p = 3/4: ε = ln 3 (MATH.md §3)
+    basic = 0.3 + math.log(3.0) + 0.7  # RR with p = 3/4: ε = ln 3 (docs/mathematics.md §3)
     assert rdp_epsilon(events, 1e-9)[0] <= basic + 1e-12
     assert rdp_epsilon(events, 0.0) == (pytest.approx(basic, rel=1e-15), math.inf)
 
@@ -408,7 +408,7 @@ def test_compare_rules_marks_inapplicable_rules_infinite() -> None:
 
 
 def test_many_small_gaussians_rdp_beats_advanced_beats_basic() -> None:
-    # seed 002: RDP is the tighter accountant for many Gaussian releases.
+    # the AIDA course notes: RDP is the tighter accountant for many Gaussian releases.
     g = GaussianEvent(20.0)
     spends = [Spend(g, standalone_epsilon(g, 1e-9), 1e-9)] * 200
     out = compare_rules(spends, 1e-5)

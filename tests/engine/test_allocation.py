@@ -1,4 +1,4 @@
-"""Tests of the budget allocator (planner/planning/allocation.py; MATH.md §6, issue 4)."""
+"""Tests of the budget allocator (planner/planning/allocation.py; docs/mathematics.md §6, issue 4)."""
 
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ RULES = list(CompositionRule)
 
 
 def test_allocate_laplace_basic_matches_closed_form() -> None:
-    # MATH.md §6: Laplace under basic composition, MSEᵢ = cᵢ/εᵢ² with cᵢ = 2Δᵢ²,
+    # docs/mathematics.md §6: Laplace under basic composition, MSEᵢ = cᵢ/εᵢ² with cᵢ = 2Δᵢ²,
     # Σεᵢ = E  ⇒  εᵢ = E·(wᵢcᵢ)^{1/3} / Σⱼ(wⱼcⱼ)^{1/3}.
     rng = np.random.default_rng(7)
     w = rng.uniform(0.1, 10, 6)
@@ -43,7 +43,7 @@ def test_allocate_laplace_basic_matches_closed_form() -> None:
 def test_allocate_laplace_basic_closed_form_with_error_scales_over_many_decades() -> None:
     # Regression: relative error scales make wᵢ = weightᵢ/sᵢ² span ~20 decades (a count
     # measured against n = 5e4, an income total against 6e9, a proportion against 1).
-    # The closed form εᵢ ∝ (wᵢcᵢ)^{1/3} (MATH.md §6) must still hold exactly.
+    # The closed form εᵢ ∝ (wᵢcᵢ)^{1/3} (docs/mathematics.md §6) must still hold exactly.
     scales = np.array([5e4, 6.25e9, 1.0, 8.3e3, 1.0])
     coefs = np.array([2.0, 1.25e11, 8e-10, 2.0, 3.2e-9])
     items = [Item(f"q{i}", Family.LAPLACE, coefs[i], error_scale=scales[i]) for i in range(5)]
@@ -54,7 +54,7 @@ def test_allocate_laplace_basic_closed_form_with_error_scales_over_many_decades(
 
 
 def test_allocate_gaussian_zcdp_matches_closed_form() -> None:
-    # MATH.md §6: Gaussian under zCDP, MSEᵢ = Δᵢ²/(2ρᵢ), Σρᵢ = ρ ⇒ ρᵢ ∝ √wᵢ·Δᵢ.
+    # docs/mathematics.md §6: Gaussian under zCDP, MSEᵢ = Δᵢ²/(2ρᵢ), Σρᵢ = ρ ⇒ ρᵢ ∝ √wᵢ·Δᵢ.
     # ρ is the budget's zCDP equivalent: zcdp_to_approx_epsilon(ρ, δ) = ε.
     w = np.array([1.0, 4.0, 9.0])
     d = np.array([1.0, 1.0, 3.0])

@@ -1,4 +1,4 @@
-"""Tests of planner.planning.bounds (MATH.md §4): exact sups, discrete bounds, ISM optimality."""
+"""Tests of planner.planning.bounds (docs/mathematics.md §4): exact sups, discrete bounds, ISM optimality."""
 
 from __future__ import annotations
 
@@ -42,7 +42,7 @@ def test_linear_mse_bound_by_hand() -> None:
 
 
 def test_linear_mse_bound_beats_seed_corollary_for_small_epsilon() -> None:
-    # seed 000: Δ²/(68ε²) for ε ≤ 1/2 (a simplification); the exact sup is larger
+    # Garivier, "How to learn while respecting individual privacy?" (ENS de Lyon, 2021): Δ²/(68ε²) for ε ≤ 1/2 (a simplification); the exact sup is larger
     eps = np.geomspace(1e-4, 0.5, 300)
     exact = bounds.unbiased_mse_lower_bound(eps, 1.0).values
     assert np.all(exact >= bounds.seed_corollary_mse_bound(eps, 1.0))
@@ -102,7 +102,7 @@ def test_discrete_upper_bound_and_ism_exact_by_hand() -> None:
     assert ub.data_dependent and ie.data_dependent
 
 
-def test_quarter_optimality_holds_with_equality_seed_000() -> None:
+def test_quarter_optimality_holds_with_equality_garivier() -> None:
     d = ism.mode_distance([12, 9, 9, 3, 0]).distance
     eps = np.geomspace(0.01, 5, 40)
     chk = bounds.ism_optimality(d, eps)
@@ -129,5 +129,5 @@ def test_majority_accuracy_ordering() -> None:
     for s in (0, 4, 5, 6, 11):
         m = bounds.majority_accuracy(eps, s, 11)
         assert m.data_dependent
-        assert np.all(m.better >= m.exponential - 1e-15)  # seed 000: "Better"
+        assert np.all(m.better >= m.exponential - 1e-15)  # Garivier's lecture notes: "Better"
         assert np.all(m.unbiased_upper >= m.better - 1e-15)  # better is unbiased ⇒ below the bound

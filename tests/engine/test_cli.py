@@ -48,7 +48,7 @@ def test_cli_compose_matches_hand_calculation(tmp_path: Path, capsys: pytest.Cap
     spec.write_text(json.dumps({"delta": 1e-6, "mechanisms": [{"mechanism": "laplace", "epsilon": 0.1, "count": 100}]}))
     code, out, _ = _run(["compose", "--spec", str(spec)], capsys)
     assert code == 0
-    # basic: 100 × 0.1 = 10 (MATH.md §5)
+    # basic: 100 × 0.1 = 10 (docs/mathematics.md §5)
     assert out["total"]["basic"]["epsilon"] == pytest.approx(10.0, rel=1e-12)
     # advanced (KOV Thm 3.5; no mechanism needs δ, so all of it is the slack δ' = 1e-6):
     # Σ εᵢ(e^εᵢ−1)/(e^εᵢ+1) + √(2 ln(1/δ') Σ εᵢ²) = 100·0.1·tanh(0.05) + √(2 ln(1e6)·100·0.01), by hand

@@ -17,18 +17,18 @@ from planner.privacy.events import LaplaceEvent, SelfComposedEvent
 
 
 def test_randomized_response_both_seed_designs_give_ln3() -> None:
-    # seed 000: "truth w.p. 1/2 else a fair coin", P[Y=1|X=1]/P[Y=1|X=0] = 3 ⇒ ε = ln 3;
-    # seed 003: two coins, statement B iff both heads (w.p. 1/4) ⇒ p = 3/4, ε = ln(p/(1−p)) = ln 3
+    # Garivier, "How to learn while respecting individual privacy?" (ENS de Lyon, 2021): "truth w.p. 1/2 else a fair coin", P[Y=1|X=1]/P[Y=1|X=0] = 3 ⇒ ε = ln 3;
+    # the Berkeley Math Circle handout "Differential privacy": two coins, statement B iff both heads (w.p. 1/4) ⇒ p = 3/4, ε = ln(p/(1−p)) = ln 3
     coin = demos.design_keep_probability("coin", 0.5)
     keep = demos.design_keep_probability("keep", 1 - 0.25)
     for p in (coin, keep):
         sim = demos.simulate_survey(0.2, 500, p, np.random.default_rng(0))
         assert sim.epsilon == pytest.approx(math.log(3.0), rel=1e-12)
-        assert sim.data_cost == pytest.approx(4.0)  # seed 000: "≈ 4× more data" = (2p−1)⁻²
+        assert sim.data_cost == pytest.approx(4.0)  # Garivier's lecture notes: "≈ 4× more data" = (2p−1)⁻²
 
 
-def test_randomized_response_estimate_is_unbiased_not_the_seed_slip() -> None:
-    # MATH.md §3: the unbiased estimator for seed 000's design is 2ȳ − 1/2 (the seed writes 2ȳ − 1)
+def test_randomized_response_estimate_is_unbiased_not_the_slides_slip() -> None:
+    # docs/mathematics.md §3: the unbiased estimator for Garivier's coin design is 2ȳ − 1/2 (the slides write 2ȳ − 1)
     pi, n, reps = 0.2, 400, 400
     g = np.random.default_rng(11)
     est = np.array([demos.simulate_survey(pi, n, 0.75, g).estimate for _ in range(reps)])
@@ -36,7 +36,7 @@ def test_randomized_response_estimate_is_unbiased_not_the_seed_slip() -> None:
     se = est.std(ddof=1) / math.sqrt(reps)
     assert abs(est.mean() - pi) < 5 * se
     assert np.allclose(2 * ybar - 0.5, (ybar - 0.25) / 0.5)
-    assert abs((2 * ybar - 1).mean() - pi) > 20 * se  # the seed's 2ȳ − 1 is off by −1/2
+    assert abs((2 * ybar - 1).mean() - pi) > 20 * se  # the slides' 2ȳ − 1 is off by −1/2
 
 
 def test_repeated_surveys_rr_spread_is_sqrt_data_cost_times_direct_at_half() -> None:
@@ -52,7 +52,7 @@ def test_differencing_attack_exact_reveals_target_and_noise_is_bounded() -> None
     values = np.array([1, 0, 1, 1, 0, 0, 1, 0, 1, 1])
     for target in range(values.size):
         res = demos.differencing_attack(values, target, 0.5, 0.3, 3000, np.random.default_rng(target))
-        assert res.revealed == values[target]  # seeds 000/004: the two exact counts reveal X
+        assert res.revealed == values[target]  # Garivier's lecture notes and Borealis AI, "Tutorial #12: Differential privacy I" (2021): the two exact counts reveal X
         assert res.total_epsilon == pytest.approx(1.0)  # 2 × 0.5, basic composition
         # posterior odds ≤ e^ε × prior odds (and ≥ e^−ε ×)
         assert np.all(res.likelihood_ratio <= math.exp(0.5) * (1 + 1e-12))
@@ -71,8 +71,8 @@ def test_difference_density_integrates_to_one_and_ratio_matches_it() -> None:
                        demos.difference_density(d - 1, 2.0) / demos.difference_density(d, 2.0))
 
 
-def test_membership_power_bound_seed_001_values() -> None:
-    # seed 001: a level-γ test has power ≤ γe^α; hand: γ = 0.05, e^α = 2 → 0.1; capped at 1
+def test_membership_power_bound_wasserman_zhou_values() -> None:
+    # Wasserman & Zhou, "A statistical framework for differential privacy" (JASA 2010; Yu's Purdue slides): a level-γ test has power ≤ γe^α; hand: γ = 0.05, e^α = 2 → 0.1; capped at 1
     assert float(demos.membership_power_bound(0.05, math.log(2.0))[()]) == pytest.approx(0.1)
     assert float(demos.membership_power_bound(0.6, math.log(2.0))[()]) == 1.0
     assert float(demos.membership_power_bound(0.05, math.log(2.0), 0.01)[()]) == pytest.approx(0.11)
@@ -106,8 +106,8 @@ def test_within_share_closed_form_and_simulation() -> None:
     assert np.all(np.abs(d.simulated_share - d.exact_share) <= 5 * se + 1 / size)
 
 
-def test_laplace_count_default_epsilons_match_seed_004_caption() -> None:
-    # seed 004, fig. 3: at count 1000 "almost always within 10 %"; at 100 "regularly" outside
+def test_laplace_count_default_epsilons_match_borealis_caption() -> None:
+    # Borealis AI's tutorial #12, fig. 3: at count 1000 "almost always within 10 %"; at 100 "regularly" outside
     share = demos.within_share(np.array(demos.SEED_004_COUNTS)[:, None], np.array(demos.SEED_004_EPSILONS))
     assert np.all(share[0] > 0.99)
     assert np.all(share[1] < 0.9)
@@ -116,8 +116,8 @@ def test_laplace_count_default_epsilons_match_seed_004_caption() -> None:
 # ------------------------------------------------------------------ 4. averaging
 
 
-def test_averaging_ratio_in_seed_004_setting() -> None:
-    # seed 004, fig. 4: ε = 0.01, sum/count "around 400 times more accurate" (n and data not
+def test_averaging_ratio_in_borealis_setting() -> None:
+    # Borealis AI's tutorial #12, fig. 4: ε = 0.01, sum/count "around 400 times more accurate" (n and data not
     # given). Our setting: n = 1000 values symmetric in [−C, C]. Large-n formula: n/2 = 500.
     x = np.random.default_rng(7).uniform(-1.0, 1.0, 1000)
     res = demos.averaging_demo(x, -1.0, 1.0, demos.SEED_004_AVG_EPSILON, 20_000, np.random.default_rng(8))
@@ -140,7 +140,7 @@ def test_averaging_large_n_formula_expected_abs_difference() -> None:
 
 
 def test_majority_hand_values_and_quarter_optimality() -> None:
-    # seed 000, n = 11, s = 6, ε = 1: EM 1/(1+e^{−1/2}); better 1/(1+e^{−1}); bound 1/(1+e^{−2})
+    # Garivier's lecture notes, n = 11, s = 6, ε = 1: EM 1/(1+e^{−1/2}); better 1/(1+e^{−1}); bound 1/(1+e^{−2})
     c = demos.majority_curves(1.0, 11)
     assert c.exponential[6] == pytest.approx(1 / (1 + math.exp(-0.5)), rel=1e-12)
     assert c.better[6] == pytest.approx(1 / (1 + math.exp(-1.0)), rel=1e-12)
@@ -160,7 +160,7 @@ def test_majority_rejects_even_n() -> None:
 
 
 def test_perturbed_histogram_noise_variance_is_8_over_eps_squared() -> None:
-    # seed 001: Laplace noise of variance 8/α² per bin (substitution, Δ₁ = 2)
+    # Wasserman & Zhou (Yu's slides): Laplace noise of variance 8/α² per bin (substitution, Δ₁ = 2)
     eps, m = 0.5, 20_000
     s = demos.synthetic_sample_demo(100, eps, m, np.random.default_rng(4))
     noise = s.noisy_counts - s.counts
@@ -172,16 +172,16 @@ def test_perturbed_histogram_noise_variance_is_8_over_eps_squared() -> None:
 
 @pytest.mark.parametrize("n", demos.SEED_001_NS)
 @pytest.mark.parametrize("eps", demos.SEED_001_EPSILONS)
-def test_seed_001_figure_findings(n: int, eps: float) -> None:
-    # seed 001, Figure 1 and conclusions: the perturbed MISE is above the raw one at every m,
+def test_wasserman_zhou_figure_findings(n: int, eps: float) -> None:
+    # Wasserman & Zhou (Yu's slides), Figure 1 and conclusions: the perturbed MISE is above the raw one at every m,
     # and "much more sensitive to the choice of the number of cells" (its range over m is larger)
     c = demos.beta_mise_curve(n, eps, np.random.default_rng(12), reps=10)
     assert np.all(c.perturbed > c.raw)
     assert np.ptp(c.perturbed) > np.ptp(c.raw)
 
 
-def test_seed_001_smaller_epsilon_larger_error() -> None:
-    # seed 001 conclusion: smaller α induces a larger mean squared error
+def test_wasserman_zhou_smaller_epsilon_larger_error() -> None:
+    # Wasserman & Zhou (Yu's slides), conclusion: smaller α induces a larger mean squared error
     hi = demos.beta_mise_curve(1000, 0.1, np.random.default_rng(2), reps=10)
     lo = demos.beta_mise_curve(1000, 0.01, np.random.default_rng(2), reps=10)
     assert lo.perturbed.mean() > hi.perturbed.mean()

@@ -1,6 +1,6 @@
 """The privacy ledger: budget checks, spends, reuse, export, storage settings.
 
-Expected ε values are hand sums (basic composition adds ε; PRODUCT.md §5 order of
+Expected ε values are hand sums (basic composition adds ε; docs/engineering.md §5 order of
 operations) or the accountant's own ``total_epsilon`` on the same spends, which is
 what the ledger must agree with.
 """
@@ -306,7 +306,7 @@ def test_ledger_export_of_gaussian_spend_is_strict_json(url: str) -> None:
     led.release("fp", "a", "s", [("q", gaussian(2.0, 1e-7))], Sampler({"q": 1}))
     exported = led.export("fp")
     json.dumps(exported, allow_nan=False)
-    # ρ = 1/(2·2²) = 0.125 (MATH.md: Gaussian zCDP)
+    # ρ = 1/(2·2²) = 0.125 (docs/mathematics.md §3: Gaussian zCDP)
     assert exported["releases"][0]["spends"][0]["rho"] == pytest.approx(0.125)
 
 

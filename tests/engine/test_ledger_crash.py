@@ -4,7 +4,7 @@ A child process (``ledger_workers/crash_worker.py``) releases one plan of ε = 0
 a budget of ε = 1.0 and kills itself (SIGKILL: no cleanup, no checkpoint, on SQLite the WAL
 file left behind) at one of three moments. A fresh process and a fresh :class:`Ledger` must
 then find a consistent, verified database and the same budget accounting, and a re-run of
-the same plan must never sample again once its spend was committed (PRODUCT.md §5). Every
+the same plan must never sample again once its spend was committed (docs/engineering.md §5). Every
 test runs on SQLite and on a live PostgreSQL server (``ledger_url``). The lease of a
 pending release is 1 s here (``PLANNER_LEASE_SECONDS``), so a killed release is known dead
 once 1 s passed without a heartbeat.

@@ -356,7 +356,7 @@ def test_em_selection_shape_vectorises_over_epsilon() -> None:
 def test_em_utility_gap_by_hand_and_seed_form() -> None:
     # (2Δu/ε)(ln|T| + s) with Δu = 1, ε = 0.5, |T| = 10, s = 2: 4(ln 10 + 2) = 17.2103
     assert float(em.utility_gap(0.5, 10, 2.0)[()]) == pytest.approx(4 * (math.log(10) + 2))
-    # seed 000: P(u ≤ OPT − v) ≤ |T| e^{−εv/(2Δu)}; at the β bound this equals β
+    # Garivier, "How to learn while respecting individual privacy?" (ENS de Lyon, 2021): P(u ≤ OPT − v) ≤ |T| e^{−εv/(2Δu)}; at the β bound this equals β
     v = float(em.utility_bound(0.7, 37, 0.01, 3.0)[()])
     assert 37 * math.exp(-0.7 * v / 6.0) == pytest.approx(0.01)
 
@@ -389,7 +389,7 @@ def test_em_event() -> None:
     assert isinstance(ev, ExponentialEvent) and event_rho(ev) == pytest.approx(0.08)  # ε²/8
 
 
-def test_majority_formulas_by_hand_seed_000() -> None:
+def test_majority_formulas_by_hand_garivier() -> None:
     eps, s, n = 0.5, 8, 11  # |2s − n| = 5, r = 3
     assert float(em.majority_em_correct(eps, s, n)[()]) == pytest.approx(1 / (1 + math.exp(-5 * 0.5 / 2)))
     assert float(em.majority_better_correct(eps, s, n)[()]) == pytest.approx(1 / (1 + math.exp(-3 * 0.5)))
@@ -397,7 +397,7 @@ def test_majority_formulas_by_hand_seed_000() -> None:
 
 
 def test_majority_em_equals_exponential_mechanism_with_seed_utility() -> None:
-    # seed 000: u(x, t) = (2t − 1)(s − n/2), Δu = 1
+    # Garivier's lecture notes: u(x, t) = (2t − 1)(s − n/2), Δu = 1
     for s, n, eps in [(3, 11, 0.3), (9, 11, 1.2), (50, 101, 0.05)]:
         u = np.array([-(s - n / 2), s - n / 2])
         p = em.selection_probabilities(u, eps)
@@ -405,7 +405,7 @@ def test_majority_em_equals_exponential_mechanism_with_seed_utility() -> None:
         assert float(em.majority_em_correct(eps, s, n)[()]) == pytest.approx(correct)
 
 
-def test_majority_better_mechanism_is_eps_dp_seed_000() -> None:
+def test_majority_better_mechanism_is_eps_dp_garivier() -> None:
     # p(k + r) = 1/(1 + e^{−rε}), p(n − s) = 1 − p(s): check the DP ratio for every s
     n, eps = 21, 0.7
     k = n // 2
@@ -502,7 +502,7 @@ def test_ism_majority_distance_agrees_with_mode_distance() -> None:
         a = ism.majority_distance(s, n).distance.tolist()
         b = ism.mode_distance([n - s, s]).distance.tolist()
         assert a == b
-        assert max(a) == (abs(2 * s - n) + 1) // 2  # seed 000: |s − n/2| + 1/2
+        assert max(a) == (abs(2 * s - n) + 1) // 2  # Garivier's lecture notes: |s − n/2| + 1/2
 
 
 def test_ism_probabilities_equal_em_with_negative_distance() -> None:
@@ -516,7 +516,7 @@ def test_ism_probabilities_equal_em_with_negative_distance() -> None:
 def test_ism_binary_drops_the_half_and_matches_better_mechanism() -> None:
     d = ism.majority_distance(8, 11)
     p = ism.probabilities(d, 0.5)
-    # |T| = 2: P(correct) = 1/(1 + e^{−rε}), r = 3 (seed 000's better mechanism)
+    # |T| = 2: P(correct) = 1/(1 + e^{−rε}), r = 3 (Garivier's "better mechanism")
     assert float(p.exact[()]) == pytest.approx(float(em.majority_better_correct(0.5, 8, 11)[()]))
 
 
@@ -543,9 +543,9 @@ def test_ism_rejects_nan_and_bad_bounds() -> None:
 
 
 def test_rr_epsilon_and_keep_by_hand() -> None:
-    assert float(rr.epsilon_for(0.75)[()]) == pytest.approx(math.log(3))  # seed 003 Claim 1
+    assert float(rr.epsilon_for(0.75)[()]) == pytest.approx(math.log(3))  # the Berkeley Math Circle handout "Differential privacy", Claim 1
     assert float(rr.keep_probability(math.log(3))[()]) == pytest.approx(0.75)
-    assert rr.coin_design_keep_probability(0.5) == 0.75  # seed 000: P[Y=1|X=x] = 1/4 + x/2
+    assert rr.coin_design_keep_probability(0.5) == 0.75  # Garivier's lecture notes: P[Y=1|X=x] = 1/4 + x/2
     assert float(rr.report_one_probability(1.0, 0.75)[()]) == 0.75
     assert float(rr.report_one_probability(0.0, 0.75)[()]) == 0.25
 
@@ -557,7 +557,7 @@ def test_rr_estimator_is_unbiased_in_expectation() -> None:
         assert float(rr.estimate(q, p)[()]) == pytest.approx(pi, abs=1e-12)
 
 
-def test_rr_seed_000_estimator_two_ybar_minus_one_is_biased() -> None:
+def test_rr_slides_estimator_two_ybar_minus_one_is_biased() -> None:
     # coin design p = 3/4: E[ȳ] = 1/4 + π/2; 2E[ȳ] − 1 = π − 1/2 ≠ π, while 2E[ȳ] − 1/2 = π
     for pi in (0.0, 0.3, 1.0):
         q = 0.25 + pi / 2
@@ -575,7 +575,7 @@ def test_rr_variance_and_worst_case() -> None:
         assert float(rr.worst_case_rmse(eps, 500)[()]) == pytest.approx(worst, rel=1e-12)
 
 
-def test_rr_data_cost_factor_seed_000_four_times() -> None:
+def test_rr_data_cost_factor_garivier_four_times() -> None:
     assert float(rr.data_cost_factor(math.log(3))[()]) == pytest.approx(4.0)  # (2·3/4 − 1)⁻²
 
 
@@ -597,10 +597,10 @@ def test_rr_event_and_validation() -> None:
 # -------------------------------------------------------------------------------------- histogram
 
 
-def test_histogram_perturbed_scale_seed_001() -> None:
+def test_histogram_perturbed_scale_wasserman_zhou() -> None:
     sub = Sensitivity(2.0, math.sqrt(2.0))  # substitution, MATH §2
     b = float(hist.perturbed_scale(0.1, sub)[()])
-    assert 2 * b**2 == pytest.approx(8 / 0.1**2)  # seed 001: variance 8/α²
+    assert 2 * b**2 == pytest.approx(8 / 0.1**2)  # Wasserman & Zhou, "A statistical framework for differential privacy" (JASA 2010; Yu's Purdue slides): variance 8/α²
     ev = hist.perturbed_event(0.1, sub)
     assert pure_epsilon(ev) == pytest.approx(0.1)
 
@@ -612,7 +612,7 @@ def test_histogram_clamp_normalise() -> None:
 
 
 def test_histogram_smoothed_condition_and_inverses() -> None:
-    # seed 001 eq. (4): k ln((1 − δ)m/(nδ) + 1) ≤ α; m = 10, n = 1000, w = 0.1 → per draw ln 1.09
+    # Wasserman & Zhou (Yu's slides) eq. (4): k ln((1 − δ)m/(nδ) + 1) ≤ α; m = 10, n = 1000, w = 0.1 → per draw ln 1.09
     assert float(hist.smoothed_epsilon(1, 10, 1000, 0.1)[()]) == pytest.approx(math.log(1.09))
     kmax = int(hist.smoothed_max_draws(1.0, 10, 1000, 0.1)[()])
     assert kmax == math.floor(1.0 / math.log(1.09))  # = 11
@@ -659,5 +659,5 @@ def test_histogram_mise_vs_bins_reports_progress_and_orders_methods() -> None:
                               hist.beta_density_l2_sq(10, 10), 10, np.random.default_rng(1),
                               progress=lambda i, n: calls.append((i, n)))
     assert calls[-1] == (10, 10) and len(calls) == 10
-    assert np.all(curve.perturbed > curve.raw)  # seed 001 Figure 1: perturbed MISE is above raw
+    assert np.all(curve.perturbed > curve.raw)  # Wasserman & Zhou (Yu's slides) Figure 1: perturbed MISE is above raw
     assert curve.monte_carlo and not curve.data_dependent

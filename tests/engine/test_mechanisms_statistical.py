@@ -1,7 +1,7 @@
 """Statistical checks of the planning simulators against the predicted accuracy.
 
 Fixed seeds (np.random.default_rng(seed)); every tolerance is 5 standard errors of the
-Monte Carlo estimate (STYLE.md), computed from the predicted quantities.
+Monte Carlo estimate (docs/engineering.md §2), computed from the predicted quantities.
 """
 
 from __future__ import annotations
@@ -130,8 +130,8 @@ def test_ism_quantile_sampler_matches_interval_weights() -> None:
         _check_rate(which == i, float(w[i]))
 
 
-def test_rr_estimator_unbiased_and_seed_000_estimator_biased() -> None:
-    # seed 000's coin design simulated literally: truth w.p. 1/2, else a fair coin
+def test_rr_estimator_unbiased_and_slides_estimator_biased() -> None:
+    # the coin design of Garivier, "How to learn while respecting individual privacy?" (ENS de Lyon, 2021), simulated literally: truth w.p. 1/2, else a fair coin
     rng = np.random.default_rng(11)
     n, reps, ones = 1000, 4000, 300
     x = np.zeros(n, dtype=np.int64)
@@ -143,7 +143,7 @@ def test_rr_estimator_unbiased_and_seed_000_estimator_biased() -> None:
     ours = rr.estimate(ybar, rr.coin_design_keep_probability(0.5))
     se = ours.std(ddof=1) / math.sqrt(reps)
     assert abs(ours.mean() - 0.3) <= Z * se  # unbiased
-    naive = 2 * ybar - 1  # seed 000's estimator
+    naive = 2 * ybar - 1  # the slides' estimator
     assert abs(naive.mean() - 0.3) > 50 * se  # biased by −1/2
     assert naive.mean() == pytest.approx(0.3 - 0.5, abs=Z * se)
 
@@ -177,4 +177,4 @@ def test_histogram_perturbation_has_variance_8_over_eps_squared() -> None:
     eps = 0.5
     counts = np.full(N, 10.0)
     noisy = hist.perturb_counts(counts, eps, Sensitivity(2.0, math.sqrt(2.0)), rng)
-    _check_mse(noisy - counts, math.sqrt(8 / eps**2))  # seed 001: variance 8/α²
+    _check_mse(noisy - counts, math.sqrt(8 / eps**2))  # Wasserman & Zhou, "A statistical framework for differential privacy" (JASA 2010; Yu's Purdue slides): variance 8/α²

@@ -1,6 +1,6 @@
 """Only :mod:`planner.privacy.noise` draws released noise, and only through OpenDP.
 
-AST-level checks over the source tree (MATH.md §9; STYLE.md: one place draws released
+AST-level checks over the source tree (docs/mathematics.md §9; docs/engineering.md §3: one place draws released
 noise):
 
 * no module under ``planner/`` other than ``noise.py`` imports OpenDP or calls an

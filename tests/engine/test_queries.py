@@ -1,6 +1,6 @@
 """Queries: validation, JSON round trip, sensitivities per relation and privacy unit.
 
-Every expected sensitivity cites MATH.md §2 (c = 1) or the hand calculation in the
+Every expected sensitivity cites docs/mathematics.md §2 (c = 1) or the hand calculation in the
 docstring of planner/planning/queries.py (c > 1).
 """
 
@@ -49,7 +49,7 @@ def schema(
     return Schema(
         (
             Column("pid", ColumnKind.IDENTIFIER),
-            # replace rule: every row contributes, so MATH.md §2's substitute U − L applies
+            # replace rule: every row contributes, so docs/mathematics.md §2's substitute U − L applies
             Column("age", ColumnKind.NUMERIC, MissingRule(MissingAction.REPLACE, lo), lo, hi),
             Column("income", ColumnKind.NUMERIC, DROP, -1000, 250_000),
             Column("region", ColumnKind.CATEGORICAL, DROP, categories=("N", "S", "E"), other_bin=True),
@@ -73,18 +73,18 @@ AR, SUB = Relation.ADD_REMOVE, Relation.SUBSTITUTE
 @pytest.mark.parametrize(
     ("query", "relation", "l1", "l2"),
     [
-        # MATH.md §2: count 1 / 1 under both relations
+        # docs/mathematics.md §2: count 1 / 1 under both relations
         (q(K.COUNT, None, M.LAPLACE), AR, 1, 1),
         (q(K.COUNT, None, M.GAUSSIAN), SUB, 1, 1),
-        # MATH.md §2: sum max(|L|,|U|) add/remove; U − L substitute. age [18, 90]
+        # docs/mathematics.md §2: sum max(|L|,|U|) add/remove; U − L substitute. age [18, 90]
         (q(K.SUM, "age", M.LAPLACE), AR, 90, 90),
         (q(K.SUM, "age", M.LAPLACE), SUB, 72, 72),
         # income [−1000, 250000]: max(|L|,|U|) = 250000; U − L = 251000
         (q(K.SUM, "income", M.GAUSSIAN), AR, 250_000, 250_000),
         (q(K.SUM, "income", M.GAUSSIAN), SUB, 251_000, 251_000),
-        # MATH.md §2: mean with public n (substitute) (U − L)/n = 72/1000
+        # docs/mathematics.md §2: mean with public n (substitute) (U − L)/n = 72/1000
         (q(K.MEAN, "age", M.LAPLACE, mode=MeanMode.PUBLIC_N), SUB, 0.072, 0.072),
-        # MATH.md §2: histogram 1 / 1 add/remove, 2 / √2 substitute
+        # docs/mathematics.md §2: histogram 1 / 1 add/remove, 2 / √2 substitute
         (q(K.HISTOGRAM, "region", M.LAPLACE), AR, 1, 1),
         (q(K.HISTOGRAM, "region", M.GAUSSIAN), SUB, 2, math.sqrt(2)),
         (q(K.SYNTHETIC_SAMPLE, "age", M.PERTURBED_HISTOGRAM, bins=8), SUB, 2, math.sqrt(2)),
@@ -160,7 +160,7 @@ def test_queries_mean_sum_over_count_has_two_parts() -> None:
         # the centred sum Σ(x − m₀), m₀ = (18 + 90)/2: add/remove moves it by at most
         # (U − L)/2 = 36, not max(|L|, |U|) = 90 (planner/planning/statistics/mean.py, issue 18)
         ("sum", Sensitivity(36, 36)),
-        ("count", Sensitivity(1, 1)),  # MATH.md §2 count
+        ("count", Sensitivity(1, 1)),  # docs/mathematics.md §2 count
     ]
     with pytest.raises(QueryError, match="use parts"):
         qq.sensitivity(schema(AR))

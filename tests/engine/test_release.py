@@ -1,6 +1,6 @@
 """End-to-end releases on the census sample into a file SQLite ledger.
 
-Checks the order fixed in PRODUCT.md §5 (budget check → spend → sample → store), reuse of
+Checks the order fixed in docs/engineering.md §5 (budget check → spend → sample → store), reuse of
 stored answers for the same plan hash (nothing drawn again), refusal of an over-budget plan
 (nothing sampled), declared bins (region's empty 'Overseas' bin), the exports, the CLI
 handlers, and the statistical sanity of OpenDP's noise against the planner's predicted

@@ -4,7 +4,7 @@ For every query kind, a neighbouring table is built by adding / removing one pri
 (one row, or one person's rows — more than c of them, so truncation is exercised) or by
 substituting one unit, with values at the bounds, beyond them, NaN, ±inf, NULL, text, an
 undeclared category. The change of the PandasBackend aggregate is compared with
-``Query.parts(schema)`` (MATH.md §2 and the table in planner/planning/queries.py):
+``Query.parts(schema)`` (docs/mathematics.md §2 and the table in planner/planning/queries.py):
 
 * scalar parts: |Δ| ≤ L1 (= L2);
 * histograms: ‖Δ‖₁ ≤ L1 and ‖Δ‖₂ ≤ L2;
@@ -221,7 +221,7 @@ def test_neighbours_substitute_sum_bound_is_tight_when_lower_bound_positive() ->
 def test_neighbours_substitute_drop_rule_missing_value_replaced_at_upper() -> None:
     """[10, 20], drop rule: a row with NaN (contributes 0) → a row at 20 moves the sum by 20.
 
-    MATH.md §2's U − L = 10 assumes both records contribute; the schema-aware bound is
+    docs/mathematics.md §2's U − L = 10 assumes both records contribute; the schema-aware bound is
     max(0, U) − min(0, L) = 20 (see planner/planning/queries.py).
     """
     schema = make_schema(Relation.SUBSTITUTE, 1, 10.0, 20.0, False, False, person=False)

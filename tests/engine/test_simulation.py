@@ -1,6 +1,6 @@
 """planner.planning.simulation: Monte Carlo checks agree with the planner's closed-form predictions.
 
-Statistical tests use fixed seeds and tolerances of at least 5 standard errors (STYLE.md).
+Statistical tests use fixed seeds and tolerances of at least 5 standard errors (docs/engineering.md §2).
 """
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ def test_simulate_query_count_matches_prediction(mech):
 
 
 def test_simulate_query_laplace_count_by_hand():
-    # ε = 1, Δ = 1 (add/remove count): b = 1, RMSE = √2 (MATH.md §3, by hand), raw value
+    # ε = 1, Δ = 1 (add/remove count): b = 1, RMSE = √2 (docs/mathematics.md §3, by hand), raw value
     q = _q(kind="count", mechanism="laplace", nonnegative_integer=False)
     r = sim.simulate_query(q, SCHEMA, CountAggregate(10), [1.0], 0.0, 40_000, np.random.default_rng(2))[0]
     assert r.predicted_rmse == pytest.approx(math.sqrt(2))

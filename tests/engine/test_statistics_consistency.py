@@ -16,7 +16,7 @@ neighbouring relation × rows per person c:
    and substitute. The audit that motivated the issue found the median 9.4× worse than
    predicted at c = 10 and the mode ISM bound covering 81%: both fail here on the old code.
 
-Statistical tolerances are 5 standard errors (STYLE.md); OpenDP's samplers cannot be
+Statistical tolerances are 5 standard errors (docs/engineering.md §2); OpenDP's samplers cannot be
 seeded, so a check fails by chance with probability ≲ 6e-7 per comparison. That normal
 approximation needs many wrong answers: where they are rare (a quantile or mode at a
 large ε), the sample is redrawn large enough to hold about a hundred, and the standard

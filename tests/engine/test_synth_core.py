@@ -3,7 +3,7 @@ planned invocations, and the accuracy formulas against Monte Carlo.
 
 Expected numbers: hand calculations in each test (σ = Δ₂√(d/(2fρ)), E|N(0, σ²)| = σ√(2/π)),
 brute-force marginals of small models, and Monte Carlo with fixed seeds within 5 standard
-errors (STYLE.md).
+errors (docs/engineering.md §2).
 """
 
 from __future__ import annotations

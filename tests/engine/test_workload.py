@@ -42,7 +42,7 @@ def test_default_error_scales_come_from_the_declaration(census: Schema) -> None:
 
 
 def test_laplace_count_prediction_matches_hand_calculation(census: Schema) -> None:
-    # One Laplace count at ε = 0.5: b = Δ/ε = 2, RMSE = √2·b, 95% bound b·ln 20 (MATH.md §3).
+    # One Laplace count at ε = 0.5: b = Δ/ε = 2, RMSE = √2·b, 95% bound b·ln 20 (docs/mathematics.md §3).
     qs = queries_from_list([{"id": "n", "kind": "count", "mechanism": "laplace", "nonnegative_integer": False}],
                            census)
     p = plan(qs, census, 0.5, 0.0, "basic").predictions[0]

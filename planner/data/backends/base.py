@@ -32,7 +32,7 @@ Contract every backend (pandas, DuckDB, Spark) must meet identically:
 
 Every aggregate also carries ``dropped``: the rows left out by the missing-value rule.
 The aggregates are exact and therefore *private*: they must never be shown or exported
-(MATH.md §7).
+(docs/mathematics.md §7).
 """
 
 from __future__ import annotations

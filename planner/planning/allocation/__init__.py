@@ -1,4 +1,4 @@
-"""Splitting a total privacy budget across a workload (MATH.md §6).
+"""Splitting a total privacy budget across a workload (docs/mathematics.md §6).
 
 Each query of a workload is reduced to an :class:`Item`: a *noise family* (how its
 error depends on its privacy parameter θ, and which privacy events it emits), its
@@ -50,7 +50,7 @@ Every public name (and the private ones tests reach for) is importable from here
 
 References
 ----------
-.. [L21] MATH.md §6 (closed forms); the Lagrangian of Σ wᵢcᵢ/εᵢ² + λΣεᵢ gives
+.. [L21] docs/mathematics.md §6 (closed forms); the Lagrangian of Σ wᵢcᵢ/εᵢ² + λΣεᵢ gives
    εᵢ³ = 2wᵢcᵢ/λ; of Σ wᵢcᵢ/ρᵢ + λΣρᵢ gives ρᵢ² = wᵢcᵢ/λ.
 """
 

@@ -256,7 +256,7 @@ def free_delta(items: Sequence[Item], delta: float) -> float:
 
 
 def plan_warnings(epsilon: float, delta: float, n: int | None) -> tuple[str, ...]:
-    """Legal but risky budgets (MATH.md §1; issue 4 item 5)."""
+    """Legal but risky budgets (docs/mathematics.md §1; issue 4 item 5)."""
     out = []
     if epsilon > 10:
         out.append(

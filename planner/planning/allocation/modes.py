@@ -133,7 +133,7 @@ def allocate(
     Examples
     --------
     Two Laplace counts of weights 1 and 8 under basic composition at ε = 3: εᵢ ∝ wᵢ^{1/3},
-    i.e. 1 : 2, so ε = (1, 2) (MATH.md §6, by hand):
+    i.e. 1 : 2, so ε = (1, 2) (docs/mathematics.md §6, by hand):
 
     >>> from planner.planning.allocation import Family, Item
     >>> a = allocate([Item("a", Family.LAPLACE, 2.0), Item("b", Family.LAPLACE, 2.0, weight=8.0)], 3.0)

@@ -1,7 +1,7 @@
 """Input checks shared by the mechanism modules (private).
 
 Every check raises a :class:`~planner.core.errors.PlannerError` subclass whose message names
-the parameter, the constraint, the offending public value and a remedy (STYLE.md).
+the parameter, the constraint, the offending public value and a remedy (docs/engineering.md §1).
 """
 
 from __future__ import annotations

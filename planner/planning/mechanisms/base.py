@@ -36,7 +36,7 @@ class MechanismName(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class Sensitivity:
-    """L1 and L2 sensitivity of a query under a schema (MATH.md §2). Both > 0, finite."""
+    """L1 and L2 sensitivity of a query under a schema (docs/mathematics.md §2). Both > 0, finite."""
 
     l1: float
     l2: float

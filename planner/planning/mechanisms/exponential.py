@@ -14,8 +14,9 @@ References
    comparative judgment, and the double exponential distribution", J. Math. Psych. 1977
    (argmax of utilities + i.i.d. Gumbel noise is the softmax / exponential mechanism).
 .. [CR21] M. Cesar, R. Rogers, arXiv:2004.07223, Lemma 3.2 (ε²/8-zCDP, bounded range).
-.. [G] A. Garivier, seed 000 ("Exponential Mechanism", "Example: Majority of Binary
-   Observations", "Lower Bound for Discrete Mechanisms").
+.. [G] A. Garivier, "How to learn while respecting individual privacy? An introduction to
+   differential privacy", lecture, ENS de Lyon, 2021 ("Exponential Mechanism", "Example:
+   Majority of Binary Observations", "Lower Bound for Discrete Mechanisms").
 """
 
 from __future__ import annotations
@@ -62,7 +63,7 @@ def selection_probabilities(
 
     Notes
     -----
-    Exponential mechanism [MT07, Thm 6; seed 000]: ε-DP for any utility of sensitivity Δu.
+    Exponential mechanism [MT07, Thm 6; G]: ε-DP for any utility of sensitivity Δu.
 
     Examples
     --------
@@ -81,7 +82,7 @@ def utility_gap(
     Notes
     -----
     Union bound over the ≤ |T| candidates whose utility is ≤ OPT − v: each has
-    probability ≤ e^{−εv/(2Δu)} [DR14, Thm 3.11; seed 000, "Bound on the resulting
+    probability ≤ e^{−εv/(2Δu)} [DR14, Thm 3.11; G, "Bound on the resulting
     utility"]. Data-independent (needs only |T|, Δu, ε).
 
     Examples
@@ -167,7 +168,7 @@ def simulate(
     Notes
     -----
     argmaxₜ (u(t) + G_t), G_t i.i.d. Gumbel(scale 2Δu/ε), has exactly the law
-    P(t) ∝ exp(εu(t)/(2Δu)) [Y77; MATH.md §3]. Processed in chunks of ≤ 2²² noise draws.
+    P(t) ∝ exp(εu(t)/(2Δu)) [Y77; docs/mathematics.md §3]. Processed in chunks of ≤ 2²² noise draws.
     """
     u = np.asarray(utilities, dtype=np.float64)
     eps = float(v.epsilons(epsilon))
@@ -210,7 +211,7 @@ def report_noisy_max(
     return out
 
 
-# ------------------------------------------------------------------ binary majority (seed 000)
+# ------------------------------------------------------------------ binary majority (Garivier's lecture notes)
 
 
 def _majority_margin(s: npt.ArrayLike, n: npt.ArrayLike) -> FloatArray:
@@ -230,7 +231,7 @@ def majority_em_correct(epsilon: npt.ArrayLike, s: npt.ArrayLike, n: npt.ArrayLi
 
     References
     ----------
-    Seed 000, "Example: Majority of Binary Observations"; MATH.md §3.
+    [G], "Example: Majority of Binary Observations"; docs/mathematics.md §3.
 
     Examples
     --------
@@ -243,7 +244,7 @@ def majority_em_correct(epsilon: npt.ArrayLike, s: npt.ArrayLike, n: npt.ArrayLi
 
 
 def majority_better_correct(epsilon: npt.ArrayLike, s: npt.ArrayLike, n: npt.ArrayLike) -> FloatArray:
-    """P[correct] of seed 000's better mechanism p(k + r) = 1/(1 + e^{−rε}), r = (|2s−n|+1)/2.
+    """P[correct] of Garivier's "better mechanism" p(k + r) = 1/(1 + e^{−rε}), r = (|2s−n|+1)/2.
 
     This is the ISM with |T| = 2 (no /2 in the exponent). DATA-DEPENDENT.
 

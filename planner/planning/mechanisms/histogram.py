@@ -1,20 +1,21 @@
-"""Histogram and synthetic-sample release (Wasserman & Zhou 2010; MATH.md §8).
+"""Histogram and synthetic-sample release (Wasserman & Zhou 2010; docs/mathematics.md §8).
 
 Two ε-DP ways to release a histogram density on [0, 1] (m equal bins of width h = 1/m;
 the MISE helpers are 1-D, r = 1) and to draw synthetic points from it:
 
 * **perturbed histogram**: D_j = C_j + Laplace(Δ₁/ε) (Δ₁ = 2 under substitution, variance
-  8/ε², as in the seed), D̃_j = max(D_j, 0), q̂_j = D̃_j/Σ D̃; any number of draws from the
+  8/ε², as in Yu's slides), D̃_j = max(D_j, 0), q̂_j = D̃_j/Σ D̃; any number of draws from the
   density q̂_j/h is ε-DP (post-processing);
 * **smoothed histogram**: f̂ = (1 − w)·f̂_m + w (w the *mixing weight*, called δ in the
-  seed — it is not the DP δ); k draws from it are ε-DP iff k·ln((1 − w)m/(nw) + 1) ≤ ε.
+  paper — it is not the DP δ); k draws from it are ε-DP iff k·ln((1 − w)m/(nw) + 1) ≤ ε.
 
 Numpy noise here is for PLANNING ONLY (simulations, figures); releases go through OpenDP.
 
 References
 ----------
 .. [WZ10] L. Wasserman, S. Zhou, "A Statistical Framework for Differential Privacy",
-   JASA 105(489), 2010, arXiv:0811.2501; as numbered in seed 001: Theorem 5 (smoothed
+   JASA 105(489), 2010, arXiv:0811.2501; as numbered in Yang Yu's slides "A statistical framework for
+   differential privacy" (Purdue University, 2015): Theorem 5 (smoothed
    histogram, eq. 4), "Sampling From a Perturbed Histogram" (Laplace of variance 8/α²),
    Theorem 8 (rates) and the Beta(10, 10) simulation (Figure 1).
 .. [DMNS06] Dwork, McSherry, Nissim & Smith 2006 (Laplace noise on counts).
@@ -122,7 +123,7 @@ def _mixing(w: float) -> float:
 
 
 def smoothed_epsilon(k: npt.ArrayLike, m: int, n: int, mixing_weight: float) -> FloatArray:
-    """ε spent by k draws from the smoothed histogram: k·ln((1 − w)m/(nw) + 1) [WZ10; seed 001, Thm 5].
+    """ε spent by k draws from the smoothed histogram: k·ln((1 − w)m/(nw) + 1) [WZ10, Thm 5].
 
     Examples
     --------
@@ -226,13 +227,13 @@ def mise_vs_bins(
     sensitivity : histogram sensitivity (default substitution: Δ₁ = 2, Δ₂ = √2).
     smoothed_draws : k synthetic draws for the smoothed method (default n); its mixing
         weight is the least allowed by ε, :func:`smoothed_min_mixing_weight`, and its error
-        is that of the histogram of the k draws (seed 001, eq. 6).
+        is that of the histogram of the k draws ([WZ10] in Yu's slides, eq. 6).
     progress : called as ``progress(done, total)`` after each repetition.
 
     Notes
     -----
     Raw: ISE of q_j = C_j/n. Perturbed: ISE of the perturbed density q̂ itself (the k → ∞
-    limit of its synthetic sample, as in seed 001's Figure 1). Same data for all three
+    limit of its synthetic sample, as in [WZ10]'s Figure 1). Same data for all three
     methods within a repetition (common random numbers).
 
     Examples

@@ -1,6 +1,6 @@
 """The inverse sensitivity mechanism (ISM) for median/quantiles, mode and binary majority.
 
-Everything here takes the EXACT data and is DATA-DEPENDENT (MATH.md §7): the results are
+Everything here takes the EXACT data and is DATA-DEPENDENT (docs/mathematics.md §7): the results are
 for the data owner's eyes only, and every result type carries ``data_dependent = True``.
 Planning simulators use numpy; releases go through OpenDP.
 
@@ -12,7 +12,9 @@ References
 ----------
 .. [AD20] H. Asi, J. Duchi, "Near Instance-Optimality in Differential Privacy",
    arXiv:2005.10630, 2020, §3 (the inverse sensitivity mechanism) and §4.2 (median).
-.. [G] A. Garivier, seed 000 ("Inverse Sensitivity Mechanism", "1/4-Optimality of the ISM").
+.. [G] A. Garivier, "How to learn while respecting individual privacy? An introduction to
+   differential privacy", lecture, ENS de Lyon, 2021 ("Inverse Sensitivity Mechanism",
+   "1/4-Optimality of the ISM").
 """
 
 from __future__ import annotations
@@ -221,7 +223,7 @@ def mode_distance(counts: npt.ArrayLike) -> InverseSensitivity:
 def majority_distance(s: int, n: int) -> InverseSensitivity:
     """D_f for binary majority f = 1{s > n/2}, n = 2k + 1 odd: 0 at f(x), (|2s − n| + 1)/2 at 1 − f(x).
 
-    DATA-DEPENDENT. Seed 000: D_f(x, 1 − f(x)) = |s − n/2| + 1/2.
+    DATA-DEPENDENT. [G]: D_f(x, 1 − f(x)) = |s − n/2| + 1/2.
 
     Examples
     --------
@@ -269,8 +271,8 @@ def probabilities(
 
     Notes
     -----
-    ε-DP because ΔD_f = 1 (exponential mechanism with u = −D_f) [AD20; seed 000]; with
-    exactly two outputs exp(−ε D_f) is already ε-DP (seed 000's remark), which is the
+    ε-DP because ΔD_f = 1 (exponential mechanism with u = −D_f) [AD20; G]; with
+    exactly two outputs exp(−ε D_f) is already ε-DP (a remark in [G]), which is the
     default ``halve=None``. The output f(x) has D = 0, so P[ISM = f(x)] = 1/Σₜ e^{−εD/2}.
     """
     from planner.core import special

@@ -53,7 +53,7 @@ class _LaplaceScale:
 
 
 class LaplaceMechanism(_LaplaceScale):
-    """Continuous Laplace noise of scale b = Δ₁/ε (MATH.md §3).
+    """Continuous Laplace noise of scale b = Δ₁/ε (docs/mathematics.md §3).
 
     Notes
     -----
@@ -62,7 +62,8 @@ class LaplaceMechanism(_LaplaceScale):
 
     References
     ----------
-    Dwork, McSherry, Nissim & Smith 2006, Prop. 1; seed 000 ("Laplace Mechanism").
+    Dwork, McSherry, Nissim & Smith 2006, Prop. 1; Garivier, "How to learn while respecting
+    individual privacy?" (ENS de Lyon, 2021), "Laplace Mechanism".
 
     Examples
     --------

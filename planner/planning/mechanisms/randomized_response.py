@@ -1,12 +1,12 @@
 """Binary randomized response (local DP): calibration, unbiased estimation, accuracy.
 
-Two designs appear in the seeds (MATH.md §3):
+Two designs appear in the teaching notes (docs/mathematics.md §3):
 
-* keep-p (seed 003): report the truth with probability p, else its opposite;
-* coin (seed 000): with probability a report the truth, else toss a fair coin — the same
+* keep-p ([B]): report the truth with probability p, else its opposite;
+* coin ([G]): with probability a report the truth, else toss a fair coin — the same
   channel as keep-p with p = (1 + a)/2 (a = 1/2 gives p = 3/4, P[Y=1|X=x] = 1/4 + x/2).
 
-Both are ε-DP with ε = ln(p/(1−p)) (ln 3 for the seeds' designs). Vectorised over ε.
+Both are ε-DP with ε = ln(p/(1−p)) (ln 3 for both teaching notes' designs). Vectorised over ε.
 
 References
 ----------
@@ -14,8 +14,11 @@ References
    Answer Bias", JASA 60(309), 1965 (estimator and variance, eq. 5–6).
 .. [KOV16] P. Kairouz, S. Oh, P. Viswanath, "Extremal Mechanisms for Local Differential
    Privacy", JMLR 17, 2016 (binary RR is optimal for binary data).
-.. [G] Seed 000 ("Randomized response", the coin design; its estimator 2ȳ − 1 is biased —
-   the unbiased one is 2ȳ − 1/2); seed 003 (Claim 1: ε = ln(p/(1−p))).
+.. [G] A. Garivier, "How to learn while respecting individual privacy? An introduction to
+   differential privacy", lecture, ENS de Lyon, 2021 ("Randomized response", the coin design;
+   its estimator 2ȳ − 1 is biased — the unbiased one is 2ȳ − 1/2).
+.. [B] "Differential privacy", Berkeley Math Circle handout, 16 October 2019 (Claim 1:
+   ε = ln(p/(1−p))).
 """
 
 from __future__ import annotations
@@ -50,7 +53,7 @@ def keep_probability(epsilon: npt.ArrayLike) -> FloatArray:
 
     Examples
     --------
-    >>> float(keep_probability(np.log(3.0))[()])  # 3/4 (both seed designs), by hand
+    >>> float(keep_probability(np.log(3.0))[()])  # 3/4 (both designs, [G] and [B]), by hand
     0.75
     """
     from planner.core import special
@@ -58,7 +61,7 @@ def keep_probability(epsilon: npt.ArrayLike) -> FloatArray:
 
 
 def epsilon_for(keep: npt.ArrayLike) -> FloatArray:
-    """ε = ln(p/(1 − p)) [seed 003, Claim 1].
+    """ε = ln(p/(1 − p)) [B, Claim 1].
 
     Examples
     --------
@@ -74,7 +77,7 @@ def coin_design_keep_probability(truth_probability: float = 0.5) -> float:
 
     Examples
     --------
-    >>> coin_design_keep_probability(0.5)  # seed 000: P[Y=1|X=x] = 1/4 + x/2
+    >>> coin_design_keep_probability(0.5)  # [G]: P[Y=1|X=x] = 1/4 + x/2
     0.75
     """
     a = float(truth_probability)
@@ -100,8 +103,8 @@ def estimate(report_mean: npt.ArrayLike, keep: npt.ArrayLike) -> FloatArray:
 
     Notes
     -----
-    E[ȳ] = q = (1 − p) + (2p − 1)π, solved for π [W65]. For seed 000's coin design
-    (p = 3/4) this is 2ȳ − 1/2, **not** the seed's 2ȳ − 1 (biased by −1/2).
+    E[ȳ] = q = (1 − p) + (2p − 1)π, solved for π [W65]. For [G]'s coin design
+    (p = 3/4) this is 2ȳ − 1/2, **not** the slides' 2ȳ − 1 (biased by −1/2).
 
     Examples
     --------
@@ -126,7 +129,7 @@ def data_cost_factor(epsilon: npt.ArrayLike) -> FloatArray:
 
     Examples
     --------
-    >>> round(float(data_cost_factor(np.log(3.0))[()]), 12)  # seed 000's "≈ 4× more data"
+    >>> round(float(data_cost_factor(np.log(3.0))[()]), 12)  # [G]'s "≈ 4× more data"
     4.0
     """
     return np.asarray(1.0 / np.tanh(v.epsilons(epsilon) / 2.0) ** 2, dtype=np.float64)

@@ -1,7 +1,7 @@
 """Count of rows (optionally those matching a filter on a declared column).
 
 Sensitivity: a privacy unit owns at most c rows, so adding, removing or replacing one
-changes the count by at most c under both relations (MATH.md §2): Δ₁ = Δ₂ = c.
+changes the count by at most c under both relations (docs/mathematics.md §2): Δ₁ = Δ₂ = c.
 Released with additive noise (:mod:`planner.planning.statistics._additive`), by default as a
 whole number ≥ 0.
 """

@@ -7,7 +7,7 @@ no bin.
 Sensitivity (c = rows per privacy unit): add/remove Δ₁ = Δ₂ = c (one unit's c rows can
 all fall in one bin, so the L2 sensitivity is c, not √c); substitute Δ₁ = 2c, Δ₂ = √2·c
 (a rows leave bins and b rows enter others, all of each side possibly in one bin:
-L1 ≤ a + b ≤ 2c, L2 ≤ √(a² + b²) ≤ √2·c). MATH.md §2 gives c = 1.
+L1 ≤ a + b ≤ 2c, L2 ≤ √(a² + b²) ≤ √2·c). docs/mathematics.md §2 gives c = 1.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Sum of a numeric column, each value clipped to the declared bounds [L, U].
 
-Sensitivity (c = rows per privacy unit; MATH.md §2 for c = 1):
+Sensitivity (c = rows per privacy unit; docs/mathematics.md §2 for c = 1):
 
 ========================  =============================================================
 relation                  Δ₁ = Δ₂
@@ -17,7 +17,7 @@ contributes, so a unit owning a ∈ [1, c] rows contributes a sum in [min(L, aL)
 the width of that range. This is larger than c·(U − L) when L > 0 (L = 10, U = 20, c = 2:
 one row at 10 replaced by two rows at 20 moves the sum by 30, not 20), so the plain
 "× c" rule would be unsafe. With the ``drop`` rule a unit whose values are all missing
-contributes 0, so the range is [min(0, cL), max(0, cU)]: MATH.md §2's U − L is too small
+contributes 0, so the range is [min(0, cL), max(0, cU)]: docs/mathematics.md §2's U − L is too small
 when 0 ∉ [L, U] ([10, 20]: 20, not 10). ∎
 """
 

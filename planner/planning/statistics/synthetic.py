@@ -2,7 +2,7 @@
 
 Bins B₁…B_m over [L, U]; the counts are released with Laplace noise of scale Δ₁/ε
 (Δ₁ as for a histogram: :func:`planner.planning.statistics.histogram.bins_sensitivity`), then
-post-processed (MATH.md §8): D̃_j = max(D_j, 0), q̂_j = D̃_j/ΣD̃, and
+post-processed (docs/mathematics.md §8): D̃_j = max(D_j, 0), q̂_j = D̃_j/ΣD̃, and
 k = min(round(ΣD̃), 10 000) points are drawn from the histogram density (uniform within a
 bin). Everything after the noisy counts is post-processing, so the sample is ε-DP
 whatever k. The prediction is the per-bin error of the noisy counts.

@@ -115,7 +115,7 @@ def standalone_epsilon(event: PrivacyEvent, delta: float) -> float:
 def compose_basic(epsilons: npt.ArrayLike, deltas: npt.ArrayLike | None = None) -> tuple[float, float]:
     """Sequential (basic) composition: (Σεᵢ, Σδᵢ), each summed with :func:`math.fsum`.
 
-    Holds under adaptive composition (MATH.md §5; [DR14, Thm 3.16]).
+    Holds under adaptive composition (docs/mathematics.md §5; [DR14, Thm 3.16]).
 
     Examples
     --------
@@ -130,7 +130,7 @@ def compose_basic(epsilons: npt.ArrayLike, deltas: npt.ArrayLike | None = None) 
 def compose_parallel(epsilons: npt.ArrayLike, deltas: npt.ArrayLike | None = None) -> tuple[float, float]:
     """Parallel composition over disjoint parts of the data: (maxᵢ εᵢ, maxᵢ δᵢ).
 
-    Valid only when each privacy unit can influence one mechanism's input (MATH.md §5;
+    Valid only when each privacy unit can influence one mechanism's input (docs/mathematics.md §5;
     [McS09, Thm 4]); the grouped statistics rely on it (one group per unit).
 
     Examples
