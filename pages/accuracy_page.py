@@ -12,7 +12,7 @@ from pages._ui import auth, cached, charts, fmt, frame
 from pages._ui import state as S
 from pages._ui.guard import guard
 from pages._ui.preamble import require_dataset
-from planner.planning import simulation
+from planner.planning import bounds_suggest, simulation
 from planner.planning.queries import QueryKind
 
 SIM_RUNS = 2000  # planning draws per ε
@@ -81,6 +81,18 @@ else:
 for n in notes:
     st.caption(f"ℹ️ {n}")
 
+# ------------------------------------------------------------------ clipping bias beside the noise
+clip = bounds_suggest.clipping_view(query, schema)
+if clip is not None:
+    st.markdown("**Clipping bias beside the noise** (data-independent)")
+    k1, k2 = st.columns(2)
+    noise = curves[curves["epsilon"] == eps]["RMSE"] if not curves.empty else None
+    k1.metric("Noise: typical error (RMSE)", "—" if noise is None or noise.empty else f"{float(noise.min()):.4g}",
+              help=f"at ε = {eps:.3g}, in {unit}")
+    k2.metric("Clipping bias: at most", f"{max(abs(clip.low), abs(clip.high)):.4g}" if clip.bounded else "unbounded",
+              help="How far clipping into the declared bounds can move the answer, whatever ε.")
+    st.caption(fmt.plain(clip.words))
+
 # ------------------------------------------------------------------ data-dependent (owner only)
 st.divider()
 st.subheader("Check against your data (owner only)")
@@ -95,6 +107,12 @@ if not ss[S.ACC_DATA_VIEW]:
 
 st.error("⚠️ **Computed from your raw data — not private, do not share.** "
          "These views are never exported with a release.")
+
+if clip is not None and clip.column in data.df.columns:
+    on_rows = bounds_suggest.clipping_on_data(bounds_suggest.column_values(data.df[clip.column]),
+                                              clip.bias.lower, clip.bias.upper)
+    st.markdown("**Clipping on your data**")
+    st.caption(fmt.plain(on_rows.words(clip.column)))
 
 # --- Monte Carlo check of the prediction for the query's own mechanism
 runs = SIM_RUNS_BY_KIND.get(query.kind, SIM_RUNS)

@@ -8,7 +8,7 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from pages._ui import auth, cached, datasets, fmt, frame
+from pages._ui import auth, cached, datasets, fmt, frame, suggest
 from pages._ui import state as S
 from pages._ui.guard import guard
 from pages._ui.preamble import require_planner
@@ -284,15 +284,17 @@ if data.source in ("upload", "server"):
     if used:
         st.markdown(f"**2. What is public about each of the {len(used)} column(s) in use**")
         kind_values = [k.value for k in ColumnKind]
-        h1, h2, h3, h4, h5 = st.columns([2, 2, 2, 4, 2])
+        owner = auth.is_owner()
+        h1, h2, h3, h4, h5, h6 = st.columns([2, 2, 2, 4, 2, 1])
         h1.caption("column")
         h2.caption("kind (suggested from the data; `key`: values you cannot list, released by threshold)")
         h3.caption("public bounds L, U (numeric)")
         h4.caption('public categories (categorical; quote one that holds a comma: "Smith, John")')
         h5.caption("a missing value: blank drops the row from this column's answers; a value replaces it")
+        h6.caption("bounds from DP quantiles (owner)" if owner else "")
         for name in used:
             entry = d["columns"].get(name, {"kind": kinds.get(name, "numeric"), "bounds": "", "categories": ""})
-            c1, c2, c3, c4, c5 = st.columns([2, 2, 2, 4, 2])
+            c1, c2, c3, c4, c5, c6 = st.columns([2, 2, 2, 4, 2, 1])
             c1.markdown(f"**{fmt.plain(name)}**")
             kk, bk, ck = f"data:col:{name}:kind", f"data:col:{name}:bounds", f"data:col:{name}:cats"
             ss[kk] = entry["kind"] if entry["kind"] in kind_values else "numeric"
@@ -313,6 +315,12 @@ if data.source in ("upload", "server"):
             c5.text_input(f"{name}: value for a missing cell", key=mk, placeholder="drop the row",
                           label_visibility="collapsed", on_change=_set_col, args=(name, "missing", mk),
                           disabled=entry["kind"] == "identifier")
+            if owner and entry["kind"] == "numeric":
+                c6.button("suggest", key=f"data:col:{name}:suggest", on_click=suggest.open_panel, args=(name,),
+                          help="Suggest this column's bounds from DP quantiles over a public coarse range "
+                               "(spends a small ε, recorded in the ledger).")
+        if owner and ss.get(suggest.OPEN) in used:
+            suggest.panel(data, fp)
 
     st.markdown("**3. Who is protected**")
     r1, r2, r3, r4 = st.columns(4)
@@ -380,7 +388,9 @@ if unit.column is not None:
                "before any answer is computed.")
 decl = pd.DataFrame([
     {"column": c.name, "kind": c.kind.value,
-     "bounds": f"[{c.lower:g}, {c.upper:g}]" if c.kind is ColumnKind.NUMERIC else "",
+     "bounds": (f"[{c.lower:g}, {c.upper:g}]" + (
+         f" (DP quantiles, release #{c.bounds_source.release_id}, ε {c.bounds_source.epsilon:.3g})"
+         if c.bounds_source is not None else "")) if c.kind is ColumnKind.NUMERIC else "",
      "categories": format_text_list(c.categories or ()) if c.kind is ColumnKind.CATEGORICAL else "",
      "missing": c.missing.action.value}
     for c in schema.columns

@@ -82,6 +82,23 @@ def _register_ledger(sub: Any) -> None:
     _backend_args(p)
     p.set_defaults(handler=_cmd_release)
 
+    p = sub.add_parser("bounds", help="suggest a numeric column's bounds from DP quantiles over a public coarse "
+                       "grid (spends a small ε, recorded in the ledger)")
+    p.add_argument("--spec", required=True, help="PLAN.json (schema, rule, dataset name, lifetime budget)")
+    p.add_argument("--data", required=True, help="the data file")
+    p.add_argument("--column", required=True, help="the numeric column")
+    p.add_argument("--magnitude", default=None, help="values up to about this (a log-scale grid from 0; e.g. 1e6)")
+    p.add_argument("--signed", action="store_true", help="with --magnitude: values may be negative too")
+    p.add_argument("--lower", default=None, help="a public coarse range's lower end (with --upper)")
+    p.add_argument("--upper", default=None, help="a public coarse range's upper end (with --lower)")
+    p.add_argument("--scale", choices=("log", "linear"), default="log", help="the grid over --lower/--upper")
+    p.add_argument("--epsilon", required=True, help="the ε the suggestion spends, e.g. 0.05")
+    p.add_argument("--levels", nargs=2, default=None, metavar=("LOW", "HIGH"),
+                   help="the quantile levels of the bounds (default 0.01 0.99)")
+    p.add_argument("--ledger", default=None, help="SQLAlchemy URL of the ledger (default: $PLANNER_LEDGER_URL)")
+    _backend_args(p)
+    p.set_defaults(handler=_cmd_bounds)
+
     p = sub.add_parser("ledger", help="show datasets, budgets and releases recorded in the ledger; "
                        "`planner ledger verify` checks its integrity (exit status 1 on a problem)")
     p.add_argument("action", nargs="?", choices=("show", "verify"), default="show",
@@ -193,6 +210,16 @@ def _cmd_release(args: argparse.Namespace) -> Any:
     # ε in context: the same words as the app and the HTML report
     out["context"] = context(None if spec.mode == "target" else spec.epsilon, spec.rule.value)
     return out
+
+
+def _cmd_bounds(args: argparse.Namespace) -> Any:
+    from planner.release.bounds import cmd_bounds
+
+    levels = None if args.levels is None else [_number(v, "levels") for v in args.levels]
+    return cmd_bounds(args.spec, args.data, args.column, epsilon=_number(args.epsilon, "epsilon"),
+                      levels=levels, magnitude=_number(args.magnitude, "magnitude"), signed=args.signed,
+                      lower=_number(args.lower, "lower"), upper=_number(args.upper, "upper"), scale=args.scale,
+                      ledger_url=args.ledger, backend=args.backend)
 
 
 def _cmd_ledger(args: argparse.Namespace) -> Any:

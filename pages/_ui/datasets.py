@@ -104,6 +104,10 @@ def draft_from_schema(schema: Schema | None, kinds: dict[str, str]) -> dict[str,
         entry["kind"] = c.kind.value
         if c.lower is not None and c.upper is not None:
             entry["bounds"] = f"{c.lower:g}, {c.upper:g}"
+            if c.bounds_source is not None:  # kept while the bounds are the suggested ones
+                entry["bounds"] = f"{c.lower:.15g}, {c.upper:.15g}"
+                entry["suggested"] = entry["bounds"]
+                entry["bounds_source"] = c.bounds_source.to_dict()
         if c.categories:
             entry["categories"] = format_text_list(c.categories)
         if c.missing.action.value == "replace" and c.missing.value is not None:
@@ -186,6 +190,8 @@ def spec_from_draft(d: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
                     problems.append(f"column {name!r}: bounds must be two numbers 'L, U' (e.g. 0, 120); "
                                     f"got {text!r}.")
                     continue
+            if c.get("bounds_source") and text == c.get("suggested"):  # the DP suggestion, untouched
+                entry["bounds_source"] = c["bounds_source"]
         if c["kind"] == "categorical":
             try:
                 entry["categories"] = parse_text_list(c.get("categories") or "")

@@ -279,6 +279,111 @@ def _finite_float(value: Any, what: str) -> float:
     return v
 
 
+class BoundsSourceKind(StrEnum):
+    """Where a numeric column's declared bounds came from, when not typed by the owner."""
+
+    DP_QUANTILES = "dp_quantiles"  # released DP quantiles over a public coarse grid
+
+
+@dataclass(frozen=True, slots=True)
+class BoundsSource:
+    """A record that a numeric column's bounds came from a differentially private query.
+
+    Written by the bounds suggestion (:mod:`planner.planning.bounds_suggest`): the bounds
+    are the DP quantiles at ``levels`` released as ledger release ``release_id`` for
+    ``epsilon``, over the public coarse range ``coarse`` the candidates were drawn from.
+    Every field is public (the release is recorded in the ledger).
+
+    Parameters
+    ----------
+    kind : BoundsSourceKind
+        ``dp_quantiles`` (the only kind).
+    release_id : int
+        The ledger's release id (≥ 1).
+    epsilon : float
+        The ε the release spent (> 0, finite).
+    levels : tuple of float
+        The two quantile levels (0 ≤ low < high ≤ 1; a level 0 or 1 means that bound is the
+        coarse range's own end, released by no query).
+    coarse : tuple of float or None
+        The public coarse range [A, B] the candidate grid covered, when recorded.
+    rank_error_95 : float or None
+        The suggestion's predicted 95% rank error (a fraction of n, in [0, 1]), when recorded.
+    """
+
+    kind: BoundsSourceKind
+    release_id: int
+    epsilon: float
+    levels: tuple[float, float]
+    coarse: tuple[float, float] | None = None
+    rank_error_95: float | None = None
+
+    def __post_init__(self) -> None:
+        try:
+            object.__setattr__(self, "kind", BoundsSourceKind(self.kind))
+        except ValueError as exc:
+            raise SchemaError(f"bounds_source.kind must be one of {[k.value for k in BoundsSourceKind]}; "
+                              f"got {self.kind!r}.") from exc
+        rid = self.release_id
+        if isinstance(rid, bool) or not isinstance(rid, int) or rid < 1:
+            raise SchemaError(f"bounds_source.release_id must be a whole number ≥ 1 (the ledger's release id); "
+                              f"got {rid!r}.")
+        eps = _finite_float(self.epsilon, "bounds_source.epsilon")
+        if not eps > 0:
+            raise SchemaError(f"bounds_source.epsilon must be > 0 (the ε the suggestion spent); got {eps:g}.")
+        object.__setattr__(self, "epsilon", eps)
+        lv = self.levels
+        if isinstance(lv, (str, bytes)) or not isinstance(lv, Sequence) or len(lv) != 2:
+            raise SchemaError("bounds_source.levels must be two quantile levels [low, high], e.g. [0.01, 0.99].")
+        lo, hi = (_finite_float(v, "bounds_source.levels") for v in lv)
+        if not (0 <= lo < hi <= 1 and (lo > 0 or hi < 1)):
+            raise SchemaError(f"bounds_source.levels must satisfy 0 ≤ low < high ≤ 1 (0 or 1: the coarse range's "
+                              f"own end), one of them inside (0, 1); got [{lo:g}, {hi:g}].")
+        object.__setattr__(self, "levels", (lo, hi))
+        if self.coarse is not None:
+            cr = self.coarse
+            if isinstance(cr, (str, bytes)) or not isinstance(cr, Sequence) or len(cr) != 2:
+                raise SchemaError("bounds_source.coarse must be the public range [A, B] the grid covered.")
+            a, b = (_finite_float(v, "bounds_source.coarse") for v in cr)
+            if not a < b:
+                raise SchemaError(f"bounds_source.coarse must have A < B; got [{a:g}, {b:g}].")
+            object.__setattr__(self, "coarse", (a, b))
+        if self.rank_error_95 is not None:
+            r = _finite_float(self.rank_error_95, "bounds_source.rank_error_95")
+            if not 0 <= r <= 1:
+                raise SchemaError(f"bounds_source.rank_error_95 must be a fraction of n in [0, 1]; got {r:g}.")
+            object.__setattr__(self, "rank_error_95", r)
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"kind": self.kind.value, "release_id": self.release_id, "epsilon": self.epsilon,
+                               "levels": list(self.levels)}
+        if self.coarse is not None:
+            out["coarse"] = list(self.coarse)
+        if self.rank_error_95 is not None:
+            out["rank_error_95"] = self.rank_error_95
+        return out
+
+    @classmethod
+    def from_dict(cls, data: Any, column: str = "?") -> BoundsSource:
+        """Read the JSON form strictly; :class:`SchemaError` naming the column and the field."""
+        where = f"column {column!r}: bounds_source"
+        if not isinstance(data, Mapping):
+            raise SchemaError(f"{where} must be an object with 'kind', 'release_id', 'epsilon' and 'levels'.")
+        allowed = {"kind", "release_id", "epsilon", "levels", "coarse", "rank_error_95"}
+        unknown = set(data) - allowed
+        missing = {"kind", "release_id", "epsilon", "levels"} - set(data)
+        if unknown or missing:
+            raise SchemaError(f"{where}: {'unknown key(s) ' + str(sorted(unknown)) if unknown else ''}"
+                              f"{'; ' if unknown and missing else ''}"
+                              f"{'missing key(s) ' + str(sorted(missing)) if missing else ''}; "
+                              f"allowed keys are {sorted(allowed)}.")
+        try:
+            return cls(data["kind"], data["release_id"], data["epsilon"], data["levels"], data.get("coarse"),
+                       data.get("rank_error_95"))
+        except SchemaError as exc:
+            raise SchemaError(f"column {column!r}: {exc}") from exc
+
+
 @dataclass(frozen=True, slots=True)
 class Column:
     """One declared column.
@@ -301,6 +406,9 @@ class Column:
     other_bin : bool
         Categorical only: undeclared values go to an extra bin labelled
         :data:`OTHER_LABEL` instead of to no bin.
+    bounds_source : BoundsSource or None
+        Numeric only: the DP query the bounds came from (:class:`BoundsSource`); written to
+        JSON only when set, so a column without it keeps its JSON and the schema its hash.
     """
 
     name: str
@@ -310,6 +418,7 @@ class Column:
     upper: float | None = None
     categories: tuple[str, ...] | None = None
     other_bin: bool = False
+    bounds_source: BoundsSource | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name.strip():
@@ -325,6 +434,12 @@ class Column:
         object.__setattr__(self, "kind", kind)
         if not isinstance(self.missing, MissingRule):
             raise SchemaError(f"column {name!r}: 'missing' must be a MissingRule.")
+        if self.bounds_source is not None:
+            if kind is not ColumnKind.NUMERIC:
+                raise SchemaError(f"column {name!r}: 'bounds_source' applies to numeric columns only, this one "
+                                  f"is {kind.value}; remove it.")
+            if not isinstance(self.bounds_source, BoundsSource):
+                raise SchemaError(f"column {name!r}: 'bounds_source' must be a BoundsSource.")
         if kind is ColumnKind.NUMERIC:
             self._check_numeric()
         else:
@@ -462,6 +577,8 @@ class Column:
         if self.kind is ColumnKind.NUMERIC:
             out["lower"] = self.lower
             out["upper"] = self.upper
+            if self.bounds_source is not None:  # only when set: the hash of other schemas is unchanged
+                out["bounds_source"] = self.bounds_source.to_dict()
         if self.kind is ColumnKind.CATEGORICAL:
             out["categories"] = list(self.categories or ())
             out["other_bin"] = self.other_bin
@@ -477,7 +594,7 @@ class Column:
         if not isinstance(name, str) or not name.strip():
             raise SchemaError("every column needs a non-empty string 'name'.")
         check_name(name, "column name", error=SchemaError, layout=True)
-        allowed = {"name", "kind", "lower", "upper", "categories", "other_bin", "missing"}
+        allowed = {"name", "kind", "lower", "upper", "categories", "other_bin", "missing", "bounds_source"}
         unknown = set(data) - allowed
         if unknown:
             raise SchemaError(
@@ -512,6 +629,8 @@ class Column:
             upper=data.get("upper"),
             categories=tuple(cats) if cats is not None else None,
             other_bin=other,
+            bounds_source=None if data.get("bounds_source") is None
+            else BoundsSource.from_dict(data["bounds_source"], name),
         )
 
 

@@ -70,6 +70,7 @@ def steps(spec: PlanSpec, data: str, dataset_name: str, backend: str | None = No
         _plan_step(spec),
         _ACCURACY,
         _RELEASE,
+        _BOUNDS,
     ]
 
 
@@ -170,6 +171,26 @@ _RELEASE: Final = Step("6. The release (spends the budget)",
                        "    print(json.dumps({'epsilon_total': result.epsilon_total, 'epsilon_spent': result.epsilon_spent,\n"
                        "                      'epsilon_remaining': result.epsilon_remaining}, indent=2))\n"
                        "    return result.report_json()")
+
+
+#: 8. Optional: a column's bounds from DP quantiles (defined, never called by the script itself).
+_BOUNDS: Final = Step("8. Optional: suggest a column's bounds from DP quantiles (spends a small ε)",
+                      "The same function as `planner bounds` and the Data page's \"suggest\": two DP quantiles "
+                      "(exponential mechanism through OpenDP) over a public coarse grid — a log-scale grid from a "
+                      "magnitude, or a range you give — released through the ledger like any release (a rerun "
+                      "returns the stored suggestion). Defined here, not called: call it yourself, then declare the "
+                      "bounds it returns (`bounds.apply(SCHEMA)` records their source).",
+                      "def suggest_bounds(column: str, epsilon: float = 0.05, *, magnitude: float | None = None,\n"
+                      "                   lower: float | None = None, upper: float | None = None,\n"
+                      "                   levels: tuple[float, float] = (0.01, 0.99), data: str = DATA,\n"
+                      "                   ledger_url: str | None = None):\n"
+                      '    """Suggest [L, U] for ``column``; spends ``epsilon`` of the lifetime budget (once)."""\n'
+                      "    from planner.release.bounds import suggest_bounds_file\n\n"
+                      "    bounds = suggest_bounds_file(SPEC, data, column, epsilon=epsilon, levels=levels,\n"
+                      "                                 magnitude=magnitude, lower=lower, upper=upper,\n"
+                      "                                 ledger_url=ledger_url, backend=BACKEND)\n"
+                      "    print(json.dumps(bounds.to_dict()['bounds_source'], indent=2), bounds.lower, bounds.upper)\n"
+                      "    return bounds")
 
 
 _SCRIPT_MAIN: Final = '''

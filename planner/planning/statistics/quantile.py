@@ -61,6 +61,7 @@ References
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -116,6 +117,9 @@ CANDIDATES = OptionSpec("candidates", OptionType.INT, "Number of candidates",
                         minimum=2, maximum=MAX_GRID)
 STEP = OptionSpec("step", OptionType.FLOAT, "Candidate spacing",
                   "Alternative to a number of candidates: L, L + step, …, U.", minimum=0.0, open_bounds=True)
+GRID = OptionSpec("grid", OptionType.FLOATS, "Candidate values",
+                  "Alternative to a number of candidates: the public candidates themselves, increasing, "
+                  "inside the bounds (e.g. a log-scale grid: 0, 1, 10, 100, …).", min_items=2, max_items=MAX_GRID)
 
 
 def alpha_fraction(alpha: float) -> Fraction:
@@ -130,11 +134,19 @@ def candidate_grid(q: Query, schema: Schema) -> FloatArray:
     """The declared candidate grid over [L, U] (increasing).
 
     ``candidates`` k gives ``linspace(L, U, k)``; ``step`` s gives L, L + s, … and U
-    (U appended if the last step falls short); neither gives ``DEFAULT_CANDIDATES``.
+    (U appended if the last step falls short); ``grid`` is the public candidates themselves
+    (strictly increasing, inside [L, U]); none of them gives ``DEFAULT_CANDIDATES``.
     """
     if q.kind not in (QueryKind.QUANTILE, QueryKind.MEDIAN, QueryKind.GROUPED_QUANTILE) or q.column is None:
         raise QueryError(f"{q.where}: only quantile and median queries have candidates.")
     lo, hi = column_of(q, schema).bounds
+    given = q.option("grid")
+    if given is not None:
+        g = np.asarray(given, dtype=np.float64)
+        if g[0] < lo or g[-1] > hi:
+            raise QueryError(f"{q.where}: option 'grid' runs from {g[0]:g} to {g[-1]:g}, outside the column's "
+                             f"declared bounds [{lo:g}, {hi:g}]; keep the candidates inside the bounds.")
+        return g
     step = q.option("step")
     if step is not None:
         span = (hi - lo) / step + 1e-9  # inf when the step is tiny beside the bounds
@@ -314,7 +326,7 @@ class Quantile(Statistic):
     options: ClassVar[tuple[OptionSpec, ...]] = (
         OptionSpec("alphas", OptionType.FLOATS, "Levels", "Fractions in (0, 1), e.g. [0.1, 0.5, 0.9].",
                    required=True, minimum=0.0, maximum=1.0, open_bounds=True, max_items=100),
-        CANDIDATES, STEP,
+        CANDIDATES, STEP, GRID,
     )
 
     def levels(self, q: Query) -> tuple[float, ...]:
@@ -322,8 +334,13 @@ class Quantile(Statistic):
 
     def check_options(self, opts: dict[str, Any], where: str) -> None:
         check_distinct_levels(opts.get("alphas"), where)
-        if opts.get("candidates") is not None and opts.get("step") is not None:
-            raise QueryError(f"{where}: give 'candidates' or 'step', not both.")
+        given = [k for k in ("candidates", "step", "grid") if opts.get(k) is not None]
+        if len(given) > 1:
+            raise QueryError(f"{where}: give one of 'candidates', 'step' and 'grid', not {' and '.join(given)}.")
+        grid = opts.get("grid")
+        if grid is not None and any(b <= a for a, b in itertools.pairwise(grid)):
+            raise QueryError(f"{where}: option 'grid' must list strictly increasing candidates; sort them and "
+                             "drop repeats.")
 
     def check_schema(self, q: Query, schema: Schema) -> None:
         candidate_grid(q, schema)
