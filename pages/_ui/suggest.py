@@ -4,15 +4,17 @@ a confirmation stating the ε, written into the schema form with their source.""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import streamlit as st
 
-from pages._ui import cached, fmt, planning
+from pages._ui import cached, fmt
 from pages._ui import state as S
 from pages._ui.guard import guard
 from planner.core.errors import QueryError
-from planner.planning import bounds_suggest as bs
+
+if TYPE_CHECKING:  # the engine is imported when a panel opens: the Data page's first run stays light
+    from planner.planning import bounds_suggest as bs
 
 #: durable (no widget uses them): the column whose panel is open, the pending confirmation,
 #: the last outcome
@@ -34,6 +36,9 @@ def _close() -> None:
 
 
 def _plan(data: cached.Active, name: str) -> bs.SuggestionPlan:
+    from pages._ui import planning
+    from planner.planning import bounds_suggest as bs
+
     ss = st.session_state
     if data.schema is None or name not in data.schema.names:
         raise QueryError(f"save the schema with {name!r} declared numeric first (any public bounds: the "
