@@ -253,7 +253,8 @@ def test_queries_option_checks() -> None:
         q(K.QUANTILE, "age", M.EXPONENTIAL)
     with pytest.raises(QueryError, match=r"option 'alphas' \(Levels\) must be < 1"):
         q(K.QUANTILE, "age", M.EXPONENTIAL, alphas=(0.5, 1.0))
-    with pytest.raises(QueryError, match="not both"):
+    # the candidate grid is given one way only (candidates, step, or an explicit public grid)
+    with pytest.raises(QueryError, match="give one of 'candidates', 'step' and 'grid', not candidates and step"):
         q(K.MEDIAN, "age", M.EXPONENTIAL, candidates=10, step=1.0)
     with pytest.raises(QueryError, match="either a 'weight' or a 'target'"):
         q(K.COUNT, None, M.LAPLACE, weight=1, target=2)
