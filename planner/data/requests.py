@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
@@ -397,17 +398,17 @@ Result = (
 R = TypeVar("R", covariant=True)
 
 
-class Request(Generic[R]):
+class Request(ABC, Generic[R]):
     """One exact aggregate asked of a backend; ``R`` is its result's type."""
 
     __slots__ = ()
     #: What the request is called in messages.
     what: ClassVar[str] = "aggregate"
 
+    @abstractmethod
     def validate(self, schema: Schema) -> None:
         """:class:`QueryError` naming the column and the fix when the request does not fit
         the declaration (backends check every request before evaluating it)."""
-        raise NotImplementedError
 
 
 def declared(schema: Schema, name: str, what: str, *kinds: ColumnKind) -> Column:

@@ -10,7 +10,7 @@ bound and accounting functions, so that a demo shows exactly the formulas the pl
    ``planner.release`` only. Every simulation takes an explicit ``numpy.random.Generator``
    so a demo is reproducible from its seed.
 
-Demos and the teaching notes they follow (docs/sources.md):
+Demos and the teaching notes they follow (docs/references.md):
 
 1. randomized response — the doping survey (coin design) of Garivier, "How to learn while
    respecting individual privacy?" (ENS de Lyon, 2021); the coin game of the Berkeley Math

@@ -53,7 +53,7 @@ __all__ = [
 ]
 
 VEGA_LITE: Final = "https://vega.github.io/schema/vega-lite/v5.json"  # an identifier, never fetched
-#: Sources the report cites (docs/sources.md): author and title.
+#: Sources the report cites (docs/references.md): author and title.
 SOURCES: Final = (
     "Aurélien Garivier, <i>How to learn while respecting individual privacy? An introduction to "
     "differential privacy</i>, lecture, ENS de Lyon, 15 November 2021.",

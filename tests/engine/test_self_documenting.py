@@ -7,7 +7,7 @@ Two checks over the source tree:
   file of the repository mentions a document the repository does not hold: the private notes
   ``MATH.md``, ``STYLE.md``, ``PRODUCT.md``, ``SOURCES.md``, the teaching notes by their file
   numbers ("seed 000" … "seed 004") or a path under ``/work/shared``; teaching notes are cited
-  by author and title (``docs/sources.md``);
+  by author and title (``docs/references.md``);
 * every ``docs/<name>.md §N`` reference names a file under ``docs/`` that exists and a
   section ``N.`` that is a heading of that file (ranges such as ``§1–2`` and lists such as
   ``§2, §7`` are checked number by number).
@@ -25,7 +25,7 @@ HERE = Path(__file__).resolve()
 
 #: Documents outside the repository, as they used to be cited.
 OUTSIDE = re.compile(
-    r"\b(?:MATH|STYLE|PRODUCT|SOURCES)\.md\b"  # the private notes (upper case: docs/sources.md is ours)
+    r"\b(?:MATH|STYLE|PRODUCT|SOURCES)\.md\b"  # the private notes (upper case: docs/references.md is ours)
     r"|\b[Ss]eeds? ?0\d\d\b"  # "seed 000", "seeds 000/004", "Seed 001's"
     r"|/work/shared"  # any path into the shared notes
 )
@@ -101,7 +101,7 @@ def test_every_docs_section_reference_exists() -> None:
     ("Seed 001's simulation", ["Seed 001"]),
     ("(STYLE.md)", ["STYLE.md"]),
     ("/work/shared/notes/audit.md", ["/work/shared"]),
-    ("docs/sources.md and a random seed 5", []),
+    ("docs/references.md and a random seed 5", []),
 ])
 def test_outside_pattern_catches_the_old_forms(text: str, expected: list[str]) -> None:
     assert _outside_mentions(text) == expected

@@ -20,6 +20,7 @@ References
 from __future__ import annotations
 
 import math
+from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from typing import ClassVar, Final
 
@@ -485,31 +486,36 @@ def _exact_cost(wl: _Workload, rule: CompositionRule, delta: float, theta: Float
 # --------------------------------------------------------------------------------------
 
 
-class Solver:
+class Solver(ABC):
     """Every decision the allocator makes differently under one composition rule."""
 
     rule: ClassVar[CompositionRule]
 
+    @abstractmethod
     def fast_cost(self, cost: _Cost, theta: FloatArray) -> float:
         """The composed ε at θ while optimising (the accountant's formulas, never below the
         exact value)."""
-        raise NotImplementedError
+        ...
 
     def closed_form(self, families: frozenset[Family]) -> bool:
         """Whether the surrogate shape (:func:`_surrogate`) is the exact optimum of a
         workload of these families."""
         return False
 
+    @abstractmethod
     def dual(self, d: _Dual, epsilons: FloatArray, delta: float, start: FloatArray, u0: FloatArray) -> FloatArray:
         """The optimal θ for each total ε (:func:`_dual_batch`)."""
-        raise NotImplementedError
+        ...
 
+    @abstractmethod
     def exact_cost(self, wl: _Workload, delta: float, theta: FloatArray) -> float:
         """The ledger's composed ε of the items at θ."""
-        raise NotImplementedError
+        ...
 
     def validate(self, items: Sequence[Item], delta: float) -> None:
-        """Refuse a workload the rule cannot account for (beyond the common checks)."""
+        """Refuse a workload the rule cannot account for (beyond the common checks); by
+        default every workload the common checks pass."""
+        return None
 
 
 class BasicSolver(Solver):
