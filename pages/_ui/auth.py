@@ -19,8 +19,7 @@ the engine's refusal.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import streamlit as st
 
@@ -28,6 +27,7 @@ from planner.core.errors import PermissionDenied, PlannerError
 from planner.ledger.accounts import Principal, Role, local_session_principal, principal_from_oidc
 
 from . import fmt
+from .ledger_handle import get_ledger_default, oidc_configured, oidc_roles
 
 if TYPE_CHECKING:
     from planner.ledger import Ledger
@@ -51,25 +51,6 @@ def bind_address() -> str | None:
     """The address the server listens on (``server.address``; None: every interface)."""
     value = st.get_option("server.address")
     return str(value) if value else None
-
-
-def _secrets() -> Mapping[str, Any]:
-    try:
-        return st.secrets.to_dict() if hasattr(st.secrets, "to_dict") else dict(st.secrets)
-    except Exception:  # no secrets.toml (Streamlit raises its own FileNotFoundError subclass)
-        return {}
-
-
-def oidc_configured() -> bool:
-    """True when ``[auth]`` is configured (Streamlit's built-in OpenID Connect sign-in)."""
-    return isinstance(_secrets().get("auth"), Mapping)
-
-
-def oidc_roles() -> Mapping[str, Any]:
-    """``[planner.roles]`` of ``secrets.toml``: owners, analysts, viewers by e-mail."""
-    planner = _secrets().get("planner")
-    roles = planner.get("roles") if isinstance(planner, Mapping) else None
-    return roles if isinstance(roles, Mapping) else {}
 
 
 def _oidc_principal() -> Principal | None:
@@ -97,10 +78,8 @@ def principal() -> Principal | None:
     raw = ss.get(PRINCIPAL)
     if isinstance(raw, dict):
         return Principal(raw["subject"], Role(raw["role"]), raw.get("display_name", ""), raw.get("via", "password"))
-    from . import cached
-
     try:
-        has_accounts = cached.get_ledger_default().has_accounts()
+        has_accounts = get_ledger_default().has_accounts()
     except PlannerError:
         has_accounts = True  # an unreadable ledger: nobody is implicitly its owner
     return local_session_principal(bind_address(), accounts_configured=has_accounts, oidc_configured=oidc)
@@ -123,23 +102,19 @@ def ledger() -> Ledger:
     PermissionDenied
         Nobody is signed in.
     """
-    from . import cached
-
     p = principal()
     if p is None:
         raise PermissionDenied("sign in first: this ledger needs a signed-in account.")
-    return cached.get_ledger_default().with_actor(p)
+    return get_ledger_default().with_actor(p)
 
 
 # ----------------------------------------------------------------------------- sign-in
 def _sign_in() -> None:
-    from . import cached
-
     ss = st.session_state
     ss[ERROR] = None
     try:
-        p = cached.get_ledger_default().authenticate(str(ss.get("auth:user") or "").strip(),
-                                                    str(ss.get("auth:password") or ""), client=_client())
+        p = get_ledger_default().authenticate(str(ss.get("auth:user") or "").strip(),
+                                             str(ss.get("auth:password") or ""), client=_client())
     except PlannerError as exc:
         ss[ERROR] = str(exc)
     else:
@@ -169,13 +144,11 @@ def sign_out() -> None:
 
 def sign_in_page() -> None:
     """What a session nobody signed in to sees instead of the planning pages."""
-    from . import cached
-
     ss = st.session_state
     st.title("Sign in")
     oidc = oidc_configured()
     try:
-        has_accounts = cached.get_ledger_default().has_accounts()
+        has_accounts = get_ledger_default().has_accounts()
     except PlannerError as exc:
         st.error(fmt.plain(str(exc)))
         return

@@ -181,29 +181,6 @@ def data_path(data: Active) -> str:
     return str(ss[S.UPLOAD_NAME] or "upload.csv")
 
 
-@st.cache_resource
-def get_ledger(url: str | None, oidc_roles: str | None = None) -> Ledger:
-    """One ledger per process, URL and OpenID Connect role map (JSON; ``None`` when sign-in
-    by OpenID Connect is not configured, and then the engine refuses ``oidc:`` principals)."""
-    import json
-
-    from planner.ledger import Ledger
-
-    return Ledger(url, oidc_roles=None if oidc_roles is None else json.loads(oidc_roles))
-
-
-def get_ledger_default() -> Ledger:
-    """The process's ledger (``$PLANNER_LEDGER_URL`` or the default), acting for nobody in
-    particular: only :mod:`pages._ui.auth` uses it directly (to sign in)."""
-    import json
-    import os
-
-    from . import auth
-
-    roles = json.dumps(dict(auth.oidc_roles()), sort_keys=True, default=list) if auth.oidc_configured() else None
-    return get_ledger(os.environ.get("PLANNER_LEDGER_URL"), roles)
-
-
 def ledger() -> Ledger:
     """The ledger acting for the session's principal (``pages._ui.auth.ledger``): every
     page's ledger calls carry who makes them, and the engine checks each one."""

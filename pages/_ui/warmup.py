@@ -73,10 +73,10 @@ def preload() -> None:
     with _quiet(cache_data_api, script_run_context):
         for name in FIRST_PAGE:
             importlib.import_module(name)
-        from . import cached
+        from . import ledger_handle
 
         try:
-            cached.get_ledger_default()  # one ledger per process and URL (st.cache_resource): opened now
+            ledger_handle.get_ledger_default()  # one ledger per process and URL (st.cache_resource): opened now
         except PlannerError:
             pass  # not cached: the first page opens it again and shows the engine's message
 
