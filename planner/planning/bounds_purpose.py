@@ -129,14 +129,14 @@ class PurposeLevels:
 
     def words(self, column: str) -> str:
         lo, hi = self.levels
-        ends = ("the upper bound at level " + f"{hi:g}" if lo == 0 else
+        ends = (f"the upper bound at level {hi:g}" if lo == 0 else
                 f"the lower bound at level {lo:g} and the upper at {hi:g}")
-        low = " The lower bound is the coarse range's own lower end (optimal for values ≥ it)." if lo == 0 else ""
-        return (f"Levels tuned for a {self.purpose.statistic.value} of {column!r} spending ε = "
-                f"{self.purpose.epsilon:g} ({self.purpose.basis}) over the public n = {self.n:,}: clipping "
-                f"about {self.rows:.3g} row(s) beyond a bound balances clipping bias against that "
-                f"{self.purpose.statistic.value}'s noise (σ₁ = {self.sigma1:.3g} per unit of the bounds, "
-                f"Amin et al. 2019), hence {ends}.{low}")
+        mean = self.purpose.statistic is Statistic.MEAN
+        scale = "width U − L, ÷ n" if mean else "scale max(|L|, |U|)"
+        return (f"Levels tuned for a {self.purpose.statistic.value} of {column!r} that will spend ε = "
+                f"{self.purpose.epsilon:g} ({self.purpose.basis}), public n = {self.n:,}: its predicted noise is "
+                f"{self.sigma1:.3g} × the bounds' {scale}; clipping about {self.rows:.3g} row(s) beyond a bound "
+                f"balances the clipping bias against that noise (Amin et al., ICML 2019), hence {ends}.")
 
     def to_dict(self) -> dict[str, Any]:
         return {"statistic": self.purpose.statistic.value, "epsilon": self.purpose.epsilon,
