@@ -55,7 +55,7 @@ keeps the quantile's integer scores small), kept between half a row and a quarte
 The floor. The DP quantile puts U within ±(2/ε_s)·ln(k/β) rows of its target (ε_s the
 suggestion's ε, k candidates, :mod:`planner.planning.statistics.quantile`); with ε_s ≪ ε_stat
 that spread is far wider than m* ≈ 2/ε_stat, so the choice of level matters less than the
-suggestion's own ε (``tests/benchmarks/bench_bounds.py``, docs/measurements/).
+suggestion's own ε (``tests/benchmarks/bench_bounds.py``, docs/measurements/2026-12-07/bounds.txt).
 """
 
 from __future__ import annotations

@@ -26,8 +26,15 @@ For each column, with n rows (declared as the public n):
 * **hindsight** — the best pair of TRUE quantiles (levels 0–0.05 × 0.9–1, a grid search on
   the rows, not private) as bounds, with the mean spending the whole ε_total.
 
-Printed per column: both errors (in the column's units), their ratio (goal ≤ 1.5), the
-share of runs whose bounds clip more than 5% of the rows, and the hindsight levels.
+By default the suggestion's levels are tuned for the mean (:mod:`planner.planning.bounds_purpose`:
+the mean that spends ε_total − ε_suggest over the public n); ``--levels`` adds fixed ones.
+
+Printed per column: both errors (in the column's units; the suggested one ± its Monte Carlo
+standard error), their ratio (goal ≤ 1.5), the share of runs whose bounds clip more than 5%
+of the rows, the hindsight levels and the hindsight with L = 0 (what a lower bound at the
+coarse range's end can reach), the rows above the released U (10th/50th/90th percentile over
+the runs), and the error with the TRUE quantiles at the suggestion's levels (what the level
+alone costs, without the selection's error).
 """
 
 from __future__ import annotations
@@ -106,7 +113,10 @@ def suggested(x: np.ndarray, magnitude: float, eps_total: float, eps_s: float, l
         above.append(int(np.sum(x > hi)))
         sq.append(bias(x, lo, hi) ** 2 + mean_rmse(lo, hi, n, eps_total - eps_s) ** 2)
         clipped_much += bs.clipping_on_data(x, lo, hi).clipped_fraction > 0.05
-    return {"rmse": math.sqrt(float(np.mean(sq))), "clipped_much": clipped_much / runs,
+    rmse = math.sqrt(float(np.mean(sq)))
+    # Monte Carlo standard error of the root (delta method on the mean of the squares)
+    se = float(np.std(sq, ddof=1)) / math.sqrt(runs) / (2 * rmse) if runs > 1 and rmse > 0 else math.nan
+    return {"rmse": rmse, "se": se, "clipped_much": clipped_much / runs,
             "median_bounds": tuple(float(v) for v in np.median(np.array(pairs), axis=0)),
             "rank_bound_95": sp.rank_bound_95, "levels": sp.levels,
             "above": tuple(int(v) for v in np.percentile(above, [10, 50, 90])),
@@ -162,10 +172,10 @@ def main() -> None:
             t0 = time.perf_counter()
             s = suggested(x, mag, args.eps_total, args.eps_suggest, levels, args.runs)
             how = "tuned for the mean" if levels is None else "fixed"
-            print(f"    {how}: levels {s['levels'][0]:g}, {s['levels'][1]:g}: suggested {s['rmse']:.4g} (median bounds "
+            print(f"    {how}: levels {s['levels'][0]:g}, {s['levels'][1]:g}: suggested {s['rmse']:.4g} ± {s['se']:.2g} (median bounds "
                   f"{s['median_bounds'][0]:.4g}, {s['median_bounds'][1]:.4g}; >5% clipped in "
                   f"{100 * s['clipped_much']:.3g}% of runs; predicted 95% rank error {100 * s['rank_bound_95']:.3g}% "
-                  f"of n; rows above U 10/50/90%: {s['above']}) | ratio {s['rmse'] / best:.3g} | exact quantiles at these levels: "
+                  f"of n; rows above U 10/50/90%: {s['above']}) | ratio {s['rmse'] / best:.3g} ± {s['se'] / best:.2g} | exact quantiles at these levels: "
                   f"{s['exact']:.4g}, ratio {s['exact'] / best:.3g} | {time.perf_counter() - t0:.1f} s")
 
 if __name__ == "__main__":
