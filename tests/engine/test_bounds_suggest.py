@@ -276,7 +276,23 @@ def test_generated_script_checks_suggested_bounds_before_releasing(files: tuple[
     out = suggest_bounds_file(spec, str(data), "income", epsilon=0.2, magnitude=1e6, ledger_url=url,
                               backend="pandas")
     assert out.plan.tuned is not None and out.plan.tuned.purpose.basis == "the plan's share for 'm'"
+    # the tuned suggestion spends its ε once, recorded like any release; asked again it is reused
+    again = suggest_bounds_file(spec, str(data), "income", epsilon=0.2, magnitude=1e6, ledger_url=url,
+                                backend="pandas")
+    assert (out.status, again.status) == ("done", "reused") and (again.lower, again.upper) == (out.lower, out.upper)
+    led = Ledger(url)
+    try:
+        st = led.status(out.result.fingerprint)
+        assert st.releases == 1 and st.epsilon_spent == pytest.approx(0.2, rel=1e-6)
+    finally:
+        led.close()
     tuned = parse_plan_spec({**spec.to_dict(), "schema": out.apply(spec.schema).to_dict()})
+    # the notebook's release cell calls the same check (the same steps as the script)
+    from planner.outputs import codegen
+
+    nb = codegen.notebook_json(tuned, str(data), "incomes")
+    assert "check_suggested_bounds(data, ledger_url, backend_name)" in nb
+    assert "check_suggested_bounds" not in codegen.notebook_json(spec, str(data), "incomes")
     capsys.readouterr()
     rc, ns = _run_generated(tuned, data, tmp_path, "--release", "--ledger", url, "--out", str(tmp_path / "o.json"))
     assert rc == 0, capsys.readouterr().err
@@ -302,7 +318,11 @@ def test_generated_script_checks_suggested_bounds_before_releasing(files: tuple[
         assert led.status(out.result.fingerprint).releases == 2
     finally:
         led.close()
-    assert Ledger(fresh).datasets() == []
+    led = Ledger(fresh)
+    try:
+        assert led.datasets() == []
+    finally:
+        led.close()
 
 
 @pytest.mark.hostile(4)
