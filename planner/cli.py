@@ -93,8 +93,15 @@ def _register_ledger(sub: Any) -> None:
     p.add_argument("--upper", default=None, help="a public coarse range's upper end (with --lower)")
     p.add_argument("--scale", choices=("log", "linear"), default="log", help="the grid over --lower/--upper")
     p.add_argument("--epsilon", required=True, help="the ε the suggestion spends, e.g. 0.05")
+    p.add_argument("--for", dest="purpose", choices=("mean", "sum", "quantile"), default=None,
+                   help="what the bounds are for (default: mean): the levels are tuned to a mean or a sum of the "
+                        "column at its ε; 'quantile' keeps the fixed levels (0.01 0.99) that quantiles and "
+                        "histograms need")
+    p.add_argument("--for-epsilon", dest="purpose_epsilon", default=None,
+                   help="the ε that mean or sum will spend (default: its share in the plan file, else the plan's "
+                        "whole ε)")
     p.add_argument("--levels", nargs=2, default=None, metavar=("LOW", "HIGH"),
-                   help="the quantile levels of the bounds (default 0.01 0.99)")
+                   help="fixed quantile levels of the bounds instead (e.g. 0.01 0.99)")
     p.add_argument("--ledger", default=None, help="SQLAlchemy URL of the ledger (default: $PLANNER_LEDGER_URL)")
     _backend_args(p)
     p.set_defaults(handler=_cmd_bounds)
@@ -219,7 +226,8 @@ def _cmd_bounds(args: argparse.Namespace) -> Any:
     return cmd_bounds(args.spec, args.data, args.column, epsilon=_number(args.epsilon, "epsilon"),
                       levels=levels, magnitude=_number(args.magnitude, "magnitude"), signed=args.signed,
                       lower=_number(args.lower, "lower"), upper=_number(args.upper, "upper"), scale=args.scale,
-                      ledger_url=args.ledger, backend=args.backend)
+                      ledger_url=args.ledger, backend=args.backend, purpose=args.purpose,
+                      purpose_epsilon=_number(args.purpose_epsilon, "for-epsilon"))
 
 
 def _cmd_ledger(args: argparse.Namespace) -> Any:

@@ -22,7 +22,11 @@ OPEN, CONFIRM = "data:suggest_state:col", "data:suggest_state:confirming"
 OUTCOME, ERROR = "data:suggest_state:outcome", "data:suggest_state:error"
 #: widgets
 RANGE, SIGNED, EPS, LEVELS = "data:suggest:range", "data:suggest:signed", "data:suggest:eps", "data:suggest:levels"
+FOR, FOR_EPS = "data:suggest:for", "data:suggest:for_eps"
 DEFAULT_EPS = 0.05
+#: what the bounds may be for, in words (the default first)
+PURPOSES = {"mean": "a mean of this column (levels tuned to it)", "sum": "a sum of this column (levels tuned to it)",
+            "quantile": "quantiles or histograms (fixed levels)"}
 
 
 def open_panel(name: str) -> None:
@@ -48,9 +52,29 @@ def _plan(data: cached.Active, name: str) -> bs.SuggestionPlan:
         raise QueryError("this dataset has no lifetime budget yet: set it on the Planner or Release page first "
                          "(the suggestion's ε is spent from it).")
     coarse = bs.parse_coarse(ss.get(RANGE) or "")
+    what = ss.get(FOR) or "mean"
+    fixed = what == "quantile"
     return bs.plan_suggestion(data.schema, name, float(ss.get(EPS) or DEFAULT_EPS),
-                              levels=bs.parse_levels(ss.get(LEVELS) or "0.01, 0.99"),
-                              signed=bool(ss.get(SIGNED)), rule=status.rule, **coarse)
+                              levels=bs.parse_levels(ss.get(LEVELS) or "0.01, 0.99") if fixed else None,
+                              purpose=None if fixed else _purpose(data, name, what),
+                              magnitude=coarse.get("magnitude"), lower=coarse.get("lower"), upper=coarse.get("upper"),
+                              signed=bool(ss.get(SIGNED)), rule=status.rule)
+
+
+def _purpose(data: cached.Active, name: str, what: str) -> Any:
+    """The mean or sum the bounds are for, at the ε typed, else at its share in the plan in
+    force (else the plan's whole ε; the engine's words say which)."""
+    from pages._ui import planning
+    from planner.planning.bounds_purpose import Purpose, Statistic, downstream_purpose
+
+    typed = st.session_state.get(FOR_EPS)
+    if typed:
+        return Purpose(Statistic(what), float(typed), basis="given")
+    assert data.schema is not None
+    view, err = planning.plan_or_error(data, data.schema.to_json())
+    if view is None:
+        raise QueryError(f"the ε the {what} will spend: the plan cannot be made ({err}); type that ε here.")
+    return downstream_purpose(view.plan, name, what, fallback_epsilon=view.plan.epsilon)
 
 
 def _release(data: cached.Active, fp: str) -> None:
@@ -92,16 +116,27 @@ def panel(data: cached.Active, fp: str) -> None:
             ss[EPS] = DEFAULT_EPS
         if LEVELS not in ss:
             ss[LEVELS] = "0.01, 0.99"
+        if FOR not in ss:
+            ss[FOR] = "mean"
+        f1, f2 = st.columns([3, 2])
+        f1.selectbox("What the bounds are for", list(PURPOSES), format_func=PURPOSES.__getitem__, key=FOR,
+                     help="A mean or a sum needs its largest values clipped only a little: the levels are chosen for "
+                          "its ε and the public row count, balancing clipping bias against its noise. Quantiles and "
+                          "histograms need bounds holding most of the mass: fixed levels.")
+        if ss[FOR] != "quantile":
+            f2.number_input(f"ε the {ss[FOR]} will spend (empty: its share in your plan)", min_value=0.0001,
+                            value=None, step=0.1, format="%g", key=FOR_EPS)
         c1, c2, c3, c4 = st.columns([3, 1, 1, 2])
         c1.text_input("Values up to about M (one number), or a public range A, B", key=RANGE,
                       help="One number: a log-scale grid from 0 to M (20 candidates per decade). Two numbers: a "
                            "grid over [A, B]. Values beyond it are clipped to it.")
         c2.checkbox("negative values too", key=SIGNED, help="With one number: the grid runs from −M to M.")
         c3.number_input("ε to spend", min_value=0.001, step=0.01, format="%g", key=EPS)
-        c4.text_input("quantile levels low, high", key=LEVELS,
-                      help="0 (or 1) keeps the coarse range's own end as the bound and spends nothing on it. For a "
-                           "mean or a sum of skewed values ≥ 0, '0, 0.999' (closer to 1 with more rows) clips far "
-                           "less than '0.01, 0.99'; see the clipping bias on the Accuracy page.")
+        if ss[FOR] == "quantile":
+            c4.text_input("quantile levels low, high", key=LEVELS,
+                          help="0 (or 1) keeps the coarse range's own end as the bound and spends nothing on it. For "
+                               "a mean or a sum, choose it above instead: the levels are then tuned to it. See the "
+                               "clipping bias on the Accuracy page.")
         with guard(stop=False, show="warning") as g:
             sp = _plan(data, name)
         if g.ok:

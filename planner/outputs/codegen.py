@@ -12,7 +12,9 @@ what the app did:
 3. the accuracy table and one chart (:mod:`planner.outputs.report`, drawn offline as SVG);
 4. with ``--release`` only: load the data on a backend, check the budget in the ledger,
    record the spend, sample once, store, print the answers and the ledger's state
-   (:func:`planner.release.release`).
+   (:func:`planner.release.release`); first, when a column's bounds came from a DP
+   suggestion (its ``bounds_source``), read that release in the ledger and check that it
+   gave exactly those bounds (:func:`planner.release.bounds.check_bounds_sources`).
 
 Both are generated from one list of steps (:func:`steps`), so the script and the notebook
 say the same thing. Everything written into them is public: the schema, the budget, the
@@ -62,6 +64,7 @@ _MODE_WORDS: Final = {
 def steps(spec: PlanSpec, data: str, dataset_name: str, backend: str | None = None) -> list[Step]:
     """The steps both the script and the notebook are made of (``backend``: the aggregation
     engine the app used, or None for the default)."""
+    bounds = _bounds_step(spec)
     return [
         _IMPORTS,
         _schema_step(spec),
@@ -69,8 +72,8 @@ def steps(spec: PlanSpec, data: str, dataset_name: str, backend: str | None = No
         _budget_step(spec, data, dataset_name, backend),
         _plan_step(spec),
         _ACCURACY,
-        _RELEASE,
-        _BOUNDS,
+        *([] if bounds is None else [bounds]),
+        _release_step(bounds is not None),
     ]
 
 
@@ -156,41 +159,51 @@ _ACCURACY: Final = Step("5. The accuracy table and a chart",
                         "print(accuracy_table(plan))\n"
                         "chart_svg = report.render_svg(report.accuracy_chart(plan.predictions))")
 
-#: 6. The release and 7. the ledger's state (the same code for every plan).
-_RELEASE: Final = Step("6. The release (spends the budget)",
-                       "The same path as `planner release`: the data is read once (every exact aggregate, the "
-                       "check of every cell and the content's key), then the ledger checks the budget, records the "
-                       "spend before any noise is drawn, samples once through OpenDP and stores the answers. "
-                       "Releasing the same plan again returns the stored answers and spends nothing.",
-                       "def release_plan(data: str = DATA, ledger_url: str | None = None,\n"
-                       "                 backend_name: str | None = None) -> dict:\n"
-                       '    """Release the plan on ``data`` and record it in the ledger; the release report as JSON."""\n'
-                       "    result = release_file(SPEC, data, ledger_url, backend_name or BACKEND, outcome=outcome)\n"
-                       "    print(result.to_csv())\n"
-                       "    # 7. the ledger's state after the release\n"
-                       "    print(json.dumps({'epsilon_total': result.epsilon_total, 'epsilon_spent': result.epsilon_spent,\n"
-                       "                      'epsilon_remaining': result.epsilon_remaining}, indent=2))\n"
-                       "    return result.report_json()")
+def _release_step(check_bounds: bool) -> Step:
+    """6. The release and 7. the ledger's state; first the bounds' check when the schema's
+    bounds came from DP suggestions (:func:`_bounds_step`)."""
+    return Step("6. The release (spends the budget)",
+                "The same path as `planner release`: the data is read once (every exact aggregate, the "
+                "check of every cell and the content's key), then the ledger checks the budget, records the "
+                "spend before any noise is drawn, samples once through OpenDP and stores the answers. "
+                "Releasing the same plan again returns the stored answers and spends nothing.",
+                "def release_plan(data: str = DATA, ledger_url: str | None = None,\n"
+                "                 backend_name: str | None = None) -> dict:\n"
+                '    """Release the plan on ``data`` and record it in the ledger; the release report as JSON."""\n'
+                + ("    check_suggested_bounds(data, ledger_url, backend_name)  # the bounds are the ledger's DP ones\n"
+                   if check_bounds else "")
+                + "    result = release_file(SPEC, data, ledger_url, backend_name or BACKEND, outcome=outcome)\n"
+                "    print(result.to_csv())\n"
+                "    # 7. the ledger's state after the release\n"
+                "    print(json.dumps({'epsilon_total': result.epsilon_total, 'epsilon_spent': result.epsilon_spent,\n"
+                "                      'epsilon_remaining': result.epsilon_remaining}, indent=2))\n"
+                "    return result.report_json()")
 
 
-#: 8. Optional: a column's bounds from DP quantiles (defined, never called by the script itself).
-_BOUNDS: Final = Step("8. Optional: suggest a column's bounds from DP quantiles (spends a small ε)",
-                      "The same function as `planner bounds` and the Data page's \"suggest\": two DP quantiles "
-                      "(exponential mechanism through OpenDP) over a public coarse grid — a log-scale grid from a "
-                      "magnitude, or a range you give — released through the ledger like any release (a rerun "
-                      "returns the stored suggestion). Defined here, not called: call it yourself, then declare the "
-                      "bounds it returns (`bounds.apply(SCHEMA)` records their source).",
-                      "def suggest_bounds(column: str, epsilon: float = 0.05, *, magnitude: float | None = None,\n"
-                      "                   lower: float | None = None, upper: float | None = None,\n"
-                      "                   levels: tuple[float, float] = (0.01, 0.99), data: str = DATA,\n"
-                      "                   ledger_url: str | None = None):\n"
-                      '    """Suggest [L, U] for ``column``; spends ``epsilon`` of the lifetime budget (once)."""\n'
-                      "    from planner.release.bounds import suggest_bounds_file\n\n"
-                      "    bounds = suggest_bounds_file(SPEC, data, column, epsilon=epsilon, levels=levels,\n"
-                      "                                 magnitude=magnitude, lower=lower, upper=upper,\n"
-                      "                                 ledger_url=ledger_url, backend=BACKEND)\n"
-                      "    print(json.dumps(bounds.to_dict()['bounds_source'], indent=2), bounds.lower, bounds.upper)\n"
-                      "    return bounds")
+def _bounds_step(spec: PlanSpec) -> Step | None:
+    """Before the release, when the schema's bounds came from DP suggestions: the check of
+    their source in the ledger (:func:`planner.release.bounds.check_bounds_sources`),
+    called by ``release_plan``; ``None`` when no bounds came from one."""
+    cols = [c for c in spec.schema.columns if c.bounds_source is not None]
+    if not cols:
+        return None
+    said = "; ".join(f"`{c.name}`: release #{c.bounds_source.release_id} (ε = {c.bounds_source.epsilon:g}, levels "
+                     f"{c.bounds_source.levels[0]:g}, {c.bounds_source.levels[1]:g})" for c in cols
+                     if c.bounds_source is not None)
+    return Step("Before the release: the bounds' DP source",
+                f"These bounds came from DP quantiles, the suggestion of `planner bounds` or the Data page, "
+                f"recorded in the ledger ({said}). `release_plan` first reads those releases in the ledger (it "
+                "spends nothing) and checks that their quantiles are exactly the declared bounds, so that no "
+                "release runs on bounds the ledger does not account for.",
+                "def check_suggested_bounds(data: str = DATA, ledger_url: str | None = None,\n"
+                "                           backend_name: str | None = None) -> list:\n"
+                '    """Check in the ledger that the DP-suggested bounds are the released ones (reads; spends nothing)."""\n'
+                "    from planner.release.bounds import check_bounds_sources\n\n"
+                "    checks = check_bounds_sources(SPEC, data, ledger_url=ledger_url, backend=backend_name or BACKEND)\n"
+                "    for c in checks:\n"
+                "        print(f\"bounds of {c.column!r}: [{c.lower:.15g}, {c.upper:.15g}], the DP quantiles of \"\n"
+                "              f\"release #{c.release_id}\")\n"
+                "    return checks")
 
 
 _SCRIPT_MAIN: Final = '''

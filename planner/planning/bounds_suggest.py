@@ -20,14 +20,21 @@ column's units. With probability ≥ 95% (union bound), the released L at level 
 is a grid point, so in the column's units it lies within one grid step of the true
 (α ± r)-quantiles.
 
-Which levels. The default (0.01, 0.99) gives bounds holding most of the mass, what a
-histogram or a quantile needs. A mean or a sum of skewed values ≥ 0 is better served by
-(0, α) with α close to 1: a level 0 keeps the coarse range's own lower end (public, nothing
-released) and the whole ε goes to the upper bound. Measured (``tests/benchmarks/bench_bounds.py``,
-ε = 0.1 of a total 1, the rest on the mean): 1.95–2.95 × the error of the best pair of true
-quantiles chosen with hindsight on an income, a wage and a log-normal column, 5–29 × with
-the default levels. The limit is the selection's rank resolution, ± (2/ε)·ln k rows, against
-a best upper bound that clips only ~1/ε rows; candidates above the largest value all tie.
+Which levels. Without a purpose the levels are fixed, by default (0.01, 0.99): bounds holding
+most of the mass, what a histogram or a quantile needs. When the owner says what the bounds
+are for — a mean or a sum of the column, the ε it will spend — the levels are tuned to it
+(:mod:`planner.planning.bounds_purpose`, from public inputs only): the bias²+noise-optimal
+upper bound leaves about m* = σ₁ rows above it (σ₁ the statistic's noise per unit of the
+bounds, ≈ 2/ε_stat for the default mean), so the level is 1 − m*/n; the lower bound is
+the coarse range's own lower end when it is ≥ 0 (nothing released, the whole ε on U), else
+m*/n. Measured (``tests/benchmarks/bench_bounds.py``, docs/measurements/2026-12-07/bounds.txt;
+ε_total 0.5, 1 and 4, a tenth of it on the suggestion): the tuned levels cost 1.48–2.67 × the
+error of the best pair of true quantiles chosen with hindsight on an income, a wage and a
+log-normal column, where the best fixed level of the 2026-11-28 run (0, 0.9995) costs
+1.85–5.22 ×. The limits: hindsight's lower bound cancels part of the clipping bias (with
+L = 0 hindsight itself is 1.0–1.5 × worse), and the selection's rank resolution, ± (2/ε)·ln k
+rows, is far coarser than a best upper bound that clips ~2/ε_stat rows; candidates above the
+largest value all tie.
 
 Clipping bias. Clipping into [L, U] moves a value below L up to L and a value above U down
 to U. If every value is known to lie in a public outer range [A, B], at most a fraction p_lo
@@ -65,6 +72,7 @@ import numpy.typing as npt
 
 from planner.core.errors import PlannerError, QueryError
 from planner.data.schema import BoundsSource, BoundsSourceKind, ColumnKind, Schema
+from planner.planning.bounds_purpose import Purpose, PurposeLevels, purpose_levels
 from planner.planning.queries import MAX_GRID, Query, QueryKind
 from planner.planning.workload import Plan, plan_equal
 from planner.privacy.budget import CompositionRule
@@ -263,6 +271,7 @@ class SuggestionPlan:
     query: Query
     plan: Plan
     predictions: tuple[LevelPrediction, LevelPrediction]
+    tuned: PurposeLevels | None = None  # the purpose the levels were tuned for, if any
 
     @property
     def rank_bound_95(self) -> float:
@@ -280,12 +289,13 @@ class SuggestionPlan:
                 f"exponential mechanism on the public {self.grid.resolution()}.{kept} Predicted rank error: "
                 f"at most {' / '.join(f'{_pct(p.rank_bound_95)}' for p in rel)} of the rows 19 times in 20 "
                 f"(typically {' / '.join(_pct(p.rank_rmse) for p in rel)}); in {self.column!r} units each bound "
-                "is a grid point within one grid step of the true quantiles at those levels ± that rank error.")
+                "is a grid point within one grid step of the true quantiles at those levels ± that rank error."
+                + ("" if self.tuned is None else " " + self.tuned.words(self.column)))
 
     def to_dict(self) -> dict[str, Any]:
         return {"column": self.column, "epsilon": self.epsilon, "levels": list(self.levels),
                 "grid": self.grid.to_dict(), "predictions": [p.to_dict() for p in self.predictions],
-                "words": self.words()}
+                "purpose": None if self.tuned is None else self.tuned.to_dict(), "words": self.words()}
 
 
 def _pct(v: float) -> str:
@@ -328,6 +338,7 @@ def plan_suggestion(
     per_decade: int = DEFAULT_PER_DECADE,
     decades: int = DEFAULT_DECADES,
     rule: CompositionRule | str = CompositionRule.BASIC,
+    purpose: Purpose | None = None,
 ) -> SuggestionPlan:
     """Plan a bounds suggestion (no data read): the grid, the schema, the quantile query,
     the plan at ``epsilon`` (the levels share it equally) and the predicted accuracy.
@@ -337,6 +348,10 @@ def plan_suggestion(
     A level 0 (or 1) keeps the coarse range's lower (upper) end as the bound: for values
     known to be ≥ 0, ``levels=(0, 0.999)`` spends the whole ε on the upper bound.
 
+    ``purpose`` (a mean or a sum of the column and the ε it will spend) tunes the levels
+    to it instead (:func:`planner.planning.bounds_purpose.purpose_levels`, public inputs
+    only); give either it or ``levels``. Without either, the fixed :data:`DEFAULT_LEVELS`.
+
     Raises
     ------
     QueryError
@@ -345,7 +360,10 @@ def plan_suggestion(
     """
     _numeric_column(schema, column)
     eps = _positive(epsilon, "epsilon", "Give the small ε the suggestion may spend, e.g. 0.05.")
-    lv = _levels(levels)
+    if purpose is not None and levels is not None:
+        raise QueryError("give either levels (fixed quantile levels) or a purpose (the mean or sum the bounds are "
+                         "for, which chooses the levels), not both.")
+    lv = _levels(levels) if purpose is None else (0.0, 0.5)  # replaced below, once the grid is known
     if magnitude is not None and (lower is not None or upper is not None):
         raise QueryError("give either a magnitude or a coarse range (lower and upper), not both.")
     if magnitude is not None:
@@ -359,6 +377,10 @@ def plan_suggestion(
     if coarse.public_n is None:
         raise QueryError("public_n: predicting the suggestion's rank error needs the public row count; declare "
                          "'public_n' (an approximate, public number of rows) in the schema.")
+    tuned = None
+    if purpose is not None:
+        tuned = purpose_levels(schema, column, purpose, grid.lower, rule)
+        lv = _levels(tuned.levels)
     q = Query(QUERY_ID, QueryKind.QUANTILE, column, "exponential",
               options={"alphas": list(released_levels(lv)), "grid": grid.values})
     p = plan_equal([q], coarse, eps, 0.0, rule)
@@ -367,7 +389,7 @@ def plan_suggestion(
     lp = tuple(LevelPrediction(a, float(preds[f"quantile@{a:g}"].rmse), float(preds[f"quantile@{a:g}"].error_bound_95))
                if 0 < a < 1 else LevelPrediction(a, 0.0, 0.0) for a in lv)
     assert len(lp) == 2
-    return SuggestionPlan(column, eps, lv, grid, coarse, q, p, (lp[0], lp[1]))
+    return SuggestionPlan(column, eps, lv, grid, coarse, q, p, (lp[0], lp[1]), tuned)
 
 
 def bounds_from_answers(levels: Sequence[float], released: dict[float, float], grid: CoarseGrid) -> tuple[float, float]:

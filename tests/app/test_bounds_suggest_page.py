@@ -32,6 +32,18 @@ def test_suggest_bounds_confirms_spends_once_and_fills_the_form(tmp_path) -> Non
     at.text_input(key=suggest.RANGE).input("1e6").run()
     at.number_input(key=suggest.EPS).set_value(0.5).run()
     assert any("Spends ε = 0.5" in c.value for c in at.caption)  # the prediction, before anything is spent
+    # by default the levels are tuned for a mean of the column, at its ε in the plan in force
+    assert any("Levels tuned for a mean of 'income'" in c.value for c in at.caption)
+    # for quantiles or histograms: the fixed levels
+    at.selectbox(key=suggest.FOR).set_value("quantile").run()
+    assert any("Releases the 0.01 and 0.99 quantile(s)" in c.value for c in at.caption)
+    assert not any("Levels tuned" in c.value for c in at.caption)
+    at.selectbox(key=suggest.FOR).set_value("mean").run()
+    # a mean at ε = 1 typed: σ₁ = 2 (the default mean, n × its std per unit of U − L: 2/ε),
+    # m* = 2 rows of the public n = 2,000 → the upper bound at level 1 − 2/2000 = 0.999
+    at.number_input(key=suggest.FOR_EPS).set_value(1.0).run()
+    assert any("that will spend ε = 1 (given)" in c.value and "upper bound at level 0.999" in c.value
+               for c in at.caption)
     assert _status(at).releases == 0
     at.button(key="data:suggest:open").click().run()
     assert any("This spends **ε = 0.5**" in w.value for w in at.warning)
@@ -56,7 +68,7 @@ def test_suggest_bounds_confirms_spends_once_and_fills_the_form(tmp_path) -> Non
     fp = next(iter(at.session_state[S.SCHEMAS]))
     col = Schema.from_json(at.session_state[S.SCHEMAS][fp]).column("income")
     assert col.bounds == (lo, hi) and col.bounds_source is not None
-    assert col.bounds_source.levels == (0.01, 0.99) and abs(col.bounds_source.epsilon - 0.5) < 1e-9
+    assert col.bounds_source.levels == (0.0, 0.999) and abs(col.bounds_source.epsilon - 0.5) < 1e-9
     # edited by hand, the bounds lose their DP source
     at.text_input(key="data:col:income:bounds").input("0, 5000").run()
     at.button(key="data:schema_save").click().run()

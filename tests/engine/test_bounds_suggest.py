@@ -177,7 +177,23 @@ def test_cli_bounds_prints_the_suggestion_and_spend(files: tuple[Path, Path, str
     assert out["lower"] < out["upper"] and out["status"] == "done"
     assert out["spent"]["epsilon"] == pytest.approx(0.5, rel=1e-6)
     assert out["budget"]["epsilon_spent"] == pytest.approx(0.5, rel=1e-6)
-    assert out["bounds_source"]["kind"] == "dp_quantiles" and out["bounds_source"]["levels"] == [0.01, 0.99]
+    # by default tuned for a mean of the column at the plan's whole ε = 1 (the file holds no
+    # mean): σ₁ = 2 (Laplace on the centred sum, Δ = w/2, and on the count, Δ = 1 scaled by
+    # w/2, each at ε/2: √2·(w/2)·(2/ε)·√2 = 2w/ε), m* = σ₁ = 2 rows, level 1 − 2/20,000
+    assert out["bounds_source"]["kind"] == "dp_quantiles" and out["bounds_source"]["levels"] == [0.0, 0.9999]
+    assert out["prediction"]["purpose"]["basis"] == "the plan's whole ε: it holds no mean of 'income' yet"
+    assert "Levels tuned for a mean of 'income'" in out["prediction"]["words"]
+    # quantiles keep the fixed levels; a sum at a given ε: σ₁ = √2·1/0.5 (Laplace, Δ = U),
+    # m* = 2.83 rows, 1.4e-4 of n after rounding to two digits
+    for args, levels in ((["--for", "quantile"], [0.01, 0.99]),
+                         (["--for", "sum", "--for-epsilon", "0.5"], [0.0, 0.99986])):
+        rc = main(["bounds", "--spec", str(spec), "--data", str(data), "--column", "income", "--magnitude", "1e6",
+                   "--epsilon", "0.1", "--ledger", url, "--backend", "pandas", *args])
+        assert rc == 0
+        assert json.loads(capsys.readouterr().out)["bounds_source"]["levels"] == levels
+    rc = main(["bounds", "--spec", str(spec), "--data", str(data), "--column", "income", "--magnitude", "1e6",
+               "--epsilon", "0.1", "--ledger", url, "--backend", "pandas", "--for", "sum", "--levels", "0", "0.9"])
+    assert rc == 2 and "not both" in capsys.readouterr().err
     rc = main(["bounds", "--spec", str(spec), "--data", str(data), "--column", "region", "--magnitude", "1e6",
                "--epsilon", "0.5", "--ledger", url, "--backend", "pandas"])
     assert rc == 2 and "not numeric" in capsys.readouterr().err
@@ -233,20 +249,80 @@ def test_column_clipping_bias_reads_the_bounds_source() -> None:
         bs.column_clipping_bias(s, "region")
 
 
-def test_generated_script_suggests_through_the_same_engine(files: tuple[Path, Path, str],
-                                                           capsys: pytest.CaptureFixture[str]) -> None:
+def _run_generated(spec: object, data: Path, tmp_path: Path, *argv: str) -> tuple[int, dict[str, object]]:
+    """Generate the script for ``spec`` and run its ``main`` with ``argv`` (in process)."""
     from planner.outputs import codegen
 
-    spec, data, url = files
-    code = codegen.python_script(load_plan_spec(str(spec)), str(data), "incomes", backend="pandas")
+    code = codegen.python_script(spec, str(data), "incomes", backend="pandas")  # type: ignore[arg-type]
     ns: dict[str, object] = {"__name__": "generated"}
     exec(compile(code, "generated", "exec"), ns)  # defines everything; the plan only, nothing spent
-    fn = ns["suggest_bounds"]
-    assert callable(fn)
-    first = fn("income", 0.5, magnitude=1e6, ledger_url=url)
-    again = fn("income", 0.5, magnitude=1e6, ledger_url=url)
-    assert (first.status, again.status) == ("done", "reused")
-    assert (again.lower, again.upper) == (first.lower, first.upper)
+    main_fn = ns["main"]
+    assert callable(main_fn)
+    return int(main_fn([*argv, "--chart", str(tmp_path / "chart.svg")])), ns
+
+
+def test_generated_script_checks_suggested_bounds_before_releasing(files: tuple[Path, Path, str], tmp_path: Path,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    from planner.planning.plan_spec import parse_plan_spec
+
+    spec_path, data, url = files
+    mean = {"id": "m", "kind": "mean", "column": "income", "mechanism": "laplace"}
+    doc = json.loads(spec_path.read_text())
+    spec = parse_plan_spec({**doc, "queries": [*doc["queries"], mean]})
+    # no bounds from a DP query: no bounds step at all (nothing defined and left uncalled)
+    _, ns = _run_generated(spec, data, tmp_path)
+    assert "check_suggested_bounds" not in ns and "suggest_bounds" not in ns
+    # bounds suggested (tuned for the plan's mean), declared with their source
+    out = suggest_bounds_file(spec, str(data), "income", epsilon=0.2, magnitude=1e6, ledger_url=url,
+                              backend="pandas")
+    assert out.plan.tuned is not None and out.plan.tuned.purpose.basis == "the plan's share for 'm'"
+    # the tuned suggestion spends its ε once, recorded like any release; asked again it is reused
+    again = suggest_bounds_file(spec, str(data), "income", epsilon=0.2, magnitude=1e6, ledger_url=url,
+                                backend="pandas")
+    assert (out.status, again.status) == ("done", "reused") and (again.lower, again.upper) == (out.lower, out.upper)
+    led = Ledger(url)
+    try:
+        st = led.status(out.result.fingerprint)
+        assert st.releases == 1 and st.epsilon_spent == pytest.approx(0.2, rel=1e-6)
+    finally:
+        led.close()
+    tuned = parse_plan_spec({**spec.to_dict(), "schema": out.apply(spec.schema).to_dict()})
+    # the notebook's release cell calls the same check (the same steps as the script)
+    from planner.outputs import codegen
+
+    nb = codegen.notebook_json(tuned, str(data), "incomes")
+    assert "check_suggested_bounds(data, ledger_url, backend_name)" in nb
+    assert "check_suggested_bounds" not in codegen.notebook_json(spec, str(data), "incomes")
+    capsys.readouterr()
+    rc, ns = _run_generated(tuned, data, tmp_path, "--release", "--ledger", url, "--out", str(tmp_path / "o.json"))
+    assert rc == 0, capsys.readouterr().err
+    printed = capsys.readouterr().out
+    assert f"the DP quantiles of release #{out.result.release_id}" in printed
+    assert json.loads((tmp_path / "o.json").read_text())["release"]["status"] == "done"
+    led = Ledger(url)
+    try:  # the suggestion and the plan: two releases; the check spent nothing
+        st = led.status(out.result.fingerprint)
+        assert st.releases == 2 and st.epsilon_spent == pytest.approx(0.2 + 1.0, rel=1e-6)
+    finally:
+        led.close()
+    # bounds that are not the released ones, or a ledger without the release: refused before any spend
+    lo, hi = out.lower, out.upper
+    moved = parse_plan_spec({**tuned.to_dict(), "schema": bs.apply_bounds(tuned.schema, "income", lo, 2 * hi,
+                                                                          out.source).to_dict()})
+    fresh = f"sqlite:///{tmp_path / 'fresh.db'}"
+    for sp, ledger, said in ((moved, url, f"gave [{lo:g}, {hi:g}]"), (tuned, fresh, "does not hold")):
+        rc, _ = _run_generated(sp, data, tmp_path, "--release", "--ledger", ledger)
+        assert rc == 2 and said in capsys.readouterr().err
+    led = Ledger(url)
+    try:
+        assert led.status(out.result.fingerprint).releases == 2
+    finally:
+        led.close()
+    led = Ledger(fresh)
+    try:
+        assert led.datasets() == []
+    finally:
+        led.close()
 
 
 @pytest.mark.hostile(4)
