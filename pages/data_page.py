@@ -14,7 +14,7 @@ from pages._ui.guard import guard
 from pages._ui.preamble import require_planner
 from planner.core.errors import PlannerError
 from planner.data.loader import refuse_invalid_cells
-from planner.data.schema import ColumnKind, format_text_list
+from planner.data.schema import ColumnKind, Relation, format_text_list
 from planner.outputs import words
 
 S.init_state()
@@ -182,9 +182,9 @@ if data.source in ("upload", "server"):
         for name in chosen:
             entry = dict(cols.get(name, {"kind": "numeric", "bounds": "", "categories": ""}))
             entry["kind"] = ss["data:bulk_kind"]
-            if ss["data:bulk_kind"] == "numeric":
+            if ss["data:bulk_kind"] == ColumnKind.NUMERIC:
                 entry["bounds"] = ss.get("data:bulk_bounds") or ""
-            if ss["data:bulk_kind"] == "categorical":
+            if ss["data:bulk_kind"] == ColumnKind.CATEGORICAL:
                 entry["categories"] = ss.get("data:bulk_cats") or ""
             cols[name] = entry
         use = list(dd["use"]) + [c for c in chosen if c not in dd["use"]]
@@ -305,17 +305,17 @@ if data.source in ("upload", "server"):
             c3.text_input(f"{name}: public bounds L, U", key=bk, placeholder="numeric: L, U",
                           label_visibility="collapsed",
                           on_change=_set_col, args=(name, "bounds", bk),
-                          disabled=entry["kind"] != "numeric")
+                          disabled=entry["kind"] != ColumnKind.NUMERIC)
             c4.text_input(f"{name}: public categories", key=ck, placeholder="categorical: a, b, c",
                           label_visibility="collapsed",
                           on_change=_set_col, args=(name, "categories", ck),
-                          disabled=entry["kind"] != "categorical")
+                          disabled=entry["kind"] != ColumnKind.CATEGORICAL)
             mk = f"data:col:{name}:missing"
             ss[mk] = entry.get("missing", "")
             c5.text_input(f"{name}: value for a missing cell", key=mk, placeholder="drop the row",
                           label_visibility="collapsed", on_change=_set_col, args=(name, "missing", mk),
-                          disabled=entry["kind"] == "identifier")
-            if owner and entry["kind"] == "numeric":
+                          disabled=entry["kind"] == ColumnKind.IDENTIFIER)
+            if owner and entry["kind"] == ColumnKind.NUMERIC:
                 c6.button("suggest", key=f"data:col:{name}:suggest", on_click=suggest.open_panel, args=(name,),
                           help="Suggest this column's bounds from DP quantiles over a public coarse range "
                                "(spends a small ε, recorded in the ledger).")
@@ -324,14 +324,14 @@ if data.source in ("upload", "server"):
 
     st.markdown("**3. Who is protected**")
     r1, r2, r3, r4 = st.columns(4)
-    ss["data:relation"] = d["relation"]
-    r1.radio("Neighbouring relation", ["add_remove", "substitute"], key="data:relation",
-             format_func=lambda r: {"add_remove": "add/remove one person (the size is secret)",
-                                    "substitute": "replace one person (the size is public)"}[r],
+    ss["data:relation"] = Relation(d["relation"])
+    r1.radio("Neighbouring relation", list(Relation), key="data:relation",
+             format_func={Relation.ADD_REMOVE: "add/remove one person (the size is secret)",
+                          Relation.SUBSTITUTE: "replace one person (the size is public)"}.__getitem__,
              on_change=_set, args=("relation", "data:relation"),
              help="What the privacy guarantee hides: whether one privacy unit is in the table at all "
                   "(add/remove), or what its values are (substitute).")
-    id_cols = [datasets.UNIT_ROW] + [n for n in used if d["columns"].get(n, {}).get("kind") == "identifier"]
+    id_cols = [datasets.UNIT_ROW] + [n for n in used if d["columns"].get(n, {}).get("kind") == ColumnKind.IDENTIFIER]
     ss["data:unit"] = d["unit"] if d["unit"] in id_cols else datasets.UNIT_ROW
     r2.selectbox("Privacy unit", id_cols, key="data:unit", on_change=_set, args=("unit", "data:unit"),
                  help="Declare a column of kind 'identifier' in use to protect people with several rows.")
@@ -375,7 +375,7 @@ assert schema is not None
 st.subheader("What is public")
 unit = schema.unit
 c1, c2, c3 = st.columns(3)
-c1.metric("Neighbouring relation", {"add_remove": "add or remove one", "substitute": "replace one"}[schema.relation.value],
+c1.metric("Neighbouring relation", {Relation.ADD_REMOVE: "add or remove one", Relation.SUBSTITUTE: "replace one"}[schema.relation],
           help="add_remove: the guarantee hides whether one privacy unit is in the table at all; "
                "substitute: it hides what one unit's values are (the table size is public).")
 c2.metric("Privacy unit", "row" if unit.column is None else unit.column,

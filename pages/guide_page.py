@@ -18,6 +18,7 @@ from pages._ui import cached, fmt, frame, planning, results
 from pages._ui import state as S
 from pages._ui.guard import guard
 from pages._ui.preamble import require_planner
+from planner.privacy.budget import SplitMode
 
 st.title("Start here")
 S.init_state()
@@ -84,8 +85,8 @@ if not made.ok:
     frame.stop()
 with box:
     st.number_input("ε for this release (smaller: more privacy, more noise)", step=0.1, format="%g",
-                    **S.bind(S.EPSILON, PAGE), disabled=view.settings.mode == "target")
-    results.epsilon_context(None if view.settings.mode == "target" else view.settings.epsilon, view.settings.rule)
+                    **S.bind(S.EPSILON, PAGE), disabled=view.settings.mode is SplitMode.TARGET)
+    results.epsilon_context(None if view.settings.mode is SplitMode.TARGET else view.settings.epsilon, view.settings.rule)
     results.verdict_table(view.plan, schema)
     st.page_link("pages/plan_page.py", label="Expert settings on the Planner (rule, split, shares)",
                  icon=":material/tune:")

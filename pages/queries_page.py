@@ -14,19 +14,20 @@ from pages._ui.guard import guard
 from pages._ui.preamble import require_dataset
 from planner.planning.queries import QueryKind
 from planner.planning.statistics import STATISTICS
+from planner.privacy.budget import SplitMode
 
 st.title("Queries")
 
 data, schema, sj = require_dataset()
 ss = st.session_state
 PAGE = "queries"
-mode = ss[S.MODE]
-uses = "target" if mode == "target" else "weight"
+mode = S.split_mode(ss[S.MODE])
+uses = "target" if mode is SplitMode.TARGET else "weight"
 
 st.caption(
     "One query per answer to release. Build one with the form (it offers, for each kind of statistic, only the "
     "mechanisms and options that statistic declares), or edit the table below for an overview and bulk changes. "
-    f"The Planner is in **{S.MODE_LABELS.get(mode, mode)}** mode, so the **{uses}** of each query is the one in "
+    f"The Planner is in **{S.MODE_LABELS[mode]}** mode, so the **{uses}** of each query is the one in "
     "use. Edits are kept when you visit other pages."
 )
 

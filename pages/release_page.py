@@ -15,6 +15,7 @@ from pages._ui import state as S
 from pages._ui.guard import guard
 from pages._ui.preamble import require_dataset
 from planner import release as rel
+from planner.privacy.budget import SplitMode
 
 st.title("Release")
 
@@ -33,9 +34,10 @@ led = cached.ledger()
 plan_hash = rel.plan_hash(plan, schema)
 
 # ------------------------------------------------------------------------- the plan in force
+SPLIT_WORDS = {SplitMode.WEIGHTED: "split by weight", SplitMode.EQUAL: "split equally",
+               SplitMode.MANUAL: "split by hand", SplitMode.TARGET: "the least ε meeting every target"}
 mode_txt = (f"the least ε meeting every target, **ε = {a.used_epsilon:.4g}**" if view.target is not None
-            else f"**ε = {a.used_epsilon:.4g}**, " + {"weighted": "split by weight", "equal": "split equally",
-                                                    "manual": "split by hand"}.get(s.mode, s.mode))
+            else f"**ε = {a.used_epsilon:.4g}**, " + SPLIT_WORDS[s.mode])
 st.markdown(f"**The plan in force** (set on the Queries and Planner pages): {mode_txt}, δ = {a.delta:g}, "
             f"**{fmt.rule(a.rule)}**, {len({p.query_id for p in plan.predictions})} queries on **{fmt.plain(data.name)}**.")
 rows_by_id = {r.get("id"): r for r in S.clean_rows(ss[S.WORKLOAD])}

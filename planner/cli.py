@@ -129,8 +129,9 @@ def _register_ledger(sub: Any) -> None:
     p.add_argument("--name", default=None, help="the new dataset's name (unique in the ledger)")
     p.add_argument("--epsilon", default=None, help="its lifetime ε")
     p.add_argument("--delta", default="0", help="its lifetime δ (default 0)")
-    p.add_argument("--rule", choices=("basic", "advanced", "rdp", "zcdp", "pld"), default=None,
-                   help="the composition rule every spend is composed under")
+    p.add_argument("--rule", type=_rule, default=None,
+                   help="the composition rule every spend is composed under (basic, rdp, pld, ...: "
+                   "planner.privacy.budget.CompositionRule)")
     p.add_argument("--spec", default=None, help="PLAN.json or a schema JSON: the declared schema")
     p.add_argument("--data", default=None, help="declare: the data file (recorded as the first version); "
                    "identify: the file to look up")
@@ -146,6 +147,17 @@ def _register_ledger(sub: Any) -> None:
     p.add_argument("--delta", default=None, help="the δ an analyst may spend (default: the dataset's)")
     p.add_argument("--revoke", action="store_true", help="revoke the subject's grant instead")
     p.set_defaults(handler=_cmd_grant)
+
+
+def _rule(text: str) -> str:
+    """A composition rule's name, checked against the engine's rules (the one list of them)."""
+    from planner.privacy.budget import CompositionRule
+
+    try:
+        return CompositionRule(text).value
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"invalid rule {text!r}: choose one of {', '.join(r.value for r in CompositionRule)}") from None
 
 
 def _backend_args(p: argparse.ArgumentParser) -> None:
@@ -213,9 +225,10 @@ def _cmd_release(args: argparse.Namespace) -> Any:
         raise
     out = cmd_release(spec, args.data, args.ledger, args.backend, args.spark_master, scan=scan)
     from planner.outputs.words import context
+    from planner.privacy.budget import SplitMode
 
     # ε in context: the same words as the app and the HTML report
-    out["context"] = context(None if spec.mode == "target" else spec.epsilon, spec.rule.value)
+    out["context"] = context(None if spec.mode is SplitMode.TARGET else spec.epsilon, spec.rule.value)
     return out
 
 

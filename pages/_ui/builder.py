@@ -26,6 +26,7 @@ from planner.data.schema import ColumnKind, Schema, format_text_list, parse_text
 from planner.planning.queries import Predicate, PredicateOp, Query, QueryKind
 from planner.planning.statistics import STATISTICS
 from planner.planning.statistics.base import OptionSpec, OptionType, Statistic
+from planner.privacy.budget import SplitMode
 
 from . import fmt
 from . import state as S
@@ -261,7 +262,7 @@ def _columns_for(stat: Statistic, schema: Schema) -> list[str]:
     return out + [c.name for c in schema.columns if c.kind in stat.column_kinds]
 
 
-def build(d: dict[str, Any], schema: Schema, mode: str) -> tuple[dict[str, Any] | None, dict[str, str], str | None]:
+def build(d: dict[str, Any], schema: Schema, mode: SplitMode) -> tuple[dict[str, Any] | None, dict[str, str], str | None]:
     """(workload row, messages per option name, message about the whole query) of a draft.
 
     The row is None while something is invalid. Each option is read from its widget and
@@ -294,7 +295,7 @@ def build(d: dict[str, Any], schema: Schema, mode: str) -> tuple[dict[str, Any] 
     weight, target, scale = d.get("weight"), d.get("target"), d.get("scale")
     flat: dict[str, Any] = {"id": qid, "kind": kind.value, "column": d.get("column") or None,
                             "mechanism": d.get("mechanism")}
-    if mode == "target":
+    if mode is SplitMode.TARGET:
         flat["target"] = target
     else:
         flat["weight"] = weight
@@ -303,9 +304,9 @@ def build(d: dict[str, Any], schema: Schema, mode: str) -> tuple[dict[str, Any] 
         q.validate(schema)
         if scale is not None and not (isinstance(scale, (int, float)) and scale > 0):
             raise QueryError(f"{where}: 'scale' must be a positive number (a public size of the answer).")
-        if weight is not None and mode == "target":
+        if weight is not None and mode is SplitMode.TARGET:
             Query.from_dict({**flat, "target": None, "weight": weight, **opts})
-        if target is not None and mode != "target":
+        if target is not None and mode is not SplitMode.TARGET:
             Query.from_dict({**flat, "weight": None, "target": target, **opts})
     except PlannerError as exc:
         return None, field_errors, str(exc)
@@ -320,7 +321,7 @@ def _ids() -> list[str]:
     return [str(r.get("id")) for r in S.clean_rows(st.session_state[S.WORKLOAD]) if r.get("id")]
 
 
-def _add(schema: Schema, mode: str) -> None:
+def _add(schema: Schema, mode: SplitMode) -> None:
     ss = st.session_state
     d = draft()
     row, _errors, problem = build(d, schema, mode)
@@ -381,7 +382,7 @@ def _cancel() -> None:
 
 
 # ----------------------------------------------------------------------------- the form
-def render(schema: Schema, mode: str) -> None:
+def render(schema: Schema, mode: SplitMode) -> None:
     """Draw the builder for the active schema (``mode``: the Planner's mode, which decides
     whether the weight or the target is used)."""
     ss = st.session_state

@@ -8,6 +8,8 @@ from typing import Any
 import altair as alt
 import pandas as pd
 
+from planner.planning.queries import QueryKind
+
 
 def accuracy_chart(curves: pd.DataFrame, lower: pd.DataFrame | None, epsilon: float, unit: str) -> alt.LayerChart:
     """RMSE (solid) and 95% bound (dashed) per mechanism against ε, log–log, with a rule at ε."""
@@ -110,8 +112,8 @@ def answer_groups(table: pd.DataFrame) -> list[tuple[str, str, pd.DataFrame]]:
     rest["unit"] = rest["unit"].replace(_SAME_UNIT)
     # a total and an average of the same column share a unit but not a magnitude
     kind = rest["kind"].astype(str) if "kind" in rest.columns else pd.Series("", index=rest.index)
-    rest["unit"] = rest["unit"].where(~kind.eq("sum"), rest["unit"] + ", totals")
-    rest["unit"] = rest["unit"].where(~kind.eq("mean"), rest["unit"] + ", averages")
+    rest["unit"] = rest["unit"].where(~kind.eq(QueryKind.SUM.value), rest["unit"] + ", totals")
+    rest["unit"] = rest["unit"].where(~kind.eq(QueryKind.MEAN.value), rest["unit"] + ", averages")
     for unit, grp in rest.groupby("unit", sort=False):
         out.append(("value", str(unit), grp))
     return out

@@ -18,7 +18,16 @@ import streamlit as st
 
 from planner.core.errors import PlannerError
 from planner.core.strict_json import MAX_MAGNITUDE
-from planner.data.schema import Schema, SchemaProblems, format_text_list, parse_text_list
+from planner.data.schema import (
+    ColumnKind,
+    MissingAction,
+    Relation,
+    Schema,
+    SchemaProblems,
+    format_text_list,
+    parse_text_list,
+)
+from planner.privacy.sampling import SamplingScheme
 
 from . import state as S
 
@@ -97,7 +106,7 @@ def draft_from_schema(schema: Schema | None, kinds: dict[str, str]) -> dict[str,
     """A draft the form can edit: the saved declaration, or the suggested kinds only."""
     cols: dict[str, dict[str, str]] = {name: {"kind": kind, "bounds": "", "categories": ""} for name, kind in kinds.items()}
     if schema is None:
-        return {"use": [], "columns": cols, "relation": "add_remove", "unit": UNIT_ROW, "max_rows": 1, "public_n": 0,
+        return {"use": [], "columns": cols, "relation": Relation.ADD_REMOVE.value, "unit": UNIT_ROW, "max_rows": 1, "public_n": 0,
                 "sample_rate": 0.0}
     for c in schema.columns:
         entry = cols.setdefault(c.name, {"kind": c.kind.value, "bounds": "", "categories": ""})
@@ -110,7 +119,7 @@ def draft_from_schema(schema: Schema | None, kinds: dict[str, str]) -> dict[str,
                 entry["bounds_source"] = c.bounds_source.to_dict()
         if c.categories:
             entry["categories"] = format_text_list(c.categories)
-        if c.missing.action.value == "replace" and c.missing.value is not None:
+        if c.missing.action is MissingAction.REPLACE and c.missing.value is not None:
             v = c.missing.value
             entry["missing"] = ("true" if v else "false") if isinstance(v, bool) else (
                 f"{v:g}" if isinstance(v, float) else str(v))
@@ -135,7 +144,7 @@ def missing_rule(name: str, kind: str, text: str, problems: list[str]) -> dict[s
     t = text.strip()
     if not t:
         return {"action": "drop"}
-    if kind == "numeric":
+    if kind == ColumnKind.NUMERIC:
         try:
             value: Any = float(t)
         except ValueError:
@@ -145,7 +154,7 @@ def missing_rule(name: str, kind: str, text: str, problems: list[str]) -> dict[s
             problems.append(f"column {name!r}: the value that replaces a missing cell must be a finite number.")
             return {"action": "drop"}
         return {"action": "replace", "value": value}
-    if kind == "boolean":
+    if kind == ColumnKind.BOOLEAN:
         if t.lower() not in ("true", "false"):
             problems.append(f"column {name!r}: the value that replaces a missing cell must be true or false.")
             return {"action": "drop"}
@@ -163,9 +172,9 @@ def spec_from_draft(d: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     for name in d["use"]:
         c = d["columns"].get(name, {"kind": "numeric", "bounds": "", "categories": ""})
         entry: dict[str, Any] = {"name": name, "kind": c["kind"]}
-        if c["kind"] != "identifier":
+        if c["kind"] != ColumnKind.IDENTIFIER:
             entry["missing"] = missing_rule(name, c["kind"], c.get("missing") or "", problems)
-        if c["kind"] == "numeric":
+        if c["kind"] == ColumnKind.NUMERIC:
             text = (c.get("bounds") or "").strip()
             if text:
                 parts = [p.strip() for p in text.replace(";", ",").split(",")]
@@ -192,7 +201,7 @@ def spec_from_draft(d: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
                     continue
             if c.get("bounds_source") and text == c.get("suggested"):  # the DP suggestion, untouched
                 entry["bounds_source"] = c["bounds_source"]
-        if c["kind"] == "categorical":
+        if c["kind"] == ColumnKind.CATEGORICAL:
             try:
                 entry["categories"] = parse_text_list(c.get("categories") or "")
             except ValueError as exc:
@@ -201,14 +210,14 @@ def spec_from_draft(d: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
         columns.append(entry)
     unit = d.get("unit") or UNIT_ROW
     spec = {
-        "version": 1, "relation": d.get("relation", "add_remove"),
+        "version": 1, "relation": d.get("relation", Relation.ADD_REMOVE.value),
         "privacy_unit": {"column": None if unit == UNIT_ROW else unit, "max_rows": int(d.get("max_rows") or 1)},
         "public_n": int(d.get("public_n") or 0) or None, "columns": columns,
     }
     rate = float(d.get("sample_rate") or 0.0)
     if rate > 0:  # a secret sample: the scheme follows the relation (poisson ↔ add/remove)
-        spec["sampling"] = {"rate": rate, "scheme": "poisson" if spec["relation"] == "add_remove"
-                            else "without_replacement"}
+        spec["sampling"] = {"rate": rate, "scheme": (SamplingScheme.POISSON if spec["relation"] == Relation.ADD_REMOVE
+                                                       else SamplingScheme.WITHOUT_REPLACEMENT).value}
     return spec, problems
 
 

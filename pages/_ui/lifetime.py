@@ -43,13 +43,13 @@ def _draft() -> dict[str, Any]:
     return dict(ss[DRAFT])
 
 
-def _values() -> tuple[float | None, float, str]:
+def _values() -> tuple[float | None, float, CompositionRule]:
     """(ε, δ, rule) the form shows: what the owner typed, else the Planner's δ and rule."""
     ss = st.session_state
     d = _draft()
     delta = d["delta"] if d["delta"] is not None else ss[S.DELTA]
     rule = d["rule"] if d["rule"] is not None else ss[S.RULE]
-    return d["epsilon"], float(delta) if isinstance(delta, (int, float)) else 1e-6, rule if rule in S.RULES else CompositionRule.RDP
+    return d["epsilon"], float(delta) if isinstance(delta, (int, float)) else 1e-6, CompositionRule(rule) if rule in S.RULES else CompositionRule.RDP
 
 
 def _typed(field: str, wk: str) -> None:
@@ -104,6 +104,7 @@ def _declare(page: str, content: str, file_fp: str, schema_hash: str, sampling: 
     if eps is None or not name or delta is None or rule not in S.RULES:
         ss[_ERROR] = {"page": page, "text": "Type the new dataset's name and its lifetime ε."}
         return
+    rule = CompositionRule(rule)
     try:
         led = cached.ledger()
         led.declare_dataset(name, eps, delta, rule, schema_hash=schema_hash, digest=content, sampling=sampling)

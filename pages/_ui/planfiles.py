@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 import streamlit as st
 
 from planner.core.errors import PlanError, PlannerError
+from planner.privacy.budget import SplitMode
 
 from . import cached, fmt, planning
 from . import state as S
@@ -69,9 +70,9 @@ def restore(spec: PlanSpec, data: cached.Active) -> list[str]:
         ss[S.SCHEMAS] = dict(ss[S.SCHEMAS], **{fp: spec.schema.to_json()})
         ss[S.DRAFTS] = {k: v for k, v in ss[S.DRAFTS].items() if k != fp}
         notes.append(f"The plan's schema is now the declared schema of {data.name}.")
-    mode = spec.mode
+    mode = SplitMode(spec.mode)
     explicit: dict[str, float] = dict(spec.error_scales)
-    if mode != "target":
+    if mode is not SplitMode.TARGET:
         # every query at its default public scale is the Planner's "relative errors" switch
         defaults = workload.default_error_scales(spec.queries, spec.schema) or {}
         ss[S.RELATIVE] = bool(explicit) and _same(explicit, defaults)
@@ -88,10 +89,10 @@ def restore(spec: PlanSpec, data: cached.Active) -> list[str]:
                      f"under {fmt.rule(status.rule)}: the plan in force uses it, so its shares differ "
                      "from the file's.")
     else:
-        ss[S.RULE] = spec.rule.value
-    if mode == "weighted":
+        ss[S.RULE] = spec.rule
+    if mode is SplitMode.WEIGHTED:
         ss[S.PINS] = dict(spec.pinned)
-    elif mode == "manual":
+    elif mode is SplitMode.MANUAL:
         ss[S.MANUAL] = dict(spec.pinned)
     ss[S.LAST_RESULT] = None
     ss[S.CONFIRM_OPEN] = False
@@ -116,7 +117,7 @@ def upload_form(data: cached.Active, page: str) -> None:
             ss[S.PLAN_FILE_NOTE] = {"page": page, "error": f"{up.name} was not applied: {exc}"}
         else:
             ss[S.PLAN_FILE_NOTE] = {"page": page, "ok": (
-                f"Restored {up.name}: {len(spec.queries)} queries, {S.MODE_LABELS[spec.mode]}, "
+                f"Restored {up.name}: {len(spec.queries)} queries, {S.MODE_LABELS[SplitMode(spec.mode)]}, "
                 f"ε = {spec.epsilon:g}, δ = {spec.delta:g}, {fmt.rule(spec.rule)}.") + "".join(" " + n for n in notes)}
         st.rerun()  # the sidebar (drawn before this page) shows the restored plan
     note = ss[S.PLAN_FILE_NOTE]

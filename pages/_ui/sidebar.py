@@ -13,6 +13,8 @@ from typing import Any
 import streamlit as st
 
 from planner.core.errors import PlannerError
+from planner.data.schema import Relation
+from planner.privacy.budget import SplitMode
 
 from . import cached, fmt, planning
 from . import state as S
@@ -36,7 +38,7 @@ def render_sidebar() -> tuple[Any, cached.Active | None]:
             return st.container(), None
         unit = data.schema.unit
         unit_txt = "one row" if unit.column is None else f"one person ({unit.column}, ≤ {unit.c} rows)"
-        relation = {"add_remove": "add or remove one", "substitute": "replace one"}[data.schema.relation.value]
+        relation = {Relation.ADD_REMOVE: "add or remove one", Relation.SUBSTITUTE: "replace one"}[data.schema.relation]
         st.markdown(f"Protects: **{unit_txt}**  \nNeighbours: **{relation}**",
                     help="What the guarantee hides: one privacy unit added or removed (add/remove), "
                          "or one replaced by another (substitute).")
@@ -62,6 +64,6 @@ def render_budget(box: Any, data: cached.Active | None) -> None:
         except PlannerError:
             st.caption("ε or δ is not valid yet: see the Planner.")
             return
-        what = "least ε meeting every target" if s.mode == "target" else f"ε = {s.epsilon:g}"
+        what = "least ε meeting every target" if s.mode is SplitMode.TARGET else f"ε = {s.epsilon:g}"
         st.markdown(f"{what}, δ = {s.delta:g}  \n{fmt.rule(s.rule)} · {len(S.clean_rows(ss[S.WORKLOAD]))} queries"
                     + (" (edited)" if S.workload_edited() else ""))

@@ -22,6 +22,9 @@ from typing import Any
 
 import streamlit as st
 
+from planner.data.schema import ColumnKind
+from planner.planning.mechanisms.base import MechanismName
+from planner.planning.queries import QueryKind
 from planner.privacy.budget import CompositionRule, SplitMode
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -97,6 +100,11 @@ MODES: tuple[SplitMode, ...] = tuple(SplitMode)
 MODE_LABELS: dict[SplitMode, str] = {SplitMode.WEIGHTED: "optimal split", SplitMode.EQUAL: "equal split",
                                      SplitMode.MANUAL: "manual split", SplitMode.TARGET: "meet targets"}
 
+
+def split_mode(value: object) -> SplitMode:
+    """The split mode a durable value names (:data:`MODE`), the optimal split when it names none."""
+    return SplitMode(str(value)) if value in MODES else SplitMode.WEIGHTED
+
 CENSUS_WORKLOAD: list[dict[str, Any]] = [
     {"id": "people", "kind": "count", "column": None, "mechanism": "laplace", "weight": 1.0, "target": 500.0},
     {"id": "income_total", "kind": "sum", "column": "income", "mechanism": "laplace", "weight": 1.0, "target": 2.0e7},
@@ -138,16 +146,18 @@ def starter_workload(schema_dict: dict[str, Any]) -> list[dict[str, Any]]:
     has_n = schema_dict.get("public_n") is not None
     for col in schema_dict.get("columns", []):
         name, kind = col["name"], col["kind"]
-        if kind == "numeric":
-            stat = "mean" if has_n else "sum"
-        elif kind == "categorical":
-            stat = "histogram"
-        elif kind == "boolean":
-            stat = "proportion" if has_n else None
+        stat: QueryKind | None
+        if kind == ColumnKind.NUMERIC:
+            stat = QueryKind.MEAN if has_n else QueryKind.SUM
+        elif kind == ColumnKind.CATEGORICAL:
+            stat = QueryKind.HISTOGRAM
+        elif kind == ColumnKind.BOOLEAN:
+            stat = QueryKind.PROPORTION if has_n else None
         else:
             stat = None
         if stat is not None:
-            rows.append({"id": f"{name}_{stat}", "kind": stat, "column": name, "mechanism": "laplace",
+            rows.append({"id": f"{name}_{stat.value}", "kind": stat.value, "column": name,
+                         "mechanism": MechanismName.LAPLACE.value,
                          "weight": 1.0, "target": None})
     return rows
 
@@ -345,7 +355,7 @@ def options_text(options: Any) -> str:
     return json.dumps(options, sort_keys=True, ensure_ascii=False)
 
 
-def query_dicts(rows: list[dict[str, Any]], mode: str) -> list[dict[str, Any]]:
+def query_dicts(rows: list[dict[str, Any]], mode: SplitMode | str) -> list[dict[str, Any]]:
     """The flat JSON form of each query (``planner.planning.queries.Query.from_dict``): options
     inline, no ``scale``; the target in target mode, the weight otherwise.
 
@@ -357,7 +367,7 @@ def query_dicts(rows: list[dict[str, Any]], mode: str) -> list[dict[str, Any]]:
     from planner.core.errors import QueryError
     from planner.core.strict_json import loads_strict
 
-    drop = "weight" if mode == "target" else "target"
+    drop = "weight" if SplitMode(mode) is SplitMode.TARGET else "target"
     out = []
     for r in normal_rows(clean_rows(rows)):
         opts = r.get("options") or {}

@@ -127,7 +127,7 @@ class PlanSpec:
     epsilon: float
     delta: float
     rule: CompositionRule
-    mode: str
+    mode: SplitMode
     queries: tuple[Query, ...]
     error_scales: dict[str, float]
     pinned: dict[str, float]
@@ -312,9 +312,9 @@ def parse_plan_spec(data: Any, base_dir: Path | None = None) -> PlanSpec:
     mode, epsilon, delta, rule = _parse_budget(data)
     cleaned, scales, pinned, other_mode = _parse_queries(data["queries"], mode)
     queries = queries_from_list(cleaned, schema)
-    if mode == "manual":
+    if mode is SplitMode.MANUAL:
         _check_manual_shares(queries, schema, pinned)
-    if mode == "equal":  # the equal split is made by build_plan; a share has no meaning here
+    if mode is SplitMode.EQUAL:  # the equal split is made by build_plan; a share has no meaning here
         pinned = {}
     name = data.get("dataset_name")
     if name is not None:
@@ -339,7 +339,7 @@ def _parse_schema(raw_schema: Any, base_dir: Path | None) -> Schema:
     raise PlanError(f"'schema' must be an object or the path of a schema file; got {value_class(raw_schema)}.")
 
 
-def _parse_budget(data: dict[str, Any]) -> tuple[str, float, float, CompositionRule]:
+def _parse_budget(data: dict[str, Any]) -> tuple[SplitMode, float, float, CompositionRule]:
     """The plan's ``mode`` and its ``budget``: (mode, ε, δ, rule). ε may be left out in
     target mode only (the planner finds it); it then reads as 1."""
     budget = data["budget"]
@@ -351,7 +351,7 @@ def _parse_budget(data: dict[str, Any]) -> tuple[str, float, float, CompositionR
     if not isinstance(mode, str) or mode not in modes:
         raise PlanError(f"'mode' must be one of {', '.join(modes)}; got "
                         f"{value_class(mode) if not isinstance(mode, str) else repr(mode[:40])}.")
-    if "epsilon" not in budget and mode != "target":
+    if "epsilon" not in budget and mode != SplitMode.TARGET:
         raise PlanError(f"budget.epsilon is missing: a {mode} plan splits this ε across its queries.")
     epsilon = strict_epsilon(budget.get("epsilon", 1.0), "budget.epsilon", error=PlanError)
     delta = strict_delta(budget.get("delta", 0.0), "budget.delta", error=PlanError)
@@ -362,11 +362,11 @@ def _parse_budget(data: dict[str, Any]) -> tuple[str, float, float, CompositionR
         raise PlanError(
             f"budget.composition must be one of {', '.join(r.value for r in CompositionRule)}; got {composition[:40]!r}."
         ) from exc
-    return mode, epsilon, delta, rule
+    return SplitMode(mode), epsilon, delta, rule
 
 
 def _parse_queries(
-    raw_queries: Any, mode: str
+    raw_queries: Any, mode: SplitMode
 ) -> tuple[list[dict[str, Any]], dict[str, float], dict[str, float], dict[str, dict[str, float]]]:
     """The plan's ``queries``: each query's own fields (for
     :func:`~planner.planning.queries.queries_from_list`) with ``scale``, ``pinned`` and
@@ -402,16 +402,16 @@ def _parse_queries(
 
 def _parse_other_mode(raw: Any, qid: str, mode: str) -> dict[str, float]:
     """A query's ``other_mode``: ``{"target": t}`` outside target mode, ``{"weight": w}`` in it."""
-    key = "weight" if mode == "target" else "target"
+    key = "weight" if mode is SplitMode.TARGET else "target"
     if not isinstance(raw, dict) or set(raw) - {key}:
         raise PlanError(f"query {qid!r}: 'other_mode' holds the value the other mode uses; in a {mode} plan "
                         f"that is {{\"{key}\": number}}.")
     return {key: _positive(raw[key], f"query {qid!r}: other_mode {key}")} if key in raw else {}
 
 
-def _parse_pinned(raw_pin: Any, qid: str, mode: str, pinned: dict[str, float]) -> None:
+def _parse_pinned(raw_pin: Any, qid: str, mode: SplitMode, pinned: dict[str, float]) -> None:
     """One query's ``pinned`` (a share, or ``{part: share}``), added to ``pinned`` by item id."""
-    if mode == "target":
+    if mode is SplitMode.TARGET:
         raise PlanError(f"query {qid!r}: 'pinned' has no effect in target mode (each target fixes its "
                         "query's share); remove it or use another mode.")
     if isinstance(raw_pin, dict):

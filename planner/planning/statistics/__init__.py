@@ -16,15 +16,18 @@ grouped_*               :mod:`.grouped`
 key_count               :mod:`.keys` (partition selection over undeclared keys)
 ======================  ===========================================================
 
-A new statistic is one module with a :class:`~planner.planning.statistics.base.Statistic`
-subclass, one :class:`~planner.planning.queries.QueryKind` member and one line in
-:data:`STATISTICS`; planning, release, simulation and the app's forms read it from here.
+A new statistic is one module here with a :class:`~planner.planning.statistics.base.Statistic`
+subclass and one :class:`~planner.planning.queries.QueryKind` member: the module registers the
+class as it is imported (every module of this package is), and planning, release, simulation
+and the app's forms read it from :data:`STATISTICS` (``docs/engineering.md`` §6).
 Its exact aggregate is asked of the backends as requests (:mod:`planner.data.requests`):
 :func:`plan_requests` gathers a plan's, :func:`exact_aggregates` evaluates them together.
 """
 
 from __future__ import annotations
 
+import importlib
+import pkgutil
 from collections.abc import Iterable, Mapping
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Final
@@ -34,33 +37,24 @@ from planner.data.requests import Request
 from planner.data.schema import Schema
 from planner.planning.mechanisms.base import MechanismName
 from planner.planning.queries import Query, QueryKind, register
-from planner.planning.statistics.base import Aggregate, Statistic
-from planner.planning.statistics.count import Count
-from planner.planning.statistics.grouped import (
-    GroupedCount,
-    GroupedMean,
-    GroupedQuantile,
-    GroupedSum,
-)
-from planner.planning.statistics.histogram import Histogram
-from planner.planning.statistics.keys import KeyCount
-from planner.planning.statistics.mean import Mean
-from planner.planning.statistics.mode import Mode
-from planner.planning.statistics.proportion import Proportion
-from planner.planning.statistics.quantile import Median, Quantile
-from planner.planning.statistics.sum import Sum
-from planner.planning.statistics.synthetic import SyntheticSample
-from planner.planning.statistics.synthetic_data import SyntheticData
+from planner.planning.statistics.base import DECLARED, Aggregate, Statistic
 
 if TYPE_CHECKING:
     from planner.data.backends.base import Backend
 
-#: Every registered statistic, by kind.
-STATISTICS: Final[Mapping[QueryKind, Statistic]] = MappingProxyType({
-    s.kind: s for s in (Count(), Sum(), Mean(), Histogram(), Quantile(), Median(), Mode(), Proportion(),
-                        SyntheticSample(), GroupedCount(), GroupedSum(), GroupedMean(), GroupedQuantile(),
-                        KeyCount(), SyntheticData())
-})
+# Every module of this package declares its statistics as it is imported (registration by
+# the statistic's module: :data:`~planner.planning.statistics.base.DECLARED`); modules whose
+# name starts with "_" are helpers.
+for _module in pkgutil.iter_modules(__path__):
+    if not _module.name.startswith("_") and _module.name != "base":
+        importlib.import_module(f"{__name__}.{_module.name}")
+
+_missing = [k.value for k in QueryKind if k not in DECLARED]
+if _missing:  # pragma: no cover - a kind named but no module declares it
+    raise ImportError(f"no statistic module declares the kind(s) {_missing}; add a Statistic subclass with that kind.")
+
+#: Every registered statistic, by kind, in :class:`QueryKind`'s order (the order forms list them).
+STATISTICS: Final[Mapping[QueryKind, Statistic]] = MappingProxyType({k: DECLARED[k]() for k in QueryKind})
 
 
 for _s in STATISTICS.values():

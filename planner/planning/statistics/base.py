@@ -347,8 +347,25 @@ def prediction(part: Part, share: ItemAllocation, *, noise: dict[str, float], sc
     )
 
 
+#: Every statistic class, by the kind it declares: a class that sets its own ``kind`` is
+#: registered when its module is imported (:meth:`Statistic.__init_subclass__`), so a new
+#: statistic is its module and its :class:`~planner.planning.queries.QueryKind` member, with no
+#: list to extend (:data:`planner.planning.statistics.STATISTICS` imports every module of the package).
+DECLARED: dict[QueryKind, type[Statistic]] = {}
+
+
 class Statistic(ABC):
     """One kind of query, declared in one place (see the module docstring)."""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        kind = cls.__dict__.get("kind")
+        if kind is None:  # an intermediate class (a shared base such as the grouped statistics')
+            return
+        seen = DECLARED.get(kind)
+        if seen is not None and (seen.__module__, seen.__qualname__) != (cls.__module__, cls.__qualname__):
+            raise TypeError(f"two statistics declare the kind {kind.value!r}: {seen.__qualname__} and {cls.__qualname__}.")
+        DECLARED[kind] = cls
 
     kind: ClassVar[QueryKind]
     label: ClassVar[str]
