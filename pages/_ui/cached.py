@@ -27,6 +27,7 @@ from planner.data.requests import Bins
 from planner.data.schema import ColumnKind, Schema, dataset_fingerprint, suggest_kinds
 from planner.planning.queries import Query, queries_from_list
 from planner.planning.statistics import statistic
+from planner.privacy.budget import SplitMode
 
 from . import state as S
 
@@ -285,7 +286,7 @@ def sync_workload(data: Active) -> None:
 clean_rows = S.clean_rows
 
 
-def workload_json(rows: list[dict[str, Any]], mode: str = "weighted") -> str:
+def workload_json(rows: list[dict[str, Any]], mode: SplitMode = SplitMode.WEIGHTED) -> str:
     """Canonical JSON of the workload for ``mode`` (the flat query form, options inline):
     targets in target mode, weights otherwise. Raises QueryError for options that are not
     a JSON object."""

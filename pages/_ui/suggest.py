@@ -24,9 +24,11 @@ OUTCOME, ERROR = "data:suggest_state:outcome", "data:suggest_state:error"
 RANGE, SIGNED, EPS, LEVELS = "data:suggest:range", "data:suggest:signed", "data:suggest:eps", "data:suggest:levels"
 FOR, FOR_EPS = "data:suggest:for", "data:suggest:for_eps"
 DEFAULT_EPS = 0.05
-#: what the bounds may be for, in words (the default first)
+#: what the bounds may be for, in words (the default first); FIXED: no downstream mean or sum, so
+#: the owner's fixed quantile levels
+FIXED = "fixed levels"
 PURPOSES = {"mean": "a mean of this column (levels tuned to it)", "sum": "a sum of this column (levels tuned to it)",
-            "quantile": "quantiles or histograms (fixed levels)"}
+            FIXED: "quantiles or histograms (fixed levels)"}
 
 
 def open_panel(name: str) -> None:
@@ -53,7 +55,7 @@ def _plan(data: cached.Active, name: str) -> bs.SuggestionPlan:
                          "(the suggestion's ε is spent from it).")
     coarse = bs.parse_coarse(ss.get(RANGE) or "")
     what = ss.get(FOR) or "mean"
-    fixed = what == "quantile"
+    fixed = what == FIXED
     return bs.plan_suggestion(data.schema, name, float(ss.get(EPS) or DEFAULT_EPS),
                               levels=bs.parse_levels(ss.get(LEVELS) or "0.01, 0.99") if fixed else None,
                               purpose=None if fixed else _purpose(data, name, what),
@@ -123,7 +125,7 @@ def panel(data: cached.Active, fp: str) -> None:
                      help="A mean or a sum needs its largest values clipped only a little: the levels are chosen for "
                           "its ε and the public row count, balancing clipping bias against its noise. Quantiles and "
                           "histograms need bounds holding most of the mass: fixed levels.")
-        if ss[FOR] != "quantile":
+        if ss[FOR] != FIXED:
             f2.number_input(f"ε the {ss[FOR]} will spend (empty: its share in your plan)", min_value=0.0001,
                             value=None, step=0.1, format="%g", key=FOR_EPS)
         c1, c2, c3, c4 = st.columns([3, 1, 1, 2])
@@ -132,7 +134,7 @@ def panel(data: cached.Active, fp: str) -> None:
                            "grid over [A, B]. Values beyond it are clipped to it.")
         c2.checkbox("negative values too", key=SIGNED, help="With one number: the grid runs from −M to M.")
         c3.number_input("ε to spend", min_value=0.001, step=0.01, format="%g", key=EPS)
-        if ss[FOR] == "quantile":
+        if ss[FOR] == FIXED:
             c4.text_input("quantile levels low, high", key=LEVELS,
                           help="0 (or 1) keeps the coarse range's own end as the bound and spends nothing on it. For "
                                "a mean or a sum, choose it above instead: the levels are then tuned to it. See the "

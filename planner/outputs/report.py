@@ -478,9 +478,9 @@ def _questions_section(spec: PlanSpec) -> list[str]:
     """The questions: statistic, column, options, mechanism, and weight or target."""
     return ["<h2>The questions</h2>",
             _table(["question", "statistic", "column", "options", "mechanism",
-                    "target ±" if spec.mode == "target" else "weight"],
+                    "target ±" if spec.mode is SplitMode.TARGET else "weight"],
                    [[q.id, statistic(q.kind).label, q.column or "(all rows)", describe_options(q), _mechanism_label(q),
-                     _num(q.target if spec.mode == "target" else (q.weight if q.weight is not None else 1.0))]
+                     _num(q.target if spec.mode is SplitMode.TARGET else (q.weight if q.weight is not None else 1.0))]
                     for q in spec.queries])]
 
 
@@ -509,7 +509,7 @@ def _rules_section(spec: PlanSpec, plan: Plan) -> list[str]:
     rows = rule_rows(spec.rule.value, compare_spec(spec))
     out.append(f"<p>The budget of all the answers together is accounted under "
                f"<b>{_e(rule_words(a.rule))}</b>. The same plan under the other rules:</p>")
-    errors = spec.mode in ("weighted", "equal")
+    errors = spec.mode in (SplitMode.WEIGHTED, SplitMode.EQUAL)
     out.append(_table(["rule", "ε charged", *(["typical error × the best rule's"] if errors else []), "note"],
                       [[r["label"] + (" (in force)" if r["in_force"] else ""),
                         r["epsilon"], *([r["factor"]] if errors else []), r["note"]] for r in rows],

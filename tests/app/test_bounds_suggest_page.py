@@ -35,7 +35,7 @@ def test_suggest_bounds_confirms_spends_once_and_fills_the_form(tmp_path) -> Non
     # by default the levels are tuned for a mean of the column, at its ε in the plan in force
     assert any("Levels tuned for a mean of 'income'" in c.value for c in at.caption)
     # for quantiles or histograms: the fixed levels
-    at.selectbox(key=suggest.FOR).set_value("quantile").run()
+    at.selectbox(key=suggest.FOR).set_value(suggest.FIXED).run()
     assert any("Releases the 0.01 and 0.99 quantile(s)" in c.value for c in at.caption)
     assert not any("Levels tuned" in c.value for c in at.caption)
     at.selectbox(key=suggest.FOR).set_value("mean").run()

@@ -61,8 +61,6 @@ FILE_EXCEPTIONS: dict[str, str] = {
                           "work of issue 28, to be converted there",
     "pages/_ui/planning.py": "the Planner's settings: Settings.mode is a SplitMode but is compared with "
                              "strings; changed by the Planner-speed work, to be converted there",
-    "pages/_ui/cached.py": "workload_json(rows, mode: str = 'weighted'): a default spelled as a string; "
-                           "cached.py is changed by other work of issue 28",
 }
 #: Single strings that are another vocabulary which happens to share a value, by file.
 LITERAL_EXCEPTIONS: dict[tuple[str, str], str] = {
