@@ -31,6 +31,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(os.environ.get("BENCH_PLANNER_ROOT") or Path(__file__).resolve().parents[2]).resolve()
 PROBE = Path(__file__).with_name("cli_probe.py")
@@ -115,13 +116,13 @@ print(json.dumps({"marks": marks, "scan_done_before_plan": done_before_plan}))
 '''
 
 
-def phases_run(data: str, spec: str, env: dict[str, str]) -> dict[str, object]:
+def phases_run(data: str, spec: str, env: dict[str, str]) -> dict[str, Any]:
     proc = subprocess.run([sys.executable, "-c", PHASES, data, spec], cwd=ROOT, env=env,
                           capture_output=True, text=True)
     lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
     if proc.returncode != 0 or not lines:
         raise SystemExit(f"phases failed: {proc.stderr[-600:]}")
-    out: dict[str, object] = json.loads(lines[-1])
+    out: dict[str, Any] = json.loads(lines[-1])
     return out
 
 
@@ -155,23 +156,23 @@ def main() -> None:
         for k, v in a.items():
             afters.setdefault(k, []).append(v)
         r = phases_run(args.data, args.spec, env)
-        for label, w, c in r["marks"]:  # type: ignore[union-attr]
+        for label, w, c in r["marks"]:
             marks.setdefault(label, []).append((w, c))
         plan_late += bool(r["scan_done_before_plan"])
     print(f"load average before each round: {', '.join(f'{x:.2f}' for x in loads)}; {os.cpu_count()} cores")
     for title, groups in (("imports before the first read", befores), ("imports while the scan reads", afters)):
         print(f"\n{title} (import self-time, s):")
         total = 0.0
-        for k, v in sorted(groups.items(), key=lambda kv: -statistics.median(kv[1])):
-            m = statistics.median(v)
+        for k, xs in sorted(groups.items(), key=lambda kv: -statistics.median(kv[1])):
+            m = statistics.median(xs)
             total += m
             print(f"  {k:42s} {m:6.3f}")
         print(f"  {'total':42s} {total:6.3f}")
     print("\nphases of release_file (wall since start / process CPU since start, every thread):")
     prev_w = prev_c = 0.0
-    for label, xs in marks.items():
-        w = statistics.median(x[0] for x in xs)
-        c = statistics.median(x[1] for x in xs)
+    for label, pairs in marks.items():
+        w = statistics.median(x[0] for x in pairs)
+        c = statistics.median(x[1] for x in pairs)
         print(f"  {label:34s} wall {w:6.3f} (+{w - prev_w:.3f})  cpu {c:6.3f} (+{c - prev_c:.3f})")
         prev_w, prev_c = w, c
     print(f"  the scan had finished before the plan was made in {plan_late} of {args.repeat} run(s) "
