@@ -458,6 +458,8 @@ def run_cli(spec: Path, path: Path, probe: bool, memory_limit: str | None, *, ro
             first = r.get("first_scan")
             out["startup_s"] = (first - t0) if first is not None else None
             out["fingerprint_s"] = r.get("fingerprint_s", 0.0)
+            if r.get("first_scan_cpu") is not None:
+                out["startup_cpu_s"] = r["first_scan_cpu"]
             out["heavy_at_first_read"] = sorted({m.split(".")[0] for m in r.get("modules_at_first_read") or ()}
                                                 & set(HEAVY))
         return out
@@ -728,7 +730,9 @@ def main() -> None:
                 ratios.append(f"start-up {su:.2f} s = {probe['startup_s']:.2f} s to the first read "
                               f"+ {probe['fingerprint_s']:.2f} s fingerprinting (#31 goal ≤ 0.35; bytecode as "
                               f"the environment has it, see --startup-only); heavy libraries loaded at the "
-                              f"first read: {probe.get('heavy_at_first_read') or 'none'}")
+                              f"first read: {probe.get('heavy_at_first_read') or 'none'}"
+                              + (f"; CPU to the first read {probe['startup_cpu_s']:.2f} s (load-robust; "
+                                 "the interpreter's start included)" if "startup_cpu_s" in probe else ""))
             elif probe:
                 print(f"  probe: {probe}")
             for r in ratios:
