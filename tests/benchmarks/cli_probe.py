@@ -2,9 +2,10 @@
 
     python tests/benchmarks/cli_probe.py REPORT.json release --spec ... --data ...
 
-Writes ``{"first_scan": t, "fingerprint_s": s, "modules_at_first_read": [...]}`` to
-REPORT.json: the wall-clock time (``time.time()``) of the first statement that reads the
+Writes ``{"first_scan": t, "first_scan_cpu": c, "fingerprint_s": s, "modules_at_first_read": [...]}``
+to REPORT.json: the wall-clock time (``time.time()``) of the first statement that reads the
 data (DuckDB / Spark: the first SQL naming the source view; pandas: the loader), the
+process's CPU seconds until then (``time.process_time()``, the interpreter's start included), the
 seconds spent fingerprinting files (a pass over the file's bytes), and the names in
 ``sys.modules`` at that first statement (``tests/engine/test_cli_startup_imports.py``
 checks that no heavy library is among them). Modules are patched as they are imported (a
@@ -23,12 +24,16 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(os.environ.get("BENCH_PLANNER_ROOT") or Path(__file__).resolve().parents[2]).resolve()
-STATE: dict[str, Any] = {"first_scan": None, "fingerprint_s": 0.0, "modules_at_first_read": None}
+STATE: dict[str, Any] = {"first_scan": None, "first_scan_cpu": None, "fingerprint_s": 0.0,
+                         "modules_at_first_read": None}
 
 
 def _mark() -> None:
     if STATE["first_scan"] is None:
         STATE["first_scan"] = time.time()
+        # CPU seconds of the process so far (every thread): start-up's work, which other
+        # jobs on the machine do not inflate as they inflate its wall time
+        STATE["first_scan_cpu"] = time.process_time()
         STATE["modules_at_first_read"] = sorted(sys.modules)
 
 
