@@ -113,3 +113,31 @@ def test_planner_plan_plans_the_rule_in_force_once() -> None:
     compare_spec(spec)
     assert SPLITS.info()[0] == hits + 1  # the rule in force, not planned a second time
     assert compare(spec.queries, spec.schema, 1.0, 1e-6)["basic"].allocation is in_force.allocation
+
+
+def test_the_optimal_rule_reuses_the_rdp_solve_and_plans_the_same() -> None:
+    """PLD is optimised under RDP: after the RDP split at the same ε its first dual solve is
+    the memo's, and the split equals the one made with empty memos."""
+    from planner.planning.allocation.solvers import DUALS
+
+    DUALS.clear()
+    alone = allocate(ITEMS, 1.0, 1e-6, "pld")
+    SPLITS.clear()
+    DUALS.clear()
+    allocate(ITEMS, 1.0, 1e-6, "rdp")
+    hits = DUALS.info()[0]
+    after = allocate(ITEMS, 1.0, 1e-6, "pld")
+    assert DUALS.info()[0] == hits + 1
+    assert after == alone and after is not alone
+
+
+def test_a_memoised_solve_is_the_callers_own_array() -> None:
+    from planner.planning.allocation.solvers import DUALS, _dual_allocation
+    from planner.planning.allocation.workload import _Workload
+
+    wl = _Workload.build(ITEMS, CompositionRule.RDP, 1e-6, 1.0)
+    free, start = np.ones(3, dtype=bool), np.ones(3)
+    a = _dual_allocation(wl, CompositionRule.RDP, 1.0, 1e-6, free, start)
+    a[:] = -1.0
+    b = _dual_allocation(wl, CompositionRule.RDP, 1.0, 1e-6, free, start)
+    assert DUALS.info()[0] >= 1 and np.all(b > 0)

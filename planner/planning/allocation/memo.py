@@ -7,7 +7,8 @@ the rule in force, the comparison, a target search and the "most ε that still f
 from the same workloads. Each asks the memo first.
 
 The key is exact: every argument is frozen to a tuple of its type and value, floats by their
-bits (``float.hex``: 0.0 and -0.0 differ, NaN equals itself), dataclasses field by field,
+bits (``float.hex``: 0.0 and -0.0 differ, NaN equals itself), arrays by dtype, shape and
+bytes, dataclasses field by field,
 enums by class and value. An argument of any other type is not frozen and the call is not
 memoised (it runs as before). Errors are never stored: a refused split is refused again.
 The results (frozen dataclasses of tuples) are shared, never copied; nothing mutates them.
@@ -21,6 +22,8 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Mapping
 from typing import Any, ParamSpec, TypeVar
+
+import numpy as np
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -57,6 +60,8 @@ def freeze(value: Any) -> Hashable:
         return ("int", value)
     if isinstance(value, float):
         return ("float", value.hex())
+    if isinstance(value, np.ndarray):
+        return ("ndarray", value.dtype.str, value.shape, value.tobytes())
     if isinstance(value, (tuple, list)):
         return ("seq", tuple(freeze(v) for v in value))
     if isinstance(value, Mapping):
