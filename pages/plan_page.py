@@ -49,7 +49,7 @@ def _mode_changed() -> None:
     if ss[S.MODE] != "manual":
         return
     try:
-        s0 = planning.settings(data)
+        s0 = planning.settings(data)  # a callback: read now, not the previous run's status
         wl0 = cached.workload_json(ss[S.WORKLOAD], "manual")
         start = cached.equal_shares(wl0, sj, s0.epsilon, s0.delta, s0.rule)
     except PlannerError:
@@ -84,7 +84,7 @@ st.toggle("Measure each error relative to a public size (declared bounds × publ
                "each error is divided by a public size of its answer before the split is optimised. A scale typed "
                "for a query (Queries page) is used for that query either way.")
 with guard(stop=False, show="none"):
-    results.epsilon_context(None if mode == "target" else planning.settings(data).epsilon,
+    results.epsilon_context(None if mode == "target" else planning.settings(data, status).epsilon,
                             status.rule.value if status is not None else str(ss[S.RULE]))
 if mode == "weighted" and ss[S.RELATIVE] and schema.public_n is None:
     st.info("**Errors are compared as they are**: the public sizes need a public row count, and this dataset "
@@ -116,7 +116,7 @@ if mode == "manual":
                        "share", min_value=0.0, format="%.6g",
                        help="ε for pure mechanisms; ρ (zero-concentrated DP) for Gaussian noise")})
     with guard(stop=False) as g:
-        s_now = planning.settings(data)
+        s_now = planning.settings(data, status)
         total = cached.manual_total(wl_m, sj, s_now.delta, s_now.rule, planning.pins_of(ss[S.MANUAL]))
     if g.ok:
         fits = s_now.budget.fits(total)  # the one test of fitting: the ledger's
@@ -128,7 +128,7 @@ if mode == "manual":
             icon=":material/functions:")
 
 with guard(stop=False, show="none" if manual_refused else "error") as made:
-    view = planning.current_plan(data, sj)
+    view = planning.current_plan(data, sj, status)  # the lifetime budget read once, above
 if not made.ok:
     st.subheader("Restore a plan file")
     planfiles.upload_form(data, PAGE)

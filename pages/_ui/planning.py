@@ -94,8 +94,18 @@ def pins_of(raw: Any) -> cached.Pins:
                         if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)))
 
 
-def settings(data: cached.Active) -> Settings:
+class _Unread:
+    """The lifetime budget not read yet (read it from the ledger)."""
+
+
+UNREAD: Any = _Unread()
+
+
+def settings(data: cached.Active, status: BudgetStatus | None = UNREAD) -> Settings:
     """The durable settings, validated; the rule is the dataset's once its budget is set.
+
+    ``status``: the dataset's lifetime budget as :func:`lifetime` returned it earlier in the
+    same script run (a page reads it once: each read asks the ledger); read here when not given.
 
     Raises
     ------
@@ -103,7 +113,8 @@ def settings(data: cached.Active) -> Settings:
         ε or δ as typed is not a valid privacy parameter (the message names it and the fix).
     """
     ss = st.session_state
-    status = lifetime(data.ledger_key)
+    if isinstance(status, _Unread):
+        status = lifetime(data.ledger_key)
     eps = check_epsilon(ss[S.EPSILON], "ε (this release)")
     delta = check_delta(ss[S.DELTA], "δ")
     rule = status.rule if status is not None else as_rule(ss[S.RULE])
@@ -147,14 +158,14 @@ def spec_json(data: cached.Active, schema_json: str, s: Settings, rows: list[dic
     return json.dumps(doc, sort_keys=True), wl, tuple(sorted(sc.items()))
 
 
-def current_plan(data: cached.Active, schema_json: str) -> PlanView:
+def current_plan(data: cached.Active, schema_json: str, status: BudgetStatus | None = UNREAD) -> PlanView:
     """The plan the owner set up, in the chosen mode (optimal, equal or manual split of ε;
-    or the least ε meeting every target).
+    or the least ε meeting every target). ``status`` as :func:`settings` takes it.
 
     Raises PlannerError (invalid ε/δ, invalid workload, an unmet target, a manual split
     over its budget) for the page to show.
     """
-    s = settings(data)
+    s = settings(data, status)
     text, wl, sc = spec_json(data, schema_json, s, st.session_state[S.WORKLOAD])
     outcome = cached.spec_plan(text)
     return PlanView(s, outcome.plan, outcome.target, wl, text, sc)

@@ -9,7 +9,9 @@ for a browser), for:
   drawn, then reruns on a full cache);
 * an **Accuracy ε-slider step** (issue 12: ≤ 200 ms per rerun): the slider moved to a new ε
   for three queries (a count, a median on a 1,001-point grid, a mode), one rerun per step;
-* a **300-column upload** (500 rows): the first run of the Data page after the upload.
+* a **300-column upload** (500 rows): the first run of the Data page after the upload;
+* **Planner changes** (issue 31, ``plan_changes``): an ε change, a rule change and a plain
+  rerun of the Planner on the census sample.
 
 With ``--browser`` (needs Debian's chromium and Playwright), in headless Chromium:
 
@@ -22,7 +24,11 @@ With ``--browser`` (needs Debian's chromium and Playwright), in headless Chromiu
 * **release click → answers** (issue 17: ≤ 1 s on the census sample): from "Confirm release"
   to the answers and their first chart on screen (``browser_release``);
 * the floor: a one-line app served and drawn the same way (the browser's and Streamlit's own
-  share of the first number, which no page can go below on this machine at this load).
+  share of the first number, which no page can go below on this machine at this load);
+* **interactions** (issue 31): the Planner's ε change (to a new ε, and back to one already
+  planned) and rule change until the allocation and the rule comparison are drawn and the
+  run has ended, page switches, Accuracy ε-slider steps, each beside the same number-input
+  change on a one-line app served in the same run (``floor_rerun``) and as a multiple of it.
 
 ``--baseline DIR`` runs the same measurements on another checkout (for example
 ``git archive <commit> | tar -x -C DIR``) and prints both with their ratio, measured in the
@@ -91,6 +97,31 @@ def bench_page(root: Path, page: str) -> dict[str, Any]:
         at.run()
         reruns.append(time.perf_counter() - t0)
     return {"first": first, "rerun": statistics.median(reruns), "errors": _errors(at)}
+
+
+def bench_plan_changes(root: Path) -> dict[str, Any]:
+    """Server time (AppTest, no browser) of Planner reruns on the census sample: after an ε
+    change to a value not planned before (every rule planned again for the comparison),
+    after a rule change, and a rerun with nothing changed; medians of five."""
+    AppTest, S = _setup(root)
+    at = AppTest.from_file(str(root / "app.py"), default_timeout=600)
+    at.run()
+    at.switch_page("pages/plan_page.py").run()
+    eps_key, rule_key = S.widget_key(S.EPSILON, "planner"), S.widget_key(S.RULE, "planner")
+    rules = list(S.RULES)
+    eps_t, rule_t, plain_t = [], [], []
+    for i, e in enumerate([0.7, 1.3, 2.1, 0.45, 1.7]):
+        t0 = time.perf_counter()
+        at.number_input(key=eps_key).set_value(e).run()
+        eps_t.append(time.perf_counter() - t0)
+        t0 = time.perf_counter()
+        at.selectbox(key=rule_key).set_value(rules[(i + 1) % len(rules)]).run()
+        rule_t.append(time.perf_counter() - t0)
+        t0 = time.perf_counter()
+        at.run()
+        plain_t.append(time.perf_counter() - t0)
+    return {"eps_change": statistics.median(eps_t), "rule_change": statistics.median(rule_t),
+            "rerun": statistics.median(plain_t), "errors": _errors(at)}
 
 
 def _slider_values(S: Any) -> list[float]:
@@ -314,8 +345,139 @@ def bench_browser_release(root: Path) -> dict[str, Any]:
     return {"release_click_to_answers": shown, "release_click_to_run_end": done}
 
 
+
+# ----------------------------------------------------------------------------- interactions (issue 31)
+#: Records every change of the app's script state with the browser's clock, so that a rerun is
+#: timed from the action to the end of the run it started (no fixed wait in the measurement).
+_OBSERVE = """() => {
+  window.__runs = [];
+  const app = document.querySelector('[data-testid="stApp"]');
+  new MutationObserver(() => window.__runs.push([performance.now(), app.getAttribute('data-test-script-state')]))
+    .observe(app, {attributes: true, attributeFilter: ['data-test-script-state']});
+  return true;
+}"""
+
+
+def _timed_run(pg: Any, action: Any) -> float:
+    """Seconds from ``action()`` until the script run it started has ended (browser clock)."""
+    pg.wait_for_selector(IDLE, timeout=120_000)
+    t0 = float(pg.evaluate("() => performance.now()"))
+    action()
+    pg.wait_for_function(
+        """t0 => { const r = window.__runs.filter(x => x[0] > t0);
+                   const i = r.findIndex(x => x[1] === 'running');
+                   return i >= 0 && r.slice(i).some(x => x[1] === 'notRunning'); }""",
+        arg=t0, timeout=60_000)
+    t1 = float(pg.evaluate(
+        """t0 => { const r = window.__runs.filter(x => x[0] > t0);
+                   const i = r.findIndex(x => x[1] === 'running');
+                   const ends = r.slice(i).filter(x => x[1] === 'notRunning');
+                   return ends[ends.length - 1][0]; }""", t0))
+    pg.wait_for_timeout(400)  # a second run started by the first (a rerun request) is waited for too
+    pg.wait_for_selector(IDLE, timeout=300_000)
+    t1 = float(pg.evaluate("t0 => Math.max(...window.__runs.filter(x => x[0] > t0 && x[1] === 'notRunning')"
+                           ".map(x => x[0]))", t0))
+    return (t1 - t0) / 1000.0
+
+
+def _type_number(pg: Any, label: str, value: float) -> Any:
+    box = pg.get_by_label(label, exact=True)
+
+    def act() -> None:
+        box.fill(f"{value:g}")
+        box.press("Enter")
+    return act
+
+
+def _med(xs: list[float]) -> dict[str, float]:
+    return {"median": statistics.median(xs), "min": min(xs)}
+
+
+def bench_interactions(root: Path) -> dict[str, Any]:
+    """Issue 31, in Chromium on a served app: Planner ε change and rule change → allocation and
+    rule comparison drawn (the run ended), an Accuracy ε-slider step, page switches; each a
+    median over several actions, and the same number-input change on a one-line app served in
+    the same process run (``floor_rerun``), the floor every ratio is taken against."""
+    from playwright.sync_api import sync_playwright
+
+    home = tempfile.mkdtemp()
+    out: dict[str, Any] = {}
+    app = Path(home) / "floor"
+    app.mkdir()
+    (app / "app.py").write_text("import streamlit as st\nst.number_input('ε for this release', value=1.0, step=0.1)\n")
+    floor_proc, floor_url = _serve(app, home)
+    proc, url = _serve(root, home)
+    try:
+        with sync_playwright() as p:
+            b = _chromium(p)
+            fp = b.new_page(viewport={"width": 1400, "height": 1000})
+            fp.goto(floor_url)
+            fp.get_by_label("ε for this release", exact=True).wait_for(timeout=120_000)
+            fp.wait_for_selector(IDLE, timeout=120_000)
+            fp.evaluate(_OBSERVE)
+            pg = b.new_page(viewport={"width": 1400, "height": 1000})
+            pg.goto(f"{url}/planner")
+            _drawn(pg)
+            pg.get_by_text("Which composition rule buys the smallest errors?").wait_for(timeout=120_000)
+            pg.evaluate(_OBSERVE)
+            eps = [0.8, 1.3, 0.6, 1.7, 0.9, 1.1]
+            errors: list[str] = []
+            out["errors"] = errors
+
+            def series(name: str, page: Any, actions: list[Any]) -> None:
+                """Time each action; one that starts no observed run within a minute is named
+                among the errors and left out (never a guessed time)."""
+                got = []
+                for k, act in enumerate(actions):
+                    try:
+                        got.append(_timed_run(page, act))
+                    except Exception as exc:  # reported among the errors, not hidden
+                        errors.append(f"{name} action {k}: {type(exc).__name__}")
+                if got:
+                    out[name] = _med(got)
+
+            series("floor_rerun", fp, [_type_number(fp, "ε for this release", e) for e in eps])
+            series("planner_eps_change", pg, [_type_number(pg, "ε for this release", e) for e in eps])
+            series("planner_eps_revisit", pg, [_type_number(pg, "ε for this release", e) for e in eps[:3]])
+
+            def pick(label: str) -> Any:
+                def act() -> None:
+                    pg.locator('input[aria-label="Composition rule (what-if)"]').click()
+                    pg.get_by_role("option", name=label, exact=True).click()
+                return act
+            from pages._ui import lifetime
+            from pages._ui import state as S
+            labels = [lifetime.rule_label(r) for r in S.RULES]
+            series("planner_rule_change", pg, [pick(lab) for lab in labels[1:] + labels[:1]])
+            nav = pg.get_by_test_id("stSidebarNav")
+            series("page_switch", pg, [lambda name=name: nav.get_by_role("link", name=name).click()
+                                       for name in ("Queries", "Accuracy", "Planner", "Release", "Ledger", "Data",
+                                                    "Planner")])
+            pg.goto(f"{url}/accuracy")
+            _drawn(pg)
+            pg.evaluate(_OBSERVE)
+            thumb = pg.get_by_role("slider").first
+
+            def step() -> None:
+                thumb.focus()
+                thumb.press("ArrowRight")
+            series("slider_step", pg, [step] * 5)
+            b.close()
+    finally:
+        for pr in (proc, floor_proc):
+            pr.terminate()
+            pr.wait()
+    if "floor_rerun" in out:
+        f = out["floor_rerun"]["median"]
+        out["ratio_to_floor"] = {k: out[k]["median"] / f for k in ("planner_eps_change", "planner_eps_revisit",
+                                                                    "planner_rule_change", "page_switch",
+                                                                    "slider_step") if k in out}
+    return out
+
+
 MEASURES = {
     "plan_page": lambda root: bench_page(root, "plan_page"),
+    "plan_changes": bench_plan_changes,
     "accuracy_page": lambda root: bench_page(root, "accuracy_page"),
     "slider": bench_slider,
     "wide": bench_wide,
@@ -323,6 +485,7 @@ MEASURES = {
     "browser_streamlit_run": lambda root: bench_browser(root, "streamlit_run"),
     "browser_release": bench_browser_release,
     "floor": bench_floor,
+    "interactions": bench_interactions,
 }
 
 
@@ -354,7 +517,9 @@ def _median(runs: list[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def _fmt(v: Any) -> str:
+def _fmt(v: Any, key: str = "") -> str:
+    if isinstance(v, float) and "ratio" in key:
+        return f"{v:.2f}×"
     return f"{v:.3f} s" if isinstance(v, float) else str(v)
 
 
@@ -372,10 +537,10 @@ def _report(name: str, now: dict[str, Any], base: dict[str, Any] | None) -> None
 
     f_now, f_base = flat(now), flat(base or {})
     for key, v in f_now.items():
-        line = f"{name:14s} {key:28s} now {_fmt(v):>10s}"
+        line = f"{name:14s} {key:40s} now {_fmt(v, key):>10s}"
         if base is not None and key in f_base:
             b = f_base[key]
-            line += f"   baseline {_fmt(b):>10s}"
+            line += f"   baseline {_fmt(b, key):>10s}"
             if isinstance(v, (int, float)) and isinstance(b, (int, float)) and v:
                 line += f"   baseline/now {b / v:6.2f}×"
         print(line)

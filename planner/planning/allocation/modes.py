@@ -19,6 +19,7 @@ import numpy.typing as npt
 from planner.core.errors import PlanError
 from planner.core.rootfind import bisect, bisect_array
 from planner.planning.allocation.fit import _scale_by_secant, _scale_to_budget
+from planner.planning.allocation.memo import Memo
 from planner.planning.allocation.model import (
     Allocation,
     FloatArray,
@@ -55,6 +56,11 @@ from planner.privacy.budget import (
     within_budget,
 )
 from planner.privacy.events import ThresholdedEvent
+
+#: The splits already made in this process (:mod:`.memo`): :func:`allocate`,
+#: :func:`allocate_equal` and :func:`plan_targets` are pure, and the same workload is planned
+#: again by ``planner plan`` (the rule in force, then every rule) and by the Planner page.
+SPLITS = Memo()
 
 
 def _finish(
@@ -147,6 +153,11 @@ def allocate(
     (True, True)
     """
     budget = as_budget(epsilon, delta, rule)  # a Budget, or a loose (ε, δ, rule)
+    return SPLITS(_allocate, tuple(items), budget, n)
+
+
+def _allocate(items: tuple[Item, ...], budget: Budget, n: int | None) -> Allocation:
+    """:func:`allocate` of a validated budget (what :data:`SPLITS` stores)."""
     rule, epsilon, delta = budget.rule, budget.epsilon, budget.delta
     warnings = plan_warnings(epsilon, delta, n)
     delta = free_delta(items, delta)
@@ -356,8 +367,13 @@ def allocate_equal(
     ([0.5, 0.5, 0.5, 0.5], 'equal')
     """
     budget = as_budget(epsilon, delta, rule)  # a Budget, or a loose (ε, δ, rule)
+    return SPLITS(_allocate_equal, tuple(items), budget, n)
+
+
+def _allocate_equal(items_in: tuple[Item, ...], budget: Budget, n: int | None) -> Allocation:
+    """:func:`allocate_equal` of a validated budget (what :data:`SPLITS` stores)."""
     rule, epsilon, delta = budget.rule, budget.epsilon, budget.delta
-    items = [replace(i, pinned=None) if i.pinned is not None else i for i in items]
+    items = [replace(i, pinned=None) if i.pinned is not None else i for i in items_in]
     warnings = plan_warnings(epsilon, delta, n)
     delta = free_delta(items, delta)
     _validate(items, epsilon, delta, rule)
@@ -430,7 +446,13 @@ def plan_targets(
     each θᵢ), so the least total is the composition of those θᵢ; every target then holds
     with equality. ``binding`` names the query whose target costs the most budget.
     """
-    rule = CompositionRule(rule)
+    tp = SPLITS(_plan_targets, tuple(items), dict(targets), delta, CompositionRule(rule))
+    return replace(tp, cost_shares=dict(tp.cost_shares))  # the one mutable field: the caller's own copy
+
+
+def _plan_targets(items: tuple[Item, ...], targets: dict[str, Target], delta: float,
+                  rule: CompositionRule) -> TargetPlan:
+    """:func:`plan_targets` (what :data:`SPLITS` stores)."""
     delta = check_delta(delta)
     missing = [i.id for i in items if i.id not in targets]
     if missing:

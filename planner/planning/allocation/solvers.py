@@ -30,6 +30,7 @@ import numpy.typing as npt
 from planner.core.errors import PlanError
 from planner.core.rootfind import bisect, bisect_array
 from planner.planning.allocation.dual import _Dual
+from planner.planning.allocation.memo import Memo
 from planner.planning.allocation.model import (
     _GAUSS_FAMILIES,
     _INV_SQ_FAMILIES,
@@ -115,7 +116,26 @@ def _dual_allocation(
     free: npt.NDArray[np.bool_],
     start: FloatArray,
 ) -> FloatArray:
-    """The allocation by the dual method (see :class:`_Dual`); θ of shape (n,)."""
+    """The allocation by the dual method (see :class:`_Dual`); θ of shape (n,), the caller's own.
+
+    Solved once per workload, rule, ε, δ and start (:data:`DUALS`): the optimal rule (PLD) is
+    optimised under RDP (:func:`_surrogate_rule`), so comparing the rules asks for the RDP
+    solve at the same ε twice, from the same start."""
+    return DUALS(_dual_one, wl, rule, epsilon, delta, free, start).copy()
+
+
+#: The dual solves already made in this process (:class:`~planner.planning.allocation.memo.Memo`).
+DUALS = Memo(max_entries=64)
+
+
+def _dual_one(
+    wl: _Workload,
+    rule: CompositionRule,
+    epsilon: float,
+    delta: float,
+    free: npt.NDArray[np.bool_],
+    start: FloatArray,
+) -> FloatArray:
     return np.asarray(
         _dual_batch(wl, rule, np.array([epsilon]), delta, free, start)[0], dtype=np.float64
     )
