@@ -13,7 +13,9 @@ from pages._ui.guard import guard
 from pages._ui.preamble import require_dataset
 from planner.core.errors import PlannerError
 from planner.planning import advice
+from planner.planning.queries import QueryKind
 from planner.planning.statistics.keys import keep_table
+from planner.privacy.budget import SplitMode
 
 st.title("Planner")
 st.caption("Decide how much privacy budget the next release spends and how it is split across the queries. "
@@ -46,21 +48,21 @@ st.subheader("The next release")
 def _mode_changed() -> None:
     """Entering the manual split starts from the equal split of the current ε (every share
     typed is then the owner's)."""
-    if ss[S.MODE] != "manual":
+    if S.split_mode(ss[S.MODE]) is not SplitMode.MANUAL:
         return
     try:
         s0 = planning.settings(data)  # a callback: read now, not the previous run's status
-        wl0 = cached.workload_json(ss[S.WORKLOAD], "manual")
+        wl0 = cached.workload_json(ss[S.WORKLOAD], SplitMode.MANUAL)
         start = cached.equal_shares(wl0, sj, s0.epsilon, s0.delta, s0.rule)
     except PlannerError:
         return
     ss[S.MANUAL] = {**start, **{k: v for k, v in ss[S.MANUAL].items() if k in start}}
 
 
-mode = ss[S.MODE] if ss[S.MODE] in S.MODES else "weighted"
+mode = S.split_mode(ss[S.MODE])
 c1, c2, c3 = st.columns(3)
 c1.number_input("ε for this release", step=0.1, format="%g", **S.bind(S.EPSILON, PAGE),
-                disabled=mode == "target",
+                disabled=mode is SplitMode.TARGET,
                 help="How much of the lifetime budget this release may spend (in a manual split: the most the "
                      "shares may cost). Smaller ε = stronger privacy = more noise.")
 c2.number_input("δ", step=1e-7, format="%g", **S.bind(S.DELTA, PAGE),
@@ -79,25 +81,25 @@ st.radio("How the budget is split", S.MODES, horizontal=True,
               "ε for every answer · manual split: type each answer's share · meet targets: the least ε that meets "
               "every query's ±target (Queries page)")
 st.toggle("Measure each error relative to a public size (declared bounds × public row count)",
-          **S.bind(S.RELATIVE, PAGE), disabled=mode != "weighted",
+          **S.bind(S.RELATIVE, PAGE), disabled=mode is not SplitMode.WEIGHTED,
           help="Optimal split only. On: a count off by 100 and a mean income off by 100 are not the same mistake; "
                "each error is divided by a public size of its answer before the split is optimised. A scale typed "
                "for a query (Queries page) is used for that query either way.")
 with guard(stop=False, show="none"):
-    results.epsilon_context(None if mode == "target" else planning.settings(data, status).epsilon,
+    results.epsilon_context(None if mode is SplitMode.TARGET else planning.settings(data, status).epsilon,
                             status.rule.value if status is not None else str(ss[S.RULE]))
-if mode == "weighted" and ss[S.RELATIVE] and schema.public_n is None:
+if mode is SplitMode.WEIGHTED and ss[S.RELATIVE] and schema.public_n is None:
     st.info("**Errors are compared as they are**: the public sizes need a public row count, and this dataset "
             "declares none. A sum over a wide range then weighs far more than a count and takes most of ε. "
             "Declare the public (approximate) row count on the Data page, or type a scale for a query on the "
             "Queries page.", icon=":material/straighten:")
 
 manual_refused = False  # the manual split's own box already says it costs more than ε
-if mode == "manual":
+if mode is SplitMode.MANUAL:
     st.markdown("**The manual split**: type each answer's share. It started from the equal split; "
                 "the planner adds the shares up under the rule and refuses a split that costs more than ε.")
     with guard("The workload is not valid yet: "):
-        wl_m = cached.workload_json(ss[S.WORKLOAD], "manual")
+        wl_m = cached.workload_json(ss[S.WORKLOAD], SplitMode.MANUAL)
         items = cached.item_ids(wl_m, sj)
     shares = dict(ss[S.MANUAL])
     man_key = f"planner:manual:{ss[S.EDITOR_VERSION]}:{len(items)}"
@@ -162,10 +164,10 @@ else:
     m1, m2, _ = st.columns(3)
     m1.metric("ε this release spends", f"{a.used_epsilon:.4g}", help=f"of the ε = {a.epsilon:g} you set, composed under {fmt.rule(s.rule)}")
     m2.metric("Queries", len({p.query_id for p in plan.predictions}))
-    if mode == "equal":
+    if mode is SplitMode.EQUAL:
         st.caption("Equal split: every answer gets the same ε, the most that fits the ε you set under the rule. "
                    "Weights are not used.")
-    elif mode == "manual":
+    elif mode is SplitMode.MANUAL:
         st.caption("Manual split: every share as you typed it above.")
     else:
         how = {"closed form": "exact optimum (closed form)", "dual": "optimum found numerically",
@@ -185,7 +187,7 @@ if pv is not None:
                    icon=":material/check_circle:")
     else:
         st.error(lifetime.over_budget(pv), icon=":material/block:")
-        if mode in ("weighted", "equal") and pv.epsilon_remaining > 0:
+        if mode in (SplitMode.WEIGHTED, SplitMode.EQUAL) and pv.epsilon_remaining > 0:
             def _fit() -> None:
                 def fits(e: float) -> bool:
                     doc = json.loads(view.spec_json)
@@ -221,7 +223,7 @@ st.dataframe(table, hide_index=True, width="stretch",
                 "noise": st.column_config.TextColumn("noise", width="medium", help="scale of the noise added (Laplace b, "
                                                      "Gaussian σ) or the selection mechanism's ε and candidates")})
 
-for pred in (p for p in plan.predictions if p.kind == "key_count"):
+for pred in (p for p in plan.predictions if p.kind == QueryKind.KEY_COUNT):
     st.markdown(f"**{fmt.plain(pred.query_id)}: which keys will be shown.** Keys are not declared, so a key is shown only when "
                 f"its noisy count reaches the threshold ({pred.noise['threshold']:.0f} rows). A key held by one person "
                 f"is shown with probability {pred.noise['key_delta']:.2g}, within the key δ of {pred.delta:.2g} this "
@@ -230,7 +232,7 @@ for pred in (p for p in plan.predictions if p.kind == "key_count"):
     st.dataframe(pd.DataFrame([{"rows in the key": k, "chance it is shown": f"{pr:.3g}"}
                                for k, pr in keep_table(pred)]), hide_index=True)
 
-if mode == "weighted":
+if mode is SplitMode.WEIGHTED:
     with st.expander("Fix some shares by hand (optional)"):
         st.caption("A fixed share is not optimised: the rest of the budget is split among the other queries. "
                    "Shares are ε, or ρ (zero-concentrated DP) for Gaussian noise. Leave blank to optimise.")
@@ -255,7 +257,7 @@ st.caption("A composition rule (an accountant) adds up the privacy cost of many 
            "total for the same noise, so the same budget buys smaller errors — but not for every workload. "
            "What-if only: " + ("the rule in force is the dataset's." if s.rule_fixed else
                                "the rule is fixed when the lifetime budget is set."))
-if mode == "weighted":
+if mode is SplitMode.WEIGHTED:
     cmp = advice.compare_rules(cached.compare(view.spec_json), s.rule, s.delta, fixed=s.rule_fixed)
     st.markdown(cmp.headline)
     if cmp.why:
@@ -274,19 +276,19 @@ if mode == "weighted":
         if g.ok:
             st.altair_chart(charts.rules_chart(curve, s.epsilon), width="stretch")
             st.caption("Lower is better. Rules that buy the same accuracy draw their lines on top of one another.")
-elif mode in ("equal", "manual"):
+elif mode in (SplitMode.EQUAL, SplitMode.MANUAL):
     from planner.outputs import report
 
     rows_r = report.rule_rows(s.rule, cached.compare_spec(view.spec_json))
     marker = " ← in force" if s.rule_fixed else " ← chosen above"
-    if mode == "equal":
+    if mode is SplitMode.EQUAL:
         st.markdown("The same equal split under each rule: a tighter rule gives every answer a larger share of the "
                     "same ε, so smaller errors.")
     else:
         st.markdown("The same shares cost a different ε under each rule (their errors do not change).")
     st.dataframe(pd.DataFrame([{"rule": lifetime.rule_label(r["rule"]) + (marker if r["in_force"] else ""),
                                 **({"typical error vs the best rule": None if r["factor"] is None
-                                    else f"×{r['factor']:.3f}"} if mode == "equal" else {}),
+                                    else f"×{r['factor']:.3f}"} if mode is SplitMode.EQUAL else {}),
                                 "ε used": r["epsilon"], "note": r["note"]} for r in rows_r]),
                  hide_index=True, width="stretch",
                  column_config={"ε used": st.column_config.NumberColumn(format="%.4g")})

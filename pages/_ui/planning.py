@@ -118,7 +118,7 @@ def settings(data: cached.Active, status: BudgetStatus | None = UNREAD) -> Setti
     eps = check_epsilon(ss[S.EPSILON], "ε (this release)")
     delta = check_delta(ss[S.DELTA], "δ")
     rule = status.rule if status is not None else as_rule(ss[S.RULE])
-    mode = SplitMode(ss[S.MODE]) if ss[S.MODE] in S.MODES else SplitMode.WEIGHTED
+    mode = S.split_mode(ss[S.MODE])
     return Settings(mode, eps, delta, rule, bool(ss[S.RELATIVE]), pins_of(ss[S.PINS]), pins_of(ss[S.MANUAL]), status)
 
 
@@ -127,7 +127,7 @@ def scales(s: Settings, wl_json: str, schema_json: str, rows: list[dict[str, Any
     of every query when errors are relative (not in target mode, where a scale turns a
     target into a fraction of it), then the scales typed in the Queries table."""
     out: dict[str, float] = {}
-    if s.relative and s.mode != "target":
+    if s.relative and s.mode is not SplitMode.TARGET:
         schema = Schema.from_json(schema_json)
         out.update(cached.error_scales(cached.parse_queries(wl_json, schema_json), schema) or {})
     out.update(S.row_scales(rows))
@@ -146,9 +146,9 @@ def spec_json(data: cached.Active, schema_json: str, s: Settings, rows: list[dic
     qs = cached.parse_queries(wl, schema_json)
     sc = scales(s, wl, schema_json, rows)
     items = {i for i, *_ in cached.item_ids(wl, schema_json)}
-    raw = dict(s.manual) if s.mode == "manual" else dict(s.pins) if s.mode == "weighted" else {}
+    raw = dict(s.manual) if s.mode is SplitMode.MANUAL else dict(s.pins) if s.mode is SplitMode.WEIGHTED else {}
     pins = {k: v for k, v in raw.items() if k in items}  # shares of queries since removed are dropped
-    other_key = "weight" if s.mode == "target" else "target"
+    other_key = "weight" if s.mode is SplitMode.TARGET else "target"
     other = {str(r["id"]): {other_key: float(r[other_key])} for r in S.clean_rows(rows)
              if r.get("id") and isinstance(r.get(other_key), (int, float)) and not isinstance(r.get(other_key), bool)
              and math.isfinite(r[other_key]) and r[other_key] > 0}

@@ -57,10 +57,6 @@ KEYWORDS = frozenset({"rule", "mode", "kind", "mechanism", "scheme", "relation",
 #: Files not held to the rule yet, each with the reason. The test fails when a listed file
 #: no longer needs its exception, so the list only shrinks.
 FILE_EXCEPTIONS: dict[str, str] = {
-    "pages/plan_page.py": "the Planner page: compares split modes as strings; changed by the Planner-speed "
-                          "work of issue 28, to be converted there",
-    "pages/_ui/planning.py": "the Planner's settings: Settings.mode is a SplitMode but is compared with "
-                             "strings; changed by the Planner-speed work, to be converted there",
 }
 #: Single strings that are another vocabulary which happens to share a value, by file.
 LITERAL_EXCEPTIONS: dict[tuple[str, str], str] = {
