@@ -47,8 +47,8 @@ DROP = MissingRule()
 @pytest.fixture()
 def spark() -> Any:
     """The local Spark session (``local[2]``, ≈5 s to start once) for every Spark test; a
-    session that ``test_spark_cluster.py`` left on the cluster is stopped first (a process
-    holds one Spark context)."""
+    session running on another master (the cluster of ``test_spark_cluster.py``) is
+    stopped first (a process holds one Spark context)."""
     from planner.data.backends.spark_backend import java_available
 
     if not java_available():
