@@ -29,14 +29,14 @@ by run so both sides see the same load:
 
 Ratios printed: route as released ÷ hand-written (goal ≤ 1.5) and aggregates only ÷ hand-written,
 medians of ``--repeat`` runs with the minimum beside them, with the 1-minute load average
-before and after. The Spark jobs and stages each side runs are counted from the session's
-status tracker (where the time goes).
+before and after.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import signal
 import statistics
 import sys
 import tempfile
@@ -52,17 +52,6 @@ sys.path.insert(0, str(ROOT))
 import bench_backends as bb  # noqa: E402  (the table, the plan, the grids, the comparison)
 
 from tests import spark_cluster  # noqa: E402
-
-
-def _jobs(spark: Any) -> tuple[int, int]:
-    """(jobs, stages) the session has run so far (the status tracker keeps the recent ones)."""
-    tracker = spark.sparkContext.statusTracker()
-    jobs = tracker.getJobIdsForGroup(None)
-    stages = 0
-    for j in jobs:
-        info = tracker.getJobInfo(j)
-        stages += len(info.stageIds) if info is not None else 0
-    return len(jobs), stages
 
 
 def handwritten(spark: Any, path: Path) -> dict[str, Any]:
@@ -161,6 +150,8 @@ def main() -> None:
     ap.add_argument("--dir", default=None, help="folder for the generated table (kept between runs)")
     ap.add_argument("--out", default=None, help="also write the printed lines to this file")
     args = ap.parse_args()
+    # a SIGTERM (timeout, kill) unwinds like an exception, so the cluster started here is stopped
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     lines: list[str] = []
 
     def say(line: str) -> None:
@@ -198,32 +189,23 @@ def main() -> None:
         say(f"warm-up: hand-written {warm_h['s']:.2f} s, route without identity {warm_r['s']:.2f} s")
         names = ("hand-written", "route, aggregates only", "route as released (+ identity)")
         times: dict[str, list[float]] = {k: [] for k in names}
-        jobs: dict[str, tuple[int, int]] = {}
         agree: dict[str, bool] = {}
         load0 = os.getloadavg()[0]
         for _ in range(args.repeat):
-            j0 = _jobs(spark)
             h = handwritten(spark, path)
-            j1 = _jobs(spark)
             a = route(spark, path, master, identity=False)
-            j2 = _jobs(spark)
             r = route(spark, path, master, identity=True)
-            j3 = _jobs(spark)
             for k, x in zip(names, (h, a, r), strict=True):
                 times[k].append(x["s"])
             for k, x in zip(names[1:], (a, r), strict=True):
                 agree[k] = bb._agree(h["aggregates"], x["aggregates"])
-            jobs[names[0]] = (j1[0] - j0[0], j1[1] - j0[1])
-            jobs[names[1]] = (j2[0] - j1[0], j2[1] - j1[1])
-            jobs[names[2]] = (j3[0] - j2[0], j3[1] - j2[1])
         load1 = os.getloadavg()[0]
         med = {k: statistics.median(v) for k, v in times.items()}
         say("aggregates of the route and the hand-written job: "
             + ", ".join(f"{k}: {'agree' if v else 'DIFFER'}" for k, v in agree.items()))
         say(f"load average (1 min) before / after the timed runs: {load0:.2f} / {load1:.2f} on {os.cpu_count()} cores")
         for k, v in times.items():
-            say(f"  {k:32s} median {med[k]:7.2f} s  (min {min(v):.2f} s; runs {', '.join(f'{x:.2f}' for x in v)}); "
-                f"{jobs[k][0]} Spark jobs, {jobs[k][1]} stages per run")
+            say(f"  {k:32s} median {med[k]:7.2f} s  (min {min(v):.2f} s; runs {', '.join(f'{x:.2f}' for x in v)})")
         hw = med[names[0]]
         say(f"ratio route as released ÷ hand-written: {med[names[2]] / hw:.2f}× (goal ≤ 1.5); "
             f"route, aggregates only ÷ hand-written: {med[names[1]] / hw:.2f}×; the content identity alone: "
