@@ -165,7 +165,8 @@ def _backend_args(p: argparse.ArgumentParser) -> None:
         "--backend", choices=("pandas", "duckdb", "spark"), default=None,
         help="aggregation engine (default: duckdb if installed, else pandas)",
     )
-    p.add_argument("--spark-master", default=None, help="Spark master URL (default local[*])")
+    p.add_argument("--spark-master", default=None,
+                   help="Spark master URL (default: PLANNER_SPARK_MASTER, else local[*])")
 
 
 def _cmd_validate(args: argparse.Namespace) -> Any:

@@ -65,3 +65,34 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
             f"specified); faults injected: {t['fault']['tried']} ({t['fault']['passed']} handled "
             "as specified)"
         )
+
+
+# ------------------------------------------------------------------ a Spark cluster
+
+
+@pytest.fixture(scope="session")
+def spark_cluster_master() -> Iterator[str]:
+    """The ``spark://`` URL of a standalone Spark cluster (a master and one worker on
+    127.0.0.1): the one ``scripts/test`` started (``PLANNER_TEST_SPARK_MASTER``), else one
+    started here for the session (``tests/spark_cluster.py``). When none can be started the
+    cluster cases are skipped, with the reason."""
+    from pathlib import Path
+
+    url = os.environ.get("PLANNER_TEST_SPARK_MASTER", "").strip()
+    if url:
+        yield url
+        return
+    reason = os.environ.get("PLANNER_TEST_SPARK_SKIP_REASON", "").strip()
+    if reason:
+        pytest.skip(f"the Spark cluster could not be started by scripts/test: {reason}")
+    from tests import spark_cluster
+
+    directory = Path(tempfile.mkdtemp(prefix="planner-spark-"))
+    try:
+        url = spark_cluster.start(directory / "cluster")
+    except (RuntimeError, OSError) as exc:
+        pytest.skip(f"the Spark cluster could not be started: {exc}")
+    try:
+        yield url
+    finally:
+        spark_cluster.stop(directory / "cluster")

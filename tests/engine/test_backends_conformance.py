@@ -7,7 +7,8 @@ the edge-case table are hand-computed from the cell-reading rules of
 ``planner/data/backends/base.py``.
 
 Spark runs in local mode with one session for the whole test session; the tests are
-skipped (with the reason printed) only when no Java runtime is present.
+skipped (with the reason printed) only when no Java runtime is present. A selection of
+them also runs on a standalone cluster (``test_spark_cluster.py``).
 """
 
 from __future__ import annotations
@@ -15,7 +16,6 @@ from __future__ import annotations
 import io
 import math
 import shutil
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -44,19 +44,20 @@ DROP = MissingRule()
 
 
 # ------------------------------------------------------------------ fixtures
-@pytest.fixture(scope="session")
-def spark() -> Iterator[Any]:
-    """One local Spark session (≈5 s to start) for every Spark test."""
+@pytest.fixture()
+def spark() -> Any:
+    """The local Spark session (``local[2]``, ≈5 s to start once) for every Spark test; a
+    session running on another master (the cluster of ``test_spark_cluster.py``) is
+    stopped first (a process holds one Spark context)."""
     from planner.data.backends.spark_backend import java_available
 
     if not java_available():
         print("SKIP spark tests: no Java runtime (install default-jre-headless)")
         pytest.skip("no Java runtime: Spark tests need Java 17+ (apt-get install default-jre-headless)")
     pytest.importorskip("pyspark")
-    from planner.data.backends.spark_backend import get_session
+    from tests.spark_cluster import session_on
 
-    session = get_session("local[2]")
-    yield session
+    return session_on("local[2]")
 
 
 @pytest.fixture()

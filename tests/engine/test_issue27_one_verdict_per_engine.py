@@ -137,9 +137,10 @@ def spark() -> Any:
     if not java_available():
         pytest.skip("no Java runtime: Spark tests need Java 17+ (apt-get install default-jre-headless)")
     pytest.importorskip("pyspark")
-    from planner.data.backends.spark_backend import get_session
+    from tests.spark_cluster import session_on
 
-    return get_session("local[2]")
+    # local mode, the conformance tests' cluster session (if any) stopped first
+    return session_on("local[2]")
 
 
 def test_the_kin_corpus_is_kept() -> None:

@@ -136,7 +136,8 @@ def make_backend(
     schema : Schema
         The declaration.
     spark_master : str, optional
-        Master URL of a new Spark session (default ``local[*]``, or the active session).
+        Master URL of a new Spark session (default ``PLANNER_SPARK_MASTER``, else the
+        active session, else ``local[*]``: :func:`~planner.data.backends.spark_backend.get_session`).
     salt : str, optional
         Overrides ``schema.salt`` for contribution bounding.
     typed_csv : bool

@@ -151,30 +151,55 @@ def spark_available() -> bool:
     return java_available()
 
 
+#: The one setting naming the Spark master the planner uses (the app, the command line and
+#: the library alike) when no master is passed: ``local[*]``, ``spark://host:7077``, ``yarn``…
+MASTER_ENV = "PLANNER_SPARK_MASTER"
+
+
+def configured_master() -> str | None:
+    """The master URL of ``PLANNER_SPARK_MASTER`` (``None`` when unset or blank)."""
+    return os.environ.get(MASTER_ENV, "").strip() or None
+
+
 def get_session(master: str | None = None) -> Any:
-    """The active Spark session, or a new one on ``master`` (default ``local[*]``).
+    """A Spark session on ``master``, else on ``PLANNER_SPARK_MASTER``, else the active
+    session, else a new one on ``local[*]``.
+
+    A process holds one Spark context: when one is running on another master than the one
+    asked for, this raises rather than quietly computing somewhere else.
 
     Raises
     ------
     PlannerError
-        PySpark is not installed, or Java is absent.
+        PySpark is not installed, Java is absent, the master cannot be reached, or a
+        session on another master is already running in this process.
     """
     try:
+        from pyspark import SparkContext
         from pyspark.sql import SparkSession
     except ImportError as exc:
         raise PlannerError(
             "the spark backend needs PySpark; install it with pip install '.[spark]' "
             "(and a Java 17+ runtime), or choose --backend duckdb."
         ) from exc
-    active = SparkSession.getActiveSession()
-    if active is not None and master is None:
-        return active
+    wanted = (master or "").strip() or configured_master()
+    running = SparkContext._active_spark_context
+    if running is not None:
+        if wanted is not None and str(running.master) != wanted:
+            raise PlannerError(
+                f"a Spark session on master {running.master!r} is already running in this process, "
+                f"so master {wanted!r} cannot be used too (one Spark context per process); "
+                f"use one master ({MASTER_ENV} or --spark-master) or stop the other session."
+            )
+        active = SparkSession.getActiveSession()
+        if active is not None:
+            return active
     if not java_available():
         raise PlannerError(
             "the spark backend needs a Java runtime (Java 17+); install one (e.g. "
             "apt-get install default-jre-headless) and set JAVA_HOME, or choose --backend duckdb."
         )
-    url = master or "local[*]"
+    url = wanted or (str(running.master) if running is not None else "local[*]")
     builder = SparkSession.builder.master(url).appName("privacy-budget-planner")
     for k, v in SESSION_CONF.items():
         builder = builder.config(k, v)
@@ -186,7 +211,7 @@ def get_session(master: str | None = None) -> Any:
         return builder.getOrCreate()
     except Exception as exc:
         raise PlannerError(
-            f"could not start Spark on master {master or 'local[*]'!r} ({type(exc).__name__}); "
+            f"could not start Spark on master {url!r} ({type(exc).__name__}); "
             "check the master URL and the Java installation."
         ) from exc
 
@@ -206,7 +231,8 @@ class SparkBackend(SqlBackend):
     spark : SparkSession, optional
         The session to use (default: the active one, or a new one on ``master``).
     master : str, optional
-        Master URL for a new session (default ``local[*]``).
+        Master URL for a new session (default ``PLANNER_SPARK_MASTER``, else ``local[*]``;
+        see :func:`get_session`).
     """
 
     kind = "spark"
@@ -327,4 +353,4 @@ class SparkBackend(SqlBackend):
         self.close()
 
 
-__all__ = ["SparkBackend", "get_session", "java_available", "spark_available"]
+__all__ = ["MASTER_ENV", "SparkBackend", "configured_master", "get_session", "java_available", "spark_available"]
