@@ -65,6 +65,7 @@ from planner.ledger.integrity import VerifyReport
 from planner.ledger.liveness import ENV_LEASE, LEASE_SECONDS, alive, lease_seconds
 from planner.ledger.people import ENV_PASSWORD, ENV_PASSWORD_FILE, ENV_USER, Actors
 from planner.ledger.reading import Reader
+from planner.ledger.reading import refresh as refresh_budgets
 from planner.ledger.records import (
     AccountInfo,
     BudgetChange,
@@ -197,6 +198,7 @@ class Ledger:
         self._datasets = Datasets(self._store, self._actors)
         self._reader = Reader(self._store, self._actors, self._datasets)
         self._releaser = Releaser(self._store, self._actors, self._datasets, self.lease_seconds)
+        self._store.refresh = refresh_budgets
         if _gate:
             problems = migrate.open_store(self._store)
             if problems:

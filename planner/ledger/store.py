@@ -34,7 +34,7 @@ from __future__ import annotations
 import contextlib
 import os
 import uuid
-from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
@@ -47,8 +47,9 @@ from sqlalchemy.engine import URL, make_url
 from sqlalchemy.pool import StaticPool
 from sqlmodel import Session, col, select
 
-from planner.core.errors import LedgerError, LedgerIntegrityError
+from planner.core.errors import LedgerError, LedgerIntegrityError, PlannerError
 from planner.core.keys import secret_check, secret_source, server_secret
+from planner.ledger import checkpoint
 from planner.ledger.integrity import (
     GENESIS_MAC,
     Marker,
@@ -205,6 +206,11 @@ class Store:
         #: table → row id → (the row as the database returned it, the journal's row it was
         #: proven equal to): see :meth:`prove`
         self._proven: dict[str, dict[Any, tuple[tuple[Any, ...], dict[str, Any]]]] = {}
+        #: the journal entry of the newest state checkpoint this process knows of
+        self.state_seq = 0
+        #: brings the record's composed budgets of these datasets up to date before a
+        #: summary is written (set by the reading side: :func:`planner.ledger.reading.refresh`)
+        self.refresh: Callable[[Record, set[int] | None], None] | None = None
         self.engine = self._make_engine(self.parsed)
 
     @property
@@ -302,6 +308,21 @@ class Store:
                 )
             self._catch_up(s, head, record)
             yield s, head
+        self._after_write(record)
+
+    def _after_write(self, record: Record) -> None:
+        """After a write committed: a summary of the composed budgets if it added spends,
+        and a state checkpoint every :data:`~planner.ledger.checkpoint.STATE_EVERY` entries
+        (:mod:`planner.ledger.checkpoint`), each in its own short transaction."""
+        touched = record.take_touched()
+        state = record.seq - self.state_seq >= checkpoint.STATE_EVERY
+        if (not touched and not state) or self.memory:
+            return
+        with record.lock:
+            self._refresh(record, None if state else touched)
+            checkpoint.write(self.session(write=True), self.secret, record, state=state)
+            if state:
+                self.state_seq = record.seq
 
     def commit(self, s: Session, head: HeadRow, kind: str, dataset_id: int | None,
                rows: Sequence[Any]) -> None:
@@ -645,15 +666,21 @@ class Store:
         transaction; REPEATABLE READ on PostgreSQL), so a release committed meanwhile by
         another process is either wholly in what is read or wholly not.
         """
-        record = Record(head.ledger_id, self.key())
         names = self.table_names()
         with self.snapshot() as s:
             now = s.get(HeadRow, 1)
             if now is None or now.ledger_id != head.ledger_id or now.seq < head.seq:
                 return [f"the ledger at {self.url} changed identity or went back while it was being opened. "
                         "Run `planner ledger verify` and restore it from a backup."]
+            record = None
+            if checkpoint.TABLE in names:
+                record = checkpoint.load(s, self.secret, self.key(), head.ledger_id, now.seq)
+                self.state_seq = checkpoint.newest_state(s)
+            if record is None:  # no usable checkpoint: the whole journal
+                record = Record(head.ledger_id, self.key())
             try:
-                for e in s.exec(select(JournalRow).where(col(JournalRow.seq) <= now.seq)
+                for e in s.exec(select(JournalRow).where(col(JournalRow.seq) > record.seq,
+                                                         col(JournalRow.seq) <= now.seq)
                                 .order_by(col(JournalRow.seq))):
                     record.apply(Entry(e.seq, e.kind, e.prev, e.body, e.mac))
             except LedgerIntegrityError:
@@ -673,8 +700,23 @@ class Store:
                     f"(tables {', '.join(wrong)}): rows were deleted or added outside the planner, "
                     "which could forget spends. Nothing was changed now; run `planner ledger "
                     "verify` for details and restore the ledger from a backup."]
+        record.take_touched()
         self.record = record
+        if checkpoint.TABLE in names and not self.memory and record.seq - self.state_seq >= checkpoint.STATE_EVERY:
+            with record.lock:
+                self._refresh(record, None)
+                checkpoint.write(self.session(write=True), self.secret, record, state=True)
+            self.state_seq = record.seq
         return []
+
+    def _refresh(self, record: Record, datasets: set[int] | None) -> None:
+        """:attr:`refresh`, if set; a budget that cannot be composed (a rule that cannot
+        account for a recorded spend) is left out of the summary, and said by the status
+        that reads it."""
+        if self.refresh is None:
+            return
+        with contextlib.suppress(PlannerError):
+            self.refresh(record, datasets)
 
 
 def raw_rows(s: Session, table: str, where: Any = None) -> tuple[list[str], list[tuple[Any, ...]]]:

@@ -12,15 +12,36 @@ mechanisms (a Laplace count, a Gaussian sum, an exponential-mechanism median); a
 and the ratio of each to its value after 10 releases (the goal: status within 2×). It
 also checks that the status equals the one-shot composition of every recorded spend.
 
-Run: ``python tests/benchmarks/bench_ledger_status.py [--sizes 10 100 1000] [--rules ...]``.
+**The first status in a new process** (issue 31; what a page view in a fresh server
+process and every CLI command pay): a child Python process imports the ledger, opens it
+and reads the status once; the child reports the time of its open and of that status, and
+the parent the child's wall time (Python start-up and imports included). Three ways, on
+the same ledger file:
+
+* ``after``: this tree, with the checkpoints the ledger wrote while it was built
+  (:mod:`planner.ledger.checkpoint`: a state every 64 journal entries, a summary after
+  each release);
+* ``replay``: this tree with the checkpoints deleted first (the whole journal replayed
+  and the history composed, as before checkpoints existed), one child only: from 64
+  journal entries on, that child also *writes* the checkpoint (its open includes the
+  write: what the one process that finds no checkpoint pays); the checkpoints are
+  restored afterwards;
+* ``before``: the tree given by ``--baseline`` (e.g. a checkout of main), if any.
+
+Each is the median of ``--repeats`` children; the statuses they print must agree.
+
+Run: ``python tests/benchmarks/bench_ledger_status.py [--sizes 10 100 1000] [--rules ...]
+[--baseline /path/to/other/tree] [--repeats 5]``.
 Timings are printed, never asserted; the machine's load is printed beside them.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -58,12 +79,84 @@ def median_time(fn: object, repeats: int) -> float:
     return statistics.median(times)
 
 
-def run(rule: str, sizes: list[int], folder: Path) -> None:
+#: The child: import, open, one status; its own times as JSON on stdout.
+CHILD = """
+import json, sys, time
+t0 = time.perf_counter()
+from planner.ledger import Ledger
+t1 = time.perf_counter()
+led = Ledger(sys.argv[1])
+t2 = time.perf_counter()
+st = led.status(sys.argv[2])
+t3 = time.perf_counter()
+print(json.dumps({"import": t1 - t0, "open": t2 - t1, "status": t3 - t2, "spent": st.epsilon_spent.hex()}))
+"""
+
+
+def first_in_new_process(url: str, fp: str, root: Path, repeats: int) -> dict[str, float | str]:
+    """Medians over ``repeats`` children running the code under ``root``: open, status,
+    open + status, and the child's wall time."""
+    env = dict(os.environ, PYTHONPATH=str(root))
+    runs: list[dict[str, float | str]] = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        out = subprocess.run([sys.executable, "-c", CHILD, url, fp], env=env, cwd=root, check=True,
+                             capture_output=True, text=True).stdout
+        wall = time.perf_counter() - t0
+        runs.append(json.loads(out.strip().splitlines()[-1]) | {"wall": wall})
+    spent = {str(r["spent"]) for r in runs}
+    assert len(spent) == 1, spent
+    med = {k: statistics.median(float(r[k]) for r in runs) for k in ("import", "open", "status", "wall")}
+    med["first"] = statistics.median(float(r["open"]) + float(r["status"]) for r in runs)
+    return med | {"spent": spent.pop()}
+
+
+def new_process_rows(rule: str, n: int, url: str, fp: str, baseline: Path | None, repeats: int,
+                     base: dict[str, dict[str, float | str]]) -> None:
+    """Print the three ways (after, replay, before) of the first status in a new process."""
+    from sqlalchemy import create_engine, text
+
+    here = Path(__file__).resolve().parents[2]
+    found: dict[str, dict[str, float | str]] = {"after": first_in_new_process(url, fp, here, repeats)}
+    eng = create_engine(url)
+    with eng.begin() as conn:
+        saved = [tuple(r) for r in conn.execute(text(
+            "SELECT kind, seq, chain_mac, body, mac, created_at FROM ledger_checkpoints"))]
+        conn.execute(text("DELETE FROM ledger_checkpoints"))
+    kinds = sorted({f"{k}@{s}" for k, s, *_ in saved})
+    try:
+        found["replay"] = first_in_new_process(url, fp, here, 1)  # the replay writes a checkpoint
+        if baseline is not None:
+            with eng.begin() as conn:
+                conn.execute(text("DELETE FROM ledger_checkpoints"))
+            found["before"] = first_in_new_process(url, fp, baseline, repeats)
+    finally:
+        with eng.begin() as conn:
+            conn.execute(text("DELETE FROM ledger_checkpoints"))
+            for row in saved:
+                conn.execute(text("INSERT INTO ledger_checkpoints (kind, seq, chain_mac, body, mac, created_at) "
+                                  "VALUES (:k, :s, :c, :b, :m, :t)"),
+                             dict(zip("kscbmt", row, strict=True)))
+        eng.dispose()
+    agree = len({str(v["spent"]) for v in found.values()}) == 1
+    for way, m in found.items():
+        b = base.setdefault(way, m)
+        print(f"{rule:8s} {n:6d} releases, new process, {way:6s}: open {float(m['open']) * 1e3:7.1f} ms + "
+              f"status {float(m['status']) * 1e3:7.1f} ms = {float(m['first']) * 1e3:7.1f} ms "
+              f"(×{float(m['first']) / float(b['first']):5.2f})  child wall {float(m['wall']) * 1e3:7.0f} ms "
+              f"(×{float(m['wall']) / float(b['wall']):5.2f}; imports {float(m['import']) * 1e3:5.0f} ms)  "
+              f"load {os.getloadavg()[0]:.2f}")
+    print(f"{rule:8s} {n:6d} releases, new process: checkpoints {', '.join(kinds) or 'none'}; "
+          f"statuses {'agree' if agree else 'DIFFER: ' + str({k: v['spent'] for k, v in found.items()})}")
+
+
+def run(rule: str, sizes: list[int], folder: Path, baseline: Path | None = None, repeats: int = 5) -> None:
     url = f"sqlite:///{folder / f'ledger-{rule}.db'}"
     led = Ledger(url)
     info = led.register_dataset(f"digest-{rule}", f"bench-{rule}", 1000.0, 1e-3, rule)
     done = 0
     base: dict[str, float] = {}
+    new_base: dict[str, dict[str, float | str]] = {}
     for n in sizes:
         while done < n:
             led.release(info.fingerprint, f"plan-{done}", "s", spends(done), lambda: {"x": 1})
@@ -88,6 +181,7 @@ def run(rule: str, sizes: list[int], folder: Path) -> None:
               f"one release {one_release * 1e3:7.1f} ms (×{one_release / base['release']:5.2f})  "
               f"spent {st.epsilon_spent:.6g} {'= one-shot composition' if agree else f'≠ one-shot {exact:.6g}'}")
         fresh_led.close()
+        new_process_rows(rule, n, url, info.fingerprint, baseline, repeats, new_base)
     led.close()
 
 
@@ -95,12 +189,15 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--sizes", type=int, nargs="+", default=[10, 100, 1000])
     ap.add_argument("--rules", nargs="+", default=["basic", "advanced", "rdp", "zcdp", "pld"])
+    ap.add_argument("--baseline", type=Path, default=None,
+                    help="another tree of the planner (e.g. a checkout of main) to time as 'before'")
+    ap.add_argument("--repeats", type=int, default=5, help="new processes per measurement (median)")
     args = ap.parse_args()
     print(f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores")
     with tempfile.TemporaryDirectory() as d:
         os.environ.setdefault("PLANNER_HOME", d)
         for rule in args.rules:
-            run(rule, sorted(args.sizes), Path(d))
+            run(rule, sorted(args.sizes), Path(d), args.baseline, args.repeats)
 
 
 if __name__ == "__main__":
