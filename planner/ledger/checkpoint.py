@@ -30,8 +30,8 @@ a full replay checks them, and the table row counts are compared with the record
 before. Anything else — a MAC that does not verify, a body that does not parse, an entry
 ``H`` edited or deleted — and the checkpoint is ignored: the whole journal is replayed, and
 whatever that replay finds is refused exactly as without checkpoints. A summary is used
-under the same checks (1)–(3) and only for values whose number of spends equals the
-record's now (spends are only ever added, so an equal count is the same spends) and whose
+under the same checks (1)–(3) (also when no state checkpoint is, after the full replay),
+and only for values whose number of spends equals the record's now (spends are only ever added, so an equal count is the same spends) and whose
 code digest is this planner's.
 
 Threat model (issue #27): someone who can write to the database but does not hold the
@@ -218,24 +218,26 @@ def _verified(s: Session, key: bytes, chain_key: bytes, ledger_id: str, kind: st
     return None
 
 
-def load(s: Session, secret: bytes, chain_key: bytes, ledger_id: str, upto: int) -> Record | None:
-    """The record as the newest usable state checkpoint at or below entry ``upto`` holds it,
-    with the newest usable summary's values; ``None`` (replay the whole journal) if there is
-    no usable state checkpoint. The caller replays the entries after ``record.seq``."""
+def load(s: Session, secret: bytes, chain_key: bytes, ledger_id: str,
+         upto: int) -> tuple[Record | None, dict[tuple[int, str | None, str, str], tuple[int, float]]]:
+    """The record as the newest usable state checkpoint at or below entry ``upto`` holds it
+    (``None``: replay the whole journal), and the newest usable summary's values (empty if
+    none); the caller replays the entries after ``record.seq``, then adds the values (each
+    is used only while its count of spends is the record's)."""
     key = checkpoint_key(secret, ledger_id)
+    record = None
     found = _verified(s, key, chain_key, ledger_id, STATE, upto)
-    if found is None:
-        return None
-    try:
-        record = _state_record(ledger_id, chain_key, found[1])
-    except (ValueError, KeyError, TypeError, AttributeError):
-        # a body under a valid MAC that this planner cannot read (another format): replay
-        return None
+    if found is not None:
+        try:
+            record = _state_record(ledger_id, chain_key, found[1])
+        except (ValueError, KeyError, TypeError, AttributeError):
+            record = None  # a body under a valid MAC that this planner cannot read: replay
+    memo: dict[tuple[int, str | None, str, str], tuple[int, float]] = {}
     summary = _verified(s, key, chain_key, ledger_id, SUMMARY, upto)
     if summary is not None and summary[1].get("code") == code_digest():
         with contextlib.suppress(ValueError, KeyError, TypeError, AttributeError):
-            record.memo.update(_memo(summary[1]["memo"]))
-    return record
+            memo = _memo(summary[1]["memo"])
+    return record, memo
 
 
 def _memo(items: Iterable[Any]) -> dict[tuple[int, str | None, str, str], tuple[int, float]]:

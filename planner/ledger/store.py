@@ -293,9 +293,11 @@ class Store:
             ) from exc
 
     @contextmanager
-    def write(self, *, after_commit: str = "") -> Iterator[tuple[Session, HeadRow]]:
+    def write(self, *, after_commit: str = "", checkpoint_after: bool = True) -> Iterator[tuple[Session, HeadRow]]:
         """A write transaction holding the ledger head (serialises every writer), with the
-        record caught up to the head under the same lock."""
+        record caught up to the head under the same lock; then, unless
+        ``checkpoint_after`` is false (a release's reservation: nothing may delay its
+        sampling, the answer's write does it), the checkpoints due (:meth:`_after_write`)."""
         record = self.verified()
         # The record's lock before the database's: a thread never holds a connection (or
         # the write lock) while it waits for another thread of this process.
@@ -308,7 +310,8 @@ class Store:
                 )
             self._catch_up(s, head, record)
             yield s, head
-        self._after_write(record)
+        if checkpoint_after:
+            self._after_write(record)
 
     def _after_write(self, record: Record) -> None:
         """After a write committed: a summary of the composed budgets if it added spends,
@@ -672,9 +675,10 @@ class Store:
             if now is None or now.ledger_id != head.ledger_id or now.seq < head.seq:
                 return [f"the ledger at {self.url} changed identity or went back while it was being opened. "
                         "Run `planner ledger verify` and restore it from a backup."]
-            record = None
+            record: Record | None = None
+            memo: dict[tuple[int, str | None, str, str], tuple[int, float]] = {}
             if checkpoint.TABLE in names:
-                record = checkpoint.load(s, self.secret, self.key(), head.ledger_id, now.seq)
+                record, memo = checkpoint.load(s, self.secret, self.key(), head.ledger_id, now.seq)
                 self.state_seq = checkpoint.newest_state(s)
             if record is None:  # no usable checkpoint: the whole journal
                 record = Record(head.ledger_id, self.key())
@@ -701,6 +705,7 @@ class Store:
                     "which could forget spends. Nothing was changed now; run `planner ledger "
                     "verify` for details and restore the ledger from a backup."]
         record.take_touched()
+        record.memo.update(memo)
         self.record = record
         if checkpoint.TABLE in names and not self.memory and record.seq - self.state_seq >= checkpoint.STATE_EVERY:
             with record.lock:
