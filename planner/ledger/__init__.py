@@ -19,6 +19,8 @@ module             what it holds
 ``integrity``      the keyed hash chain of the journal, its replay, the machine's marker
 ``store``          engine, sessions, the journaled write, atomic creation, the open gate
 ``record``         the verified replay of the journal every decision reads (incremental)
+``checkpoint``     the record kept MAC-keyed in the ledger, so a new process replays only
+                   the journal after it
 ``migrate``        bringing older formats up to date
 ``check``          the budget check of a release, a pure function
 ``people``         principals, accounts, sign-in and its throttle, grants

@@ -6,7 +6,9 @@ written, in a hash chain keyed with the server secret; the record is its replay,
 memory and brought up to date *incrementally*:
 
 * on open, the whole journal is read once, each entry's MAC checked against the chain
-  (what the open check always did) and its rows applied;
+  (what the open check always did) and its rows applied — or, when the ledger holds a
+  checkpoint that verifies (:mod:`planner.ledger.checkpoint`), the record it holds is
+  loaded and only the entries after it are read and checked;
 * before every read or decision, :meth:`Record.catch_up` reads only the entries written
   since (by this process or another), checks that each chains to the last one verified,
   and applies them. Nothing earlier is re-read: the record already holds it, and an

@@ -208,6 +208,8 @@ class Store:
         self._proven: dict[str, dict[Any, tuple[tuple[Any, ...], dict[str, Any]]]] = {}
         #: the journal entry of the newest state checkpoint this process knows of
         self.state_seq = 0
+        #: whether the record was loaded from a checkpoint (:mod:`planner.ledger.checkpoint`)
+        self.from_checkpoint = False
         #: brings the record's composed budgets of these datasets up to date before a
         #: summary is written (set by the reading side: :func:`planner.ledger.reading.refresh`)
         self.refresh: Callable[[Record, set[int] | None], None] | None = None
@@ -668,8 +670,22 @@ class Store:
         The head, the journal and the counts are read in one snapshot (SQLite's read
         transaction; REPEATABLE READ on PostgreSQL), so a release committed meanwhile by
         another process is either wholly in what is read or wholly not.
+
+        With a checkpoint that verifies (:mod:`planner.ledger.checkpoint`), only the
+        entries after it are read. A checkpoint only ever speeds up an open that passes:
+        if anything is found with one, the whole journal is replayed without it and that
+        replay's verdict is the one returned, as if there were no checkpoints.
         """
         names = self.table_names()
+        problems = self._build(head, names, checkpoint.TABLE in names)
+        if problems and self.from_checkpoint:
+            problems = self._build(head, names, False)
+        return problems
+
+    def _build(self, head: HeadRow, names: set[str], use: bool) -> list[str]:
+        """:meth:`_build_record`'s work, from a checkpoint if ``use`` and one verifies
+        (then :attr:`from_checkpoint` is set)."""
+        self.from_checkpoint = False
         with self.snapshot() as s:
             now = s.get(HeadRow, 1)
             if now is None or now.ledger_id != head.ledger_id or now.seq < head.seq:
@@ -677,9 +693,10 @@ class Store:
                         "Run `planner ledger verify` and restore it from a backup."]
             record: Record | None = None
             memo: dict[tuple[int, str | None, str, str], tuple[int, float]] = {}
-            if checkpoint.TABLE in names:
+            if use:
                 record, memo = checkpoint.load(s, self.secret, self.key(), head.ledger_id, now.seq)
                 self.state_seq = checkpoint.newest_state(s)
+                self.from_checkpoint = record is not None
             if record is None:  # no usable checkpoint: the whole journal
                 record = Record(head.ledger_id, self.key())
             try:

@@ -413,3 +413,39 @@ def test_checkpoint_default_cadence(ledger_url: str) -> None:
     assert states() == [head]
     assert _query(ledger_url, "SELECT count(*) FROM ledger_checkpoints WHERE kind = 'summary'")[0][0] >= 1
     led.close()
+
+
+def test_checkpoint_an_entry_before_it_edited_is_named_by_verify(ledger_url: str, every: None) -> None:
+    """The one verdict a checkpoint changes (the module docstring's threat model): an entry
+    *before* the checkpoint rewritten afterwards is not read at open, so the open passes on
+    the record the checkpoint holds (what that entry said when it was verified: the budget
+    is the true one); ``verify`` replays the whole journal and names the entry, and without
+    the checkpoints the open refuses it."""
+    world = _history(ledger_url)
+    truth = _statuses(ledger_url, world)
+    _sql(ledger_url, "UPDATE journal SET body = body || ' ' WHERE seq = 3")
+    assert _statuses(ledger_url, world) == truth
+    from planner.ledger import verify_ledger
+
+    assert any("journal entry 3" in p for p in verify_ledger(ledger_url).problems)
+    _drop_checkpoints(ledger_url)
+    verdict = _verdict(ledger_url)
+    assert verdict[0] == "refused" and "broken at entry 3" in verdict[1]
+
+
+def test_checkpoint_any_refusal_is_the_full_replays(ledger_url: str, every: None) -> None:
+    """An entry before the checkpoint edited *and* one after it: the open finds the second
+    from the checkpoint, then replays the whole journal, so the refusal names the first,
+    exactly as without checkpoints."""
+    world = _history(ledger_url)
+    (h,) = _query(ledger_url, "SELECT max(seq) FROM ledger_checkpoints WHERE kind = 'state'")[0]
+    led = Ledger(ledger_url)
+    led.release(world["fps"]["basic"], "plan-tail", "s", _spends(5), lambda: {"x": 5}, actor=world["owner"])
+    led.close()
+    _sql(ledger_url, f"DELETE FROM ledger_checkpoints WHERE seq > {h}",
+         "UPDATE journal SET body = body || ' ' WHERE seq = 3",
+         f"UPDATE journal SET body = body || ' ' WHERE seq = {h + 1}")
+    with_ckpt = _verdict(ledger_url)
+    assert with_ckpt[0] == "refused" and "broken at entry 3" in with_ckpt[1]
+    _drop_checkpoints(ledger_url)
+    assert _verdict(ledger_url) == with_ckpt
