@@ -18,6 +18,10 @@ and reads the status once; the child reports the time of its open and of that st
 the parent the child's wall time (Python start-up and imports included). Three ways, on
 the same ledger file:
 
+The ledger is copied at each size (SQLite's backup API) and the sizes are measured
+*interleaved* at the end (a child per size and way in turn), so each ratio compares
+children run under the same load:
+
 * ``after``: this tree, with the checkpoints the ledger wrote while it was built
   (:mod:`planner.ledger.checkpoint`: a state every 64 journal entries, a summary after
   each release);
@@ -28,7 +32,8 @@ the same ledger file:
   restored afterwards;
 * ``before``: the tree given by ``--baseline`` (e.g. a checkout of main), if any.
 
-Each is the median of ``--repeats`` children; the statuses they print must agree.
+Each is the median of ``--repeats`` children (``replay``: one); the statuses they print
+must agree.
 
 Run: ``python tests/benchmarks/bench_ledger_status.py [--sizes 10 100 1000] [--rules ...]
 [--baseline /path/to/other/tree] [--repeats 5]``.
@@ -40,6 +45,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sqlite3
 import statistics
 import subprocess
 import sys
@@ -93,61 +99,70 @@ print(json.dumps({"import": t1 - t0, "open": t2 - t1, "status": t3 - t2, "spent"
 """
 
 
-def first_in_new_process(url: str, fp: str, root: Path, repeats: int) -> dict[str, float | str]:
-    """Medians over ``repeats`` children running the code under ``root``: open, status,
-    open + status, and the child's wall time."""
+def child(url: str, fp: str, root: Path) -> dict[str, float | str]:
+    """One new process running the code under ``root``: its open, status and wall time."""
     env = dict(os.environ, PYTHONPATH=str(root))
-    runs: list[dict[str, float | str]] = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        out = subprocess.run([sys.executable, "-c", CHILD, url, fp], env=env, cwd=root, check=True,
-                             capture_output=True, text=True).stdout
-        wall = time.perf_counter() - t0
-        runs.append(json.loads(out.strip().splitlines()[-1]) | {"wall": wall})
-    spent = {str(r["spent"]) for r in runs}
-    assert len(spent) == 1, spent
-    med = {k: statistics.median(float(r[k]) for r in runs) for k in ("import", "open", "status", "wall")}
-    med["first"] = statistics.median(float(r["open"]) + float(r["status"]) for r in runs)
-    return med | {"spent": spent.pop()}
+    t0 = time.perf_counter()
+    out = subprocess.run([sys.executable, "-c", CHILD, url, fp], env=env, cwd=root, check=True,
+                         capture_output=True, text=True).stdout
+    wall = time.perf_counter() - t0
+    found: dict[str, float | str] = json.loads(out.strip().splitlines()[-1])
+    return found | {"wall": wall, "first": float(found["open"]) + float(found["status"])}
 
 
-def new_process_rows(rule: str, n: int, url: str, fp: str, baseline: Path | None, repeats: int,
-                     base: dict[str, dict[str, float | str]]) -> None:
-    """Print the three ways (after, replay, before) of the first status in a new process."""
-    from sqlalchemy import create_engine, text
+def copy_ledger(src: Path, dst: Path, *, checkpoints: bool) -> str:
+    """A copy of the SQLite ledger ``src`` (SQLite's backup API: the WAL included), with or
+    without its checkpoints; its URL."""
+    with sqlite3.connect(src) as a, sqlite3.connect(dst) as b:
+        a.backup(b)
+        if not checkpoints:
+            b.execute("DELETE FROM ledger_checkpoints")
+    return f"sqlite:///{dst}"
 
+
+def new_process_table(rule: str, snaps: list[tuple[int, Path, str]], baseline: Path | None, repeats: int) -> None:
+    """The first status in a new process at every size, the sizes *interleaved* (one child
+    per size and way in turn, ``repeats`` rounds) so that every ratio compares children run
+    under the same load; medians."""
     here = Path(__file__).resolve().parents[2]
-    found: dict[str, dict[str, float | str]] = {"after": first_in_new_process(url, fp, here, repeats)}
-    eng = create_engine(url)
-    with eng.begin() as conn:
-        saved = [tuple(r) for r in conn.execute(text(
-            "SELECT kind, seq, chain_mac, body, mac, created_at FROM ledger_checkpoints"))]
-        conn.execute(text("DELETE FROM ledger_checkpoints"))
-    kinds = sorted({f"{k}@{s}" for k, s, *_ in saved})
-    try:
-        found["replay"] = first_in_new_process(url, fp, here, 1)  # the replay writes a checkpoint
-        if baseline is not None:
-            with eng.begin() as conn:
-                conn.execute(text("DELETE FROM ledger_checkpoints"))
-            found["before"] = first_in_new_process(url, fp, baseline, repeats)
-    finally:
-        with eng.begin() as conn:
-            conn.execute(text("DELETE FROM ledger_checkpoints"))
-            for row in saved:
-                conn.execute(text("INSERT INTO ledger_checkpoints (kind, seq, chain_mac, body, mac, created_at) "
-                                  "VALUES (:k, :s, :c, :b, :m, :t)"),
-                             dict(zip("kscbmt", row, strict=True)))
-        eng.dispose()
-    agree = len({str(v["spent"]) for v in found.values()}) == 1
-    for way, m in found.items():
-        b = base.setdefault(way, m)
-        print(f"{rule:8s} {n:6d} releases, new process, {way:6s}: open {float(m['open']) * 1e3:7.1f} ms + "
-              f"status {float(m['status']) * 1e3:7.1f} ms = {float(m['first']) * 1e3:7.1f} ms "
-              f"(×{float(m['first']) / float(b['first']):5.2f})  child wall {float(m['wall']) * 1e3:7.0f} ms "
-              f"(×{float(m['wall']) / float(b['wall']):5.2f}; imports {float(m['import']) * 1e3:5.0f} ms)  "
-              f"load {os.getloadavg()[0]:.2f}")
-    print(f"{rule:8s} {n:6d} releases, new process: checkpoints {', '.join(kinds) or 'none'}; "
-          f"statuses {'agree' if agree else 'DIFFER: ' + str({k: v['spent'] for k, v in found.items()})}")
+    ways: dict[str, tuple[Path, bool]] = {"after": (here, True)}
+    if baseline is not None:
+        ways["before"] = (baseline, False)
+    urls = {(n, way): copy_ledger(path, path.with_name(f"{path.stem}-{way}.db"), checkpoints=ckpt)
+            for n, path, _ in snaps for way, (_, ckpt) in ways.items()}
+    runs: dict[tuple[int, str], list[dict[str, float | str]]] = {k: [] for k in urls}
+    loads: list[float] = []
+    for _ in range(repeats):
+        for n, _, fp in snaps:
+            for way, (root, _) in ways.items():
+                runs[(n, way)].append(child(urls[(n, way)], fp, root))
+        loads.append(os.getloadavg()[0])
+    # the replay with no checkpoint: one child each (from 64 journal entries on, it also
+    # writes the checkpoint: what the one process that finds none pays)
+    for n, path, fp in snaps:
+        runs[(n, "replay")] = [child(copy_ledger(path, path.with_name(f"{path.stem}-replay.db"), checkpoints=False),
+                                     fp, here)]
+    print(f"{rule}: first status in a new process, sizes interleaved, {repeats} rounds; "
+          f"load during the rounds {min(loads):.2f}–{max(loads):.2f}")
+    for way in ("after", "before", "replay"):
+        base = None
+        for n, _, _ in snaps:
+            got = runs.get((n, way))
+            if not got:
+                continue
+            med = {k: statistics.median(float(r[k]) for r in got) for k in ("open", "status", "first", "wall", "import")}
+            base = base or med
+            spent = {str(r["spent"]) for r in got}
+            print(f"{rule:8s} {n:6d} releases, {way:6s}: open {med['open'] * 1e3:7.1f} ms + status "
+                  f"{med['status'] * 1e3:7.1f} ms = {med['first'] * 1e3:7.1f} ms (×{med['first'] / base['first']:5.2f})  "
+                  f"child wall {med['wall'] * 1e3:6.0f} ms (×{med['wall'] / base['wall']:5.2f}; imports "
+                  f"{med['import'] * 1e3:4.0f} ms)  spent {spent.pop() if len(spent) == 1 else spent}")
+    for n, path, _ in snaps:
+        with sqlite3.connect(path) as c:
+            kinds = [f"{k}@{q}" for k, q in c.execute("SELECT kind, seq FROM ledger_checkpoints ORDER BY seq")]
+        every = {str(r["spent"]) for (m, _), got in runs.items() if m == n for r in got}
+        print(f"{rule:8s} {n:6d} releases: checkpoints {', '.join(kinds) or 'none'}; statuses of every way "
+              f"{'agree' if len(every) == 1 else 'DIFFER'}")
 
 
 def run(rule: str, sizes: list[int], folder: Path, baseline: Path | None = None, repeats: int = 5) -> None:
@@ -156,7 +171,7 @@ def run(rule: str, sizes: list[int], folder: Path, baseline: Path | None = None,
     info = led.register_dataset(f"digest-{rule}", f"bench-{rule}", 1000.0, 1e-3, rule)
     done = 0
     base: dict[str, float] = {}
-    new_base: dict[str, dict[str, float | str]] = {}
+    snaps: list[tuple[int, Path, str]] = []
     for n in sizes:
         while done < n:
             led.release(info.fingerprint, f"plan-{done}", "s", spends(done), lambda: {"x": 1})
@@ -181,8 +196,11 @@ def run(rule: str, sizes: list[int], folder: Path, baseline: Path | None = None,
               f"one release {one_release * 1e3:7.1f} ms (×{one_release / base['release']:5.2f})  "
               f"spent {st.epsilon_spent:.6g} {'= one-shot composition' if agree else f'≠ one-shot {exact:.6g}'}")
         fresh_led.close()
-        new_process_rows(rule, n, url, info.fingerprint, baseline, repeats, new_base)
+        snap = folder / f"ledger-{rule}-{n}.db"
+        copy_ledger(folder / f"ledger-{rule}.db", snap, checkpoints=True)
+        snaps.append((n, snap, info.fingerprint))
     led.close()
+    new_process_table(rule, snaps, baseline, repeats)
 
 
 def main() -> None:
