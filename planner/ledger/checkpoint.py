@@ -197,9 +197,12 @@ def _verified(s: Session, key: bytes, chain_key: bytes, ledger_id: str, kind: st
               upto: int) -> tuple[CheckpointRow, dict[str, Any]] | None:
     """The newest checkpoint of ``kind`` at or below entry ``upto`` that passes checks
     (1)–(3) of the module docstring, parsed; ``None`` if there is none."""
-    rows = s.exec(select(CheckpointRow).where(col(CheckpointRow.kind) == kind, col(CheckpointRow.seq) <= upto)
-                  .order_by(col(CheckpointRow.seq).desc(), col(CheckpointRow.id).desc()).limit(KEEP)).all()
-    for row in rows:
+    ids = s.exec(select(CheckpointRow.id).where(col(CheckpointRow.kind) == kind, col(CheckpointRow.seq) <= upto)
+                 .order_by(col(CheckpointRow.seq).desc(), col(CheckpointRow.id).desc()).limit(KEEP)).all()
+    for rid in ids:  # newest first, each body read only if the newer one did not verify
+        row = s.get(CheckpointRow, rid)
+        if row is None:
+            continue
         if not hmac.compare_digest(checkpoint_mac(key, kind, row.seq, row.chain_mac, row.body), row.mac):
             continue
         at = s.get(JournalRow, row.seq)
