@@ -19,6 +19,8 @@ module             what it holds
 ``integrity``      the keyed hash chain of the journal, its replay, the machine's marker
 ``store``          engine, sessions, the journaled write, atomic creation, the open gate
 ``record``         the verified replay of the journal every decision reads (incremental)
+``checkpoint``     the record kept MAC-keyed in the ledger, so a new process replays only
+                   the journal after it
 ``migrate``        bringing older formats up to date
 ``check``          the budget check of a release, a pure function
 ``people``         principals, accounts, sign-in and its throttle, grants
@@ -65,6 +67,7 @@ from planner.ledger.integrity import VerifyReport
 from planner.ledger.liveness import ENV_LEASE, LEASE_SECONDS, alive, lease_seconds
 from planner.ledger.people import ENV_PASSWORD, ENV_PASSWORD_FILE, ENV_USER, Actors
 from planner.ledger.reading import Reader
+from planner.ledger.reading import refresh as refresh_budgets
 from planner.ledger.records import (
     AccountInfo,
     BudgetChange,
@@ -197,6 +200,7 @@ class Ledger:
         self._datasets = Datasets(self._store, self._actors)
         self._reader = Reader(self._store, self._actors, self._datasets)
         self._releaser = Releaser(self._store, self._actors, self._datasets, self.lease_seconds)
+        self._store.refresh = refresh_budgets
         if _gate:
             problems = migrate.open_store(self._store)
             if problems:

@@ -19,6 +19,7 @@ from sqlmodel import col, select
 from planner.core.errors import LedgerError
 from planner.core.keys import keyed_fingerprint, random_hex
 from planner.ledger.accounts import LOCAL_OWNER
+from planner.ledger.checkpoint import TABLE as CHECKPOINTS
 from planner.ledger.integrity import chain_key
 from planner.ledger.store import BEGIN_OPTION, FORMAT_VERSION, Store, utcnow
 from planner.ledger.tables import (
@@ -77,7 +78,7 @@ def migrate_columns(store: Store) -> None:
     with store.session(write=False) as s:
         head = s.get(HeadRow, 1)
         current = FORMAT_VERSION if head is None else head.format_version
-    lacking_tables = [t for t in TRACKED if t not in tables]
+    lacking_tables = [t for t in (*TRACKED, CHECKPOINTS) if t not in tables]
     if not missing and not lacking_tables and current >= FORMAT_VERSION:
         return
     try:

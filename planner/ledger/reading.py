@@ -19,6 +19,7 @@ from planner.core.errors import LedgerIntegrityError
 from planner.core.strict_json import JSON
 from planner.ledger.accounts import Action, Principal
 from planner.ledger.check import Lifetime, composed_epsilon, preview
+from planner.ledger.checkpoint import memo_key
 from planner.ledger.datasets import Datasets
 from planner.ledger.liveness import alive
 from planner.ledger.people import Actors
@@ -50,7 +51,7 @@ from planner.ledger.tables import (
 )
 from planner.privacy.accounting import Spend
 
-__all__ = ["Reader", "lifetime_of"]
+__all__ = ["Reader", "lifetime_of", "refresh"]
 
 Row = dict[str, Any]
 
@@ -63,8 +64,34 @@ def spent(record: Record, ds: Row, life: Lifetime, *, subject: str | None = None
     """The composed ε of the dataset's recorded spends (``subject``'s only, if given) at its
     δ, for the population when the table is a secret sample: from the record's composition,
     which composed each spend once (the accountant keeps its answer by δ)."""
-    _, acct = record.composed(int(ds["id"]), life.rule, subject)
-    return composed_epsilon(acct, life.delta, life.sampling)
+    return record.spent_epsilon(int(ds["id"]), life.rule, subject, memo_key(life.delta, life.sampling),
+                                lambda acct: composed_epsilon(acct, life.delta, life.sampling))
+
+
+def spent_on_sample(record: Record, ds: Row, life: Lifetime) -> float | None:
+    """For a secret sample, the composed ε on the sample itself (at δ/q), else ``None``."""
+    if life.sampling is None:
+        return None
+    base = life.sampling.base_delta(life.delta)
+    return record.spent_epsilon(int(ds["id"]), life.rule, None, memo_key(base, None),
+                                lambda acct: composed_epsilon(acct, base))
+
+
+def refresh(record: Record, datasets: set[int] | None) -> None:
+    """Bring the record's composed budgets up to date before a checkpoint summary is
+    written (:mod:`planner.ledger.checkpoint`): of these datasets where this process has
+    composed their spends already (composing the new spends only), or of every dataset
+    (``None``: with a state checkpoint, every :data:`~planner.ledger.checkpoint.STATE_EVERY`
+    entries)."""
+    for ds_id in sorted(record.table("datasets") if datasets is None else datasets):
+        ds = record.row("datasets", ds_id)
+        if ds is None:
+            continue
+        life = lifetime_of(ds)
+        if datasets is not None and not record.has_composed(ds_id, life.rule):
+            continue
+        spent(record, ds, life)
+        spent_on_sample(record, ds, life)
 
 
 @dataclass
@@ -93,10 +120,7 @@ class Reader:
             dead = sum(1 for i in pending if i not in live or not alive(live[i]))
         lost = len(record.release_ids_with(ds_id, ReleaseStatus.SPENT_NO_ANSWERS.value)) + dead
         total = spent(record, ds, life)
-        on_sample = None
-        if life.sampling is not None:
-            _, acct = record.composed(ds_id, life.rule)
-            on_sample = composed_epsilon(acct, life.sampling.base_delta(life.delta))
+        on_sample = spent_on_sample(record, ds, life)
         return BudgetStatus(
             fingerprint=life.key, name=str(ds["name"]), epsilon_total=life.epsilon, delta_total=life.delta,
             rule=life.rule, epsilon_spent=total, epsilon_remaining=life.epsilon - total,

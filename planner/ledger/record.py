@@ -6,7 +6,9 @@ written, in a hash chain keyed with the server secret; the record is its replay,
 memory and brought up to date *incrementally*:
 
 * on open, the whole journal is read once, each entry's MAC checked against the chain
-  (what the open check always did) and its rows applied;
+  (what the open check always did) and its rows applied — or, when the ledger holds a
+  checkpoint that verifies (:mod:`planner.ledger.checkpoint`), the record it holds is
+  loaded and only the entries after it are read and checked;
 * before every read or decision, :meth:`Record.catch_up` reads only the entries written
   since (by this process or another), checks that each chains to the last one verified,
   and applies them. Nothing earlier is re-read: the record already holds it, and an
@@ -31,7 +33,7 @@ from __future__ import annotations
 import bisect
 import json
 import threading
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -103,6 +105,12 @@ class Record:
         self._failures: list[tuple[datetime, str, str]] = []
         self._spend_cache: dict[int, SpendRecord] = {}
         self._composed: dict[tuple[int, str | None, CompositionRule], _Composed] = {}
+        #: Composed ε already read, by (dataset, subject, rule, δ and sampling key): the
+        #: number of spends it composed and the value (see :meth:`spent_epsilon`); seeded
+        #: from a verified checkpoint summary (:mod:`planner.ledger.checkpoint`).
+        self.memo: dict[tuple[int, str | None, str, str], tuple[int, float]] = {}
+        #: Datasets whose spends grew since the last :meth:`take_touched`.
+        self._touched: set[int] = set()
 
     # ------------------------------------------------------------------ building
 
@@ -138,9 +146,11 @@ class Record:
             ) from None
         self.seq, self.mac = entry.seq, entry.mac
 
-    def _put(self, table: str, row: Row) -> None:
+    def _put(self, table: str, row: Row, *, stored: bool = False) -> None:
+        """Apply one journaled row (``stored``: a row in the record's own form, an answer
+        already by its digest, as a checkpoint holds it)."""
         rid = int(row["id"])
-        if table == "answers":
+        if table == "answers" and not stored:
             row = {k: v for k, v in row.items() if k != "payload_json"} | {
                 "payload_sha256": payload_digest(str(row["payload_json"]))}
         tab = self.rows.setdefault(table, {})
@@ -171,6 +181,7 @@ class Record:
                 raise KeyError("a spend of a release the journal does not hold")
             _insort(self._spends_of_release.setdefault(int(row["release_id"]), []), rid)
             ds = int(rel["dataset_id"])
+            self._touched.add(ds)
             for who in (None, rel.get("actor") or ""):
                 _insort(self._spends_of.setdefault((ds, who), []), rid)
         elif table == "answers" and new:
@@ -265,6 +276,17 @@ class Record:
         return sorted((self.rows["grants"][rid] for (d, _), rid in self._grant_of.items() if d == ds),
                       key=lambda g: int(g["id"]))
 
+    def grants_in_force(self) -> dict[tuple[int, str], int]:
+        """``(dataset, subject) → grant id`` of every grant in force (what a checkpoint keeps:
+        which of a subject's grant rows is in force follows from the order they were written)."""
+        return dict(self._grant_of)
+
+    def set_grants(self, grants: Mapping[tuple[int, str], int]) -> None:
+        """The grants in force, as :meth:`grants_in_force` gave them (a checkpoint's)."""
+        if any(rid not in self.rows.get("grants", {}) for rid in grants.values()):
+            raise KeyError("a grant in force that the record does not hold")
+        self._grant_of = dict(grants)
+
     def datasets_granted_to(self, subject: str) -> set[int]:
         return {d for (d, s) in self._grant_of if s == subject}
 
@@ -311,6 +333,40 @@ class Record:
             have = _Composed(len(ids), have.acct.compose(more))
             self._composed[key] = have
         return have.count, have.acct
+
+    def has_composed(self, ds: int, rule: CompositionRule, subject: str | None = None) -> bool:
+        """Whether this process composed the dataset's spends under ``rule`` already."""
+        return (ds, subject, rule) in self._composed
+
+    def spent_epsilon(self, ds: int, rule: CompositionRule, subject: str | None, key: str,
+                      value: Callable[[Accountant], float]) -> float:
+        """``value`` of the dataset's composed spends (``subject``'s only, if given), kept by
+        ``key`` (the δ and sampling it reads at, :func:`planner.ledger.checkpoint.memo_key`)
+        with the number of spends it composed: read again while no spend was added, it costs
+        nothing — also in a new process that loaded the value from a verified checkpoint,
+        where it spares composing the whole history for a budget status.
+
+        Spends are only ever added to the record, so an equal count means the same spends.
+        """
+        n = len(self._spends_of.get((ds, subject), ()))
+        k = (ds, subject, str(rule), key)
+        hit = self.memo.get(k)
+        if hit is not None and hit[0] == n:
+            return hit[1]
+        count, acct = self.composed(ds, rule, subject)
+        out = value(acct)
+        self.memo[k] = (count, out)
+        return out
+
+    def current_memo(self) -> dict[tuple[int, str | None, str, str], tuple[int, float]]:
+        """The kept values that still describe every recorded spend of their dataset."""
+        return {k: v for k, v in self.memo.items()
+                if v[0] == len(self._spends_of.get((k[0], k[1]), ()))}
+
+    def take_touched(self) -> set[int]:
+        """The datasets whose spends grew since the last call (then forgotten)."""
+        out, self._touched = self._touched, set()
+        return out
 
 
 

@@ -34,7 +34,7 @@ from __future__ import annotations
 import contextlib
 import os
 import uuid
-from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
@@ -47,8 +47,9 @@ from sqlalchemy.engine import URL, make_url
 from sqlalchemy.pool import StaticPool
 from sqlmodel import Session, col, select
 
-from planner.core.errors import LedgerError, LedgerIntegrityError
+from planner.core.errors import LedgerError, LedgerIntegrityError, PlannerError
 from planner.core.keys import secret_check, secret_source, server_secret
+from planner.ledger import checkpoint
 from planner.ledger.integrity import (
     GENESIS_MAC,
     Marker,
@@ -205,6 +206,13 @@ class Store:
         #: table → row id → (the row as the database returned it, the journal's row it was
         #: proven equal to): see :meth:`prove`
         self._proven: dict[str, dict[Any, tuple[tuple[Any, ...], dict[str, Any]]]] = {}
+        #: the journal entry of the newest state checkpoint this process knows of
+        self.state_seq = 0
+        #: whether the record was loaded from a checkpoint (:mod:`planner.ledger.checkpoint`)
+        self.from_checkpoint = False
+        #: brings the record's composed budgets of these datasets up to date before a
+        #: summary is written (set by the reading side: :func:`planner.ledger.reading.refresh`)
+        self.refresh: Callable[[Record, set[int] | None], None] | None = None
         self.engine = self._make_engine(self.parsed)
 
     @property
@@ -287,9 +295,11 @@ class Store:
             ) from exc
 
     @contextmanager
-    def write(self, *, after_commit: str = "") -> Iterator[tuple[Session, HeadRow]]:
+    def write(self, *, after_commit: str = "", checkpoint_after: bool = True) -> Iterator[tuple[Session, HeadRow]]:
         """A write transaction holding the ledger head (serialises every writer), with the
-        record caught up to the head under the same lock."""
+        record caught up to the head under the same lock; then, unless
+        ``checkpoint_after`` is false (a release's reservation: nothing may delay its
+        sampling, the answer's write does it), the checkpoints due (:meth:`_after_write`)."""
         record = self.verified()
         # The record's lock before the database's: a thread never holds a connection (or
         # the write lock) while it waits for another thread of this process.
@@ -302,6 +312,22 @@ class Store:
                 )
             self._catch_up(s, head, record)
             yield s, head
+        if checkpoint_after:
+            self._after_write(record)
+
+    def _after_write(self, record: Record) -> None:
+        """After a write committed: a summary of the composed budgets if it added spends,
+        and a state checkpoint every :data:`~planner.ledger.checkpoint.STATE_EVERY` entries
+        (:mod:`planner.ledger.checkpoint`), each in its own short transaction."""
+        touched = record.take_touched()
+        state = record.seq - self.state_seq >= checkpoint.STATE_EVERY
+        if (not touched and not state) or self.memory:
+            return
+        with record.lock:
+            self._refresh(record, None if state else touched)
+            checkpoint.write(self.session(write=True), self.secret, record, state=state)
+            if state:
+                self.state_seq = record.seq
 
     def commit(self, s: Session, head: HeadRow, kind: str, dataset_id: int | None,
                rows: Sequence[Any]) -> None:
@@ -644,16 +670,38 @@ class Store:
         The head, the journal and the counts are read in one snapshot (SQLite's read
         transaction; REPEATABLE READ on PostgreSQL), so a release committed meanwhile by
         another process is either wholly in what is read or wholly not.
+
+        With a checkpoint that verifies (:mod:`planner.ledger.checkpoint`), only the
+        entries after it are read. A checkpoint only ever speeds up an open that passes:
+        if anything is found with one, the whole journal is replayed without it and that
+        replay's verdict is the one returned, as if there were no checkpoints.
         """
-        record = Record(head.ledger_id, self.key())
         names = self.table_names()
+        problems = self._build(head, names, checkpoint.TABLE in names)
+        if problems and self.from_checkpoint:
+            problems = self._build(head, names, False)
+        return problems
+
+    def _build(self, head: HeadRow, names: set[str], use: bool) -> list[str]:
+        """:meth:`_build_record`'s work, from a checkpoint if ``use`` and one verifies
+        (then :attr:`from_checkpoint` is set)."""
+        self.from_checkpoint = False
         with self.snapshot() as s:
             now = s.get(HeadRow, 1)
             if now is None or now.ledger_id != head.ledger_id or now.seq < head.seq:
                 return [f"the ledger at {self.url} changed identity or went back while it was being opened. "
                         "Run `planner ledger verify` and restore it from a backup."]
+            record: Record | None = None
+            memo: dict[tuple[int, str | None, str, str], tuple[int, float]] = {}
+            if use:
+                record, memo = checkpoint.load(s, self.secret, self.key(), head.ledger_id, now.seq)
+                self.state_seq = checkpoint.newest_state(s)
+                self.from_checkpoint = record is not None
+            if record is None:  # no usable checkpoint: the whole journal
+                record = Record(head.ledger_id, self.key())
             try:
-                for e in s.exec(select(JournalRow).where(col(JournalRow.seq) <= now.seq)
+                for e in s.exec(select(JournalRow).where(col(JournalRow.seq) > record.seq,
+                                                         col(JournalRow.seq) <= now.seq)
                                 .order_by(col(JournalRow.seq))):
                     record.apply(Entry(e.seq, e.kind, e.prev, e.body, e.mac))
             except LedgerIntegrityError:
@@ -673,8 +721,24 @@ class Store:
                     f"(tables {', '.join(wrong)}): rows were deleted or added outside the planner, "
                     "which could forget spends. Nothing was changed now; run `planner ledger "
                     "verify` for details and restore the ledger from a backup."]
+        record.take_touched()
+        record.memo.update(memo)
         self.record = record
+        if checkpoint.TABLE in names and not self.memory and record.seq - self.state_seq >= checkpoint.STATE_EVERY:
+            with record.lock:
+                self._refresh(record, None)
+                checkpoint.write(self.session(write=True), self.secret, record, state=True)
+            self.state_seq = record.seq
         return []
+
+    def _refresh(self, record: Record, datasets: set[int] | None) -> None:
+        """:attr:`refresh`, if set; a budget that cannot be composed (a rule that cannot
+        account for a recorded spend) is left out of the summary, and said by the status
+        that reads it."""
+        if self.refresh is None:
+            return
+        with contextlib.suppress(PlannerError):
+            self.refresh(record, datasets)
 
 
 def raw_rows(s: Session, table: str, where: Any = None) -> tuple[list[str], list[tuple[Any, ...]]]:

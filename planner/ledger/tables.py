@@ -34,6 +34,7 @@ __all__ = [
     "AccountRow",
     "AnswerRow",
     "BudgetChangeRow",
+    "CheckpointRow",
     "DatasetRow",
     "GrantRow",
     "HeadRow",
@@ -302,3 +303,18 @@ def row_dict(row: Any) -> tuple[str, dict[str, Any]]:
         c.name: canonical_value(getattr(row, c.name)) for c in table.columns
         if c.name not in skip and not (c.name in optional and getattr(row, c.name) is None)
     }
+
+
+class CheckpointRow(_LedgerModel, table=True):
+    """A MAC-keyed checkpoint of the verified record at journal entry ``seq``
+    (:mod:`planner.ledger.checkpoint`): not journaled, only ever trusted after its checks."""
+
+    __tablename__ = "ledger_checkpoints"
+
+    id: int | None = Field(default=None, primary_key=True)
+    kind: str = Field(sa_column=Column(Text, nullable=False))
+    seq: int = Field(sa_column=Column(Integer, nullable=False, index=True))
+    chain_mac: str = Field(sa_column=Column(Text, nullable=False))
+    body: str = Field(sa_column=Column(Text, nullable=False))
+    mac: str = Field(sa_column=Column(Text, nullable=False))
+    created_at: datetime = Field(sa_column=Column(DateTime(timezone=True), nullable=False))

@@ -187,7 +187,7 @@ class Releaser:
     def _reserve(self, ref: str, plan_hash: str, schema_hash: str, prepared: Prepared, nonce: str,
                  who: Principal, digest: str | None, rows: int | None) -> int | ReleaseRecord | _InProgress:
         """Transaction 1: lock, prove, dedupe, check the budget, record the spend, commit."""
-        with self.store.write() as (s, head):
+        with self.store.write(checkpoint_after=False) as (s, head):
             record = self.store.verified()
             ds = self.datasets.row(record, ref)
             eff, grant = self.actors.decide(s, record, who, Action.RELEASE, f"this release on dataset {ds['name']!r}",

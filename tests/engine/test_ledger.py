@@ -410,6 +410,7 @@ def test_ledger_postgresql_locks_the_head_row_and_tables_compile() -> None:
         "sign_in_failures",
         "journal",
         "ledger_head",
+        "ledger_checkpoints",  # not journaled: planner.ledger.checkpoint
     }
 
 
