@@ -187,10 +187,35 @@ def _grids() -> dict[str, Any]:
 HAND_SHAPES = ("grouping-sets", "per-aggregate", "one-pass")
 
 
+def hand_finish(g: dict[str, Any], scal: tuple[Any, ...], region: dict[int, int], sex: dict[int, int],
+                age_values: dict[int, int], income_keys: dict[int, int]) -> dict[str, Any]:
+    """The hand-written job's aggregates from its grouped counts (``g``: :func:`_grids`): the
+    same finishing step for every engine's hand-written query (DuckDB here, Spark SQL in
+    ``bench_spark.py``)."""
+    import numpy as np
+
+    ages = np.asarray(list(age_values), dtype=np.float64)
+    counts = np.asarray(list(age_values.values()), dtype=np.int64)
+    idx = np.minimum(np.searchsorted(g["age_edges"], ages, side="right") - 1, 7)
+    age_hist = np.bincount(idx, weights=counts, minlength=8).astype(np.int64)
+    med = np.bincount(np.searchsorted(g["age_grid"], ages, side="left"), weights=counts,
+                      minlength=1001).astype(np.int64)
+    q90 = np.zeros(1001, dtype=np.int64)
+    for k, c in income_keys.items():
+        q90[k] += c
+    n, n_sex, n_female, s, n_income = scal
+    return {
+        "n": int(n), "n_female": [int(n_female), int(n - n_sex)],
+        "income_sum": [float(s), int(n_income)],
+        "region": [region.get(i, 0) for i in range(len(REGIONS))],
+        "sex": [sex.get(i, 0) for i in range(2)],
+        "age_hist": age_hist.tolist(), "age_median": med.tolist(), "income_q90": q90.tolist(),
+    }
+
+
 def worker_handwritten(path: Path, shape: str, max_rows: int, memory_limit: str | None) -> dict[str, Any]:
     """The same aggregates as hand-written DuckDB SQL, in one of :data:`HAND_SHAPES`,
     timed end to end (the person check included)."""
-    import numpy as np
 
     con = _duck(memory_limit)
     src = _from(path)
@@ -229,26 +254,6 @@ def worker_handwritten(path: Path, shape: str, max_rows: int, memory_limit: str 
             coalesce(trim(sex), '') = '' AS sex_missing
           FROM {kept}"""
 
-    def finish(scal: tuple[Any, ...], region: dict[int, int], sex: dict[int, int],
-               age_values: dict[int, int], income_keys: dict[int, int]) -> dict[str, Any]:
-        ages = np.asarray(list(age_values), dtype=np.float64)
-        counts = np.asarray(list(age_values.values()), dtype=np.int64)
-        idx = np.minimum(np.searchsorted(g["age_edges"], ages, side="right") - 1, 7)
-        age_hist = np.bincount(idx, weights=counts, minlength=8).astype(np.int64)
-        med = np.bincount(np.searchsorted(g["age_grid"], ages, side="left"), weights=counts,
-                          minlength=1001).astype(np.int64)
-        q90 = np.zeros(1001, dtype=np.int64)
-        for k, c in income_keys.items():
-            q90[k] += c
-        n, n_sex, n_female, s, n_income = scal
-        return {
-            "n": int(n), "n_female": [int(n_female), int(n - n_sex)],
-            "income_sum": [float(s), int(n_income)],
-            "region": [region.get(i, 0) for i in range(len(REGIONS))],
-            "sex": [sex.get(i, 0) for i in range(2)],
-            "age_hist": age_hist.tolist(), "age_median": med.tolist(), "income_q90": q90.tolist(),
-        }
-
     scal_sql = "count(*), count_if(NOT sex_missing), count_if(sex = 0), sum(income), count(income)"
     # income quantile grid: linspace(0, 200000, 1001) has step 200 (exactly i * 200.0):
     # the smallest candidate >= x is ceil(x / 200)
@@ -269,7 +274,7 @@ def worker_handwritten(path: Path, shape: str, max_rows: int, memory_limit: str 
                 scal = tuple(r[4:])
             elif which:
                 parts[which[0]][int(r[which[0]])] = int(r[4])
-        res = finish(scal, *parts)
+        res = hand_finish(g, scal, *parts)
     elif shape == "per-aggregate":  # one statement per aggregate (only the columns each needs)
         c = cells(kept)
         scal = con.execute(f"WITH c AS ({c}) SELECT {scal_sql} FROM c").fetchone()
@@ -278,7 +283,7 @@ def worker_handwritten(path: Path, shape: str, max_rows: int, memory_limit: str 
             return {int(k): int(v) for k, v in con.execute(
                 f"WITH c AS ({c}) SELECT {expr}, count(*) FROM c WHERE {where} GROUP BY 1").fetchall()}
 
-        res = finish(scal, grouped("region", "region IS NOT NULL"), grouped("sex", "sex IS NOT NULL"),
+        res = hand_finish(g, scal, grouped("region", "region IS NOT NULL"), grouped("sex", "sex IS NOT NULL"),
                      grouped("CAST(age AS BIGINT)", "age IS NOT NULL"),
                      grouped(ikey, "income IS NOT NULL"))
     else:  # one statement, one aggregate: counts per key as histograms (CSV: of the declared keys)
@@ -291,7 +296,7 @@ def worker_handwritten(path: Path, shape: str, max_rows: int, memory_limit: str 
             {hist('CAST(age AS BIGINT)', 18, 90)}, {hist(ikey, 0, 1000)} FROM ({cells(kept)})""").fetchone()
         maps = [{int(k): int(v) for k, v in (m or {}).items() if k is not None and v and k < 1 << 31}
                 for m in row[5:]]
-        res = finish(tuple(row[:5]), *maps)
+        res = hand_finish(g, tuple(row[:5]), *maps)
     out["s"] = time.perf_counter() - t
     out["cpu_s"] = time.process_time() - c0
     out["aggregates"] = res

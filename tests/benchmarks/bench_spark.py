@@ -56,7 +56,6 @@ from tests import spark_cluster  # noqa: E402
 
 def handwritten(spark: Any, path: Path) -> dict[str, Any]:
     """The same aggregates as one hand-written Spark SQL job (after the person check)."""
-    import numpy as np
 
     g = bb._grids()
     src = f"parquet.`{path}`"
@@ -93,22 +92,7 @@ def handwritten(spark: Any, path: Path) -> dict[str, Any]:
         key = r[1 + which]
         if key is not None:
             parts[which][int(key)] = int(r["n"])
-    region, sex, age_values, income_keys = parts
-    ages = np.asarray(list(age_values), dtype=np.float64)
-    counts = np.asarray(list(age_values.values()), dtype=np.int64)
-    idx = np.minimum(np.searchsorted(g["age_edges"], ages, side="right") - 1, 7)
-    age_hist = np.bincount(idx, weights=counts, minlength=8).astype(np.int64)
-    med = np.bincount(np.searchsorted(g["age_grid"], ages, side="left"), weights=counts,
-                      minlength=1001).astype(np.int64)
-    q90 = np.zeros(1001, dtype=np.int64)
-    for k, c in income_keys.items():
-        q90[k] += c
-    n, n_sex, n_female, s, n_income = scal
-    out = {
-        "n": int(n), "n_female": [int(n_female), int(n - n_sex)], "income_sum": [float(s), int(n_income)],
-        "region": [region.get(i, 0) for i in range(len(bb.REGIONS))], "sex": [sex.get(i, 0) for i in range(2)],
-        "age_hist": age_hist.tolist(), "age_median": med.tolist(), "income_q90": q90.tolist(),
-    }
+    out = bb.hand_finish(g, scal, *parts)
     return {"s": time.perf_counter() - t0, "aggregates": out}
 
 
