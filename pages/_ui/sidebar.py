@@ -60,7 +60,7 @@ def render_budget(box: Any, data: cached.Active | None) -> None:
                         f"{status.releases} release(s) · {fmt.rule(status.rule)}")
         st.markdown("### Next release")
         try:
-            s = planning.settings(data)
+            s = planning.settings(data, status)
         except PlannerError:
             st.caption("ε or δ is not valid yet: see the Planner.")
             return
