@@ -389,7 +389,9 @@ if unit.column is not None:
 decl = pd.DataFrame([
     {"column": c.name, "kind": c.kind.value,
      "bounds": (f"[{c.lower:g}, {c.upper:g}]" + (
-         f" (DP quantiles, release #{c.bounds_source.release_id}, ε {c.bounds_source.epsilon:.3g})"
+         f" (DP quantiles, release #{c.bounds_source.release_id}, ε {c.bounds_source.epsilon:.3g}"
+         + (f"; tuned for a {c.bounds_source.tuned_for.value} at ε {c.bounds_source.tuned_epsilon:.3g}"
+            if c.bounds_source.tuned_for is not None and c.bounds_source.tuned_epsilon is not None else "") + ")"
          if c.bounds_source is not None else "")) if c.kind is ColumnKind.NUMERIC else "",
      "categories": format_text_list(c.categories or ()) if c.kind is ColumnKind.CATEGORICAL else "",
      "missing": c.missing.action.value}

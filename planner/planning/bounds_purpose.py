@@ -63,11 +63,10 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass
-from enum import StrEnum
 from typing import Any, Final
 
 from planner.core.errors import QueryError
-from planner.data.schema import Schema
+from planner.data.schema import BoundsFor, Schema
 from planner.planning.queries import Query
 from planner.planning.workload import Plan, plan
 from planner.privacy.budget import CompositionRule
@@ -81,11 +80,9 @@ TAIL_INDEX: Final[float] = 2.0
 _SCORE_LIMIT: Final[int] = 2**53
 
 
-class Statistic(StrEnum):
-    """The downstream statistic a suggestion's bounds are for."""
-
-    MEAN = "mean"
-    SUM = "sum"
+#: The downstream statistic a suggestion's bounds are for (the schema's own enum, so the
+#: schema can record the purpose: :class:`planner.data.schema.BoundsSource`).
+Statistic = BoundsFor
 
 
 @dataclass(frozen=True, slots=True)

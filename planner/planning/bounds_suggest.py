@@ -431,8 +431,11 @@ def bounds_from_quantiles(low: float, high: float, grid: CoarseGrid) -> tuple[fl
 
 def bounds_source(plan: SuggestionPlan, release_id: int, epsilon_spent: float) -> BoundsSource:
     """The schema's record that the bounds came from this suggestion's release."""
+    tuned = plan.tuned
     return BoundsSource(BoundsSourceKind.DP_QUANTILES, int(release_id), float(epsilon_spent), plan.levels,
-                        (plan.grid.lower, plan.grid.upper), min(plan.rank_bound_95, 1.0))
+                        (plan.grid.lower, plan.grid.upper), min(plan.rank_bound_95, 1.0),
+                        None if tuned is None else tuned.purpose.statistic,
+                        None if tuned is None else tuned.purpose.epsilon)
 
 
 def apply_bounds(schema: Schema, column: str, lower: float, upper: float, source: BoundsSource | None) -> Schema:

@@ -211,18 +211,34 @@ def test_bounds_source_keeps_the_hash_of_schemas_without_it() -> None:
     assert with_src.schema_hash() != bs.apply_bounds(s, "income", 10.0, 100.0, None).schema_hash()
 
 
-@pytest.mark.hostile(5)
+@pytest.mark.hostile(9)
 def test_bounds_source_is_validated_strictly() -> None:
     base = {"name": "x", "kind": "numeric", "lower": 0, "upper": 1, "missing": {"action": "drop"}}
     good = {"kind": "dp_quantiles", "release_id": 1, "epsilon": 0.1, "levels": [0.01, 0.99]}
     for bad, words in [({**good, "kind": "guess"}, "kind"), ({**good, "release_id": 0}, "release_id"),
                        ({**good, "epsilon": -1}, "epsilon"), ({**good, "extra": 1}, "unknown"),
-                       ({**good, "levels": [0.5]}, "levels")]:
+                       ({**good, "levels": [0.5]}, "levels"),
+                       ({**good, "purpose": {"statistic": "median", "epsilon": 1}}, "purpose.statistic"),
+                       ({**good, "purpose": {"statistic": "mean"}}, "exactly 'statistic'"),
+                       ({**good, "purpose": {"statistic": "sum", "epsilon": 0}}, "purpose.epsilon"),
+                       ({**good, "purpose": "mean"}, "exactly 'statistic'")]:
         with pytest.raises(SchemaError, match=words):
             Column.from_dict({**base, "bounds_source": bad})
     with pytest.raises(SchemaError, match="numeric columns only"):
         Column.from_dict({"name": "c", "kind": "categorical", "categories": ["a"], "missing": {"action": "drop"},
                           "bounds_source": good})
+
+
+def test_bounds_source_purpose_round_trips_and_changes_the_hash() -> None:
+    s = _schema()
+    fixed = BoundsSource("dp_quantiles", 1, 0.1, (0.0, 0.999))  # type: ignore[arg-type]
+    tuned = BoundsSource("dp_quantiles", 1, 0.1, (0.0, 0.999), None, None, "sum", 0.5)  # type: ignore[arg-type]
+    assert "purpose" not in fixed.to_dict()
+    assert tuned.to_dict()["purpose"] == {"statistic": "sum", "epsilon": 0.5}
+    assert BoundsSource.from_dict(json.loads(json.dumps(tuned.to_dict()))) == tuned
+    a = bs.apply_bounds(s, "income", 10.0, 100.0, fixed).schema_hash()
+    b = bs.apply_bounds(s, "income", 10.0, 100.0, tuned).schema_hash()
+    assert a != b
 
 
 # ----------------------------------------------------------------------------- clipping bias
@@ -276,6 +292,11 @@ def test_generated_script_checks_suggested_bounds_before_releasing(files: tuple[
     out = suggest_bounds_file(spec, str(data), "income", epsilon=0.2, magnitude=1e6, ledger_url=url,
                               backend="pandas")
     assert out.plan.tuned is not None and out.plan.tuned.purpose.basis == "the plan's share for 'm'"
+    # the schema records what the levels were tuned for: the plan's mean 'm' and its ε share
+    # (the purpose the suggestion computed, read back from the applied schema's JSON)
+    src = Schema.from_dict(json.loads(json.dumps(out.apply(spec.schema).to_dict()))).column("income").bounds_source
+    assert src is not None and src.tuned_for == "mean"
+    assert src.tuned_epsilon == out.plan.tuned.purpose.epsilon and 0 < src.tuned_epsilon < spec.epsilon
     # the tuned suggestion spends its ε once, recorded like any release; asked again it is reused
     again = suggest_bounds_file(spec, str(data), "income", epsilon=0.2, magnitude=1e6, ledger_url=url,
                                 backend="pandas")

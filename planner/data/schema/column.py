@@ -158,6 +158,14 @@ def _finite_float(value: Any, what: str) -> float:
     return v
 
 
+class BoundsFor(StrEnum):
+    """The statistic a column's DP-suggested bounds were tuned for (the suggestion's purpose,
+    :mod:`planner.planning.bounds_purpose`)."""
+
+    MEAN = "mean"
+    SUM = "sum"
+
+
 class BoundsSourceKind(StrEnum):
     """Where a numeric column's declared bounds came from, when not typed by the owner."""
 
@@ -188,6 +196,11 @@ class BoundsSource:
         The public coarse range [A, B] the candidate grid covered, when recorded.
     rank_error_95 : float or None
         The suggestion's predicted 95% rank error (a fraction of n, in [0, 1]), when recorded.
+    tuned_for : BoundsFor or None
+        When the levels were tuned to a purpose: the statistic (mean or sum) they were tuned
+        for; ``None`` for fixed levels.
+    tuned_epsilon : float or None
+        With ``tuned_for``: the ε that statistic was to spend (> 0, finite).
     """
 
     kind: BoundsSourceKind
@@ -196,6 +209,8 @@ class BoundsSource:
     levels: tuple[float, float]
     coarse: tuple[float, float] | None = None
     rank_error_95: float | None = None
+    tuned_for: BoundsFor | None = None
+    tuned_epsilon: float | None = None
 
     def __post_init__(self) -> None:
         try:
@@ -232,6 +247,20 @@ class BoundsSource:
             if not 0 <= r <= 1:
                 raise SchemaError(f"bounds_source.rank_error_95 must be a fraction of n in [0, 1]; got {r:g}.")
             object.__setattr__(self, "rank_error_95", r)
+        if (self.tuned_for is None) != (self.tuned_epsilon is None):
+            raise SchemaError("bounds_source.purpose needs both 'statistic' and 'epsilon' (the statistic the "
+                              "levels were tuned for and the ε it was to spend).")
+        if self.tuned_for is not None:
+            try:
+                object.__setattr__(self, "tuned_for", BoundsFor(self.tuned_for))
+            except ValueError as exc:
+                raise SchemaError(f"bounds_source.purpose.statistic must be one of {[k.value for k in BoundsFor]}; "
+                                  f"got {self.tuned_for!r}.") from exc
+            te = _finite_float(self.tuned_epsilon, "bounds_source.purpose.epsilon")
+            if not te > 0:
+                raise SchemaError(f"bounds_source.purpose.epsilon must be > 0 (the ε the {self.tuned_for.value} "
+                                  f"was to spend); got {te:g}.")
+            object.__setattr__(self, "tuned_epsilon", te)
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"kind": self.kind.value, "release_id": self.release_id, "epsilon": self.epsilon,
@@ -240,6 +269,8 @@ class BoundsSource:
             out["coarse"] = list(self.coarse)
         if self.rank_error_95 is not None:
             out["rank_error_95"] = self.rank_error_95
+        if self.tuned_for is not None:
+            out["purpose"] = {"statistic": self.tuned_for.value, "epsilon": self.tuned_epsilon}
         return out
 
     @classmethod
@@ -248,7 +279,7 @@ class BoundsSource:
         where = f"column {column!r}: bounds_source"
         if not isinstance(data, Mapping):
             raise SchemaError(f"{where} must be an object with 'kind', 'release_id', 'epsilon' and 'levels'.")
-        allowed = {"kind", "release_id", "epsilon", "levels", "coarse", "rank_error_95"}
+        allowed = {"kind", "release_id", "epsilon", "levels", "coarse", "rank_error_95", "purpose"}
         unknown = set(data) - allowed
         missing = {"kind", "release_id", "epsilon", "levels"} - set(data)
         if unknown or missing:
@@ -256,9 +287,14 @@ class BoundsSource:
                               f"{'; ' if unknown and missing else ''}"
                               f"{'missing key(s) ' + str(sorted(missing)) if missing else ''}; "
                               f"allowed keys are {sorted(allowed)}.")
+        purpose = data.get("purpose")
+        if purpose is not None and (not isinstance(purpose, Mapping) or set(purpose) != {"statistic", "epsilon"}):
+            raise SchemaError(f"{where}.purpose must be an object with exactly 'statistic' (mean or sum) and "
+                              f"'epsilon', e.g. {{\"statistic\": \"mean\", \"epsilon\": 1.0}}.")
         try:
             return cls(data["kind"], data["release_id"], data["epsilon"], data["levels"], data.get("coarse"),
-                       data.get("rank_error_95"))
+                       data.get("rank_error_95"), None if purpose is None else purpose["statistic"],
+                       None if purpose is None else purpose["epsilon"])
         except SchemaError as exc:
             raise SchemaError(f"column {column!r}: {exc}") from exc
 
