@@ -188,7 +188,7 @@ if pv is not None:
     else:
         st.error(lifetime.over_budget(pv), icon=":material/block:")
         if mode in (SplitMode.WEIGHTED, SplitMode.EQUAL) and pv.epsilon_remaining > 0:
-            def _fit() -> None:
+            def _fit(remaining: float = pv.epsilon_remaining, total: float = pv.epsilon_total) -> None:
                 def fits(e: float) -> bool:
                     doc = json.loads(view.spec_json)
                     doc["budget"]["epsilon"] = e
@@ -201,7 +201,7 @@ if pv is not None:
                     p2 = planning.preview(data, v, schema)
                     return p2 is not None and p2.fits
 
-                best = advice.largest_fitting_epsilon(fits, max(pv.epsilon_remaining, 1e-9) * 1e-3, pv.epsilon_total)
+                best = advice.largest_fitting_epsilon(fits, max(remaining, 1e-9) * 1e-3, total)
                 if best is None:
                     S.notice(PAGE, "Not even a tiny ε fits what remains: drop queries, or raise the lifetime budget "
                                    "(Ledger page).")
@@ -252,6 +252,20 @@ if mode is SplitMode.WEIGHTED:
                        column_config={"fixed share": st.column_config.NumberColumn(min_value=0.0, format="%.4g")})
 
 # ----------------------------------------------------------------------------- rules
+@st.fragment
+def _rules_curve(wl_json: str, schema_json: str, epsilon: float, delta: float, scales: cached.Pins) -> None:
+    """The toggle and the curve of every rule across ε: a fragment, so that showing or hiding
+    the curve reruns these two elements only, not the page (its plans, comparison and files)."""
+    st.toggle("Plot each rule's errors across ε", **S.bind(S.SHOW_CURVE, PAGE))
+    if ss[S.SHOW_CURVE]:
+        with guard(stop=False) as g:
+            with st.spinner("Optimising the split at 12 budgets under every rule…"):
+                curve = cached.compare_curve(wl_json, schema_json, cached.curve_epsilons(epsilon), delta, scales)
+        if g.ok:
+            st.altair_chart(charts.rules_chart(curve, epsilon), width="stretch")
+            st.caption("Lower is better. Rules that buy the same accuracy draw their lines on top of one another.")
+
+
 st.subheader("Which composition rule buys the smallest errors?")
 st.caption("A composition rule (an accountant) adds up the privacy cost of many answers. Some rules prove a smaller "
            "total for the same noise, so the same budget buys smaller errors — but not for every workload. "
@@ -268,14 +282,7 @@ if mode is SplitMode.WEIGHTED:
                                 "ε used": r.used_epsilon, "note": r.note} for r in cmp.rows]),
                  hide_index=True, width="stretch",
                  column_config={"ε used": st.column_config.NumberColumn(format="%.4g")})
-    st.toggle("Plot each rule's errors across ε", **S.bind(S.SHOW_CURVE, PAGE))
-    if ss[S.SHOW_CURVE]:
-        with guard(stop=False) as g:
-            with st.spinner("Optimising the split at 12 budgets under every rule…"):
-                curve = cached.compare_curve(view.wl_json, sj, cached.curve_epsilons(s.epsilon), s.delta, view.scales)
-        if g.ok:
-            st.altair_chart(charts.rules_chart(curve, s.epsilon), width="stretch")
-            st.caption("Lower is better. Rules that buy the same accuracy draw their lines on top of one another.")
+    _rules_curve(view.wl_json, sj, s.epsilon, s.delta, view.scales)
 elif mode in (SplitMode.EQUAL, SplitMode.MANUAL):
     from planner.outputs import report
 
@@ -293,7 +300,7 @@ elif mode in (SplitMode.EQUAL, SplitMode.MANUAL):
                  hide_index=True, width="stretch",
                  column_config={"ε used": st.column_config.NumberColumn(format="%.4g")})
 else:
-    rows = []
+    rows: list[dict[str, object]] = []
     least: dict[str, float | PlannerError] = {}
     per_rule = cached.compare(view.spec_json)
     for rule in S.RULES:

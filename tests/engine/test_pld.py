@@ -539,3 +539,22 @@ def test_sampled_laplace_steps_past_e_to_the_745_agree_with_dp_accounting() -> N
         dp_accounting.PoissonSampledDpEvent(0.8761184451177921, dp_accounting.LaplaceDpEvent(0.07206970861496177)), 1000))
     theirs = acct.get_epsilon(7.156623487204565e-07)
     assert abs(ours / theirs - 1.0) < 1e-3, (ours, theirs)
+
+
+def test_zcdp_envelope_tail_searches_share_one_solve_bit_for_bit() -> None:
+    """Issue 31: the zCDP envelope's two tail searches ask for the same |ε| ladder (δ above 0,
+    δ̄ below reads δ at −ε); the second is answered from :func:`_zcdp_log_delta_of`'s cache,
+    with exactly the bits a fresh solve gives (the plan hashes depend on them)."""
+    import numpy as np
+
+    from planner.privacy.accountants import pld
+    from planner.privacy.accountants.pairs import _search_lower, _search_upper
+
+    env = pld._RenyiEnvelope(rho=0.0123456789)  # a ρ no other test uses: a cold cache
+    before = pld._zcdp_log_delta_of.cache_info().hits
+    _search_upper(env, False, 1e-20)
+    _search_lower(env, False, 1e-20)
+    assert pld._zcdp_log_delta_of.cache_info().hits > before
+    ladder = np.concatenate([[0.0], np.geomspace(1e-6, 1e4, 47)])
+    cached = pld._zcdp_log_delta_of(env.rho, ladder.tobytes())
+    assert cached.tobytes() == pld._zcdp_log_delta(env.rho, ladder.copy()).tobytes()

@@ -167,20 +167,39 @@ def _zcdp_log_delta(rho: float, eps: FloatArray) -> FloatArray:
     hi = np.full(e.shape, 60.0)
     # start: the root without the ln term, α₀ = (ε + ρ)/(2ρ) (there f = ln(1 − 1/α₀) < 0)
     y = np.log(np.maximum((e + rho) / (2.0 * rho) - 1.0, 1e-9))
+    # The loop runs on arrays of a few hundred points, where each NumPy call costs more than
+    # its arithmetic: 2ρ and 1 + e^y are computed once per step and the sign of f once (the
+    # same operations on the same operands as 2.0 * rho * (1.0 + ey) etc., so the same bits).
+    two_rho = 2.0 * rho
     for _ in range(40):
         ey = np.exp(np.minimum(y, 60.0))
-        f = 2.0 * rho * (1.0 + ey) - rho - e + y - np.log1p(ey)
-        hi = np.where(f > 0, y, hi)
-        lo = np.where(f > 0, lo, y)
-        step = f / (2.0 * rho * ey + 1.0 / (1.0 + ey))
+        one_ey = 1.0 + ey
+        f = two_rho * one_ey - rho - e + y - np.log1p(ey)
+        pos = f > 0
+        hi = np.where(pos, y, hi)
+        lo = np.where(pos, lo, y)
+        step = f / (two_rho * ey + 1.0 / one_ey)
         nxt = y - step
         y = np.where((nxt > lo) & (nxt < hi), nxt, (lo + hi) / 2.0)
-        if bool(np.all(np.abs(step) < 1e-12 * np.maximum(1.0, np.abs(y)))):
+        if (np.abs(step) < 1e-12 * np.maximum(1.0, np.abs(y))).all():
             break
     # in t = α − 1 = e^y: ln(1 − 1/α) = y − ln(1 + t) and ln α = ln(1 + t), stable where
     # α rounds to 1 (a large ρ at a small ε: t underflows against 1)
     t = np.exp(y)
     return np.asarray(t * (rho * (1.0 + t) - e + y - np.log1p(t)) - np.log1p(t), dtype=np.float64)
+
+
+@functools.lru_cache(maxsize=16)
+def _zcdp_log_delta_of(rho: float, flat: bytes) -> FloatArray:
+    """:func:`_zcdp_log_delta` of the float64 values ``flat`` (read-only; kept for the next
+    call with the same bytes). The curve's tail searches ask for the same points twice: the
+    ladder of :func:`~.pairs._first_below` is the same |ε| above 0 (δ) and below it (δ̄ reads
+    δ at −ε), and so is its fine step when both cross between the same rungs. The solve
+    couples the points it is given (it stops when all have converged), so only the same
+    array, bit for bit, is answered from the cache."""
+    out = _zcdp_log_delta(rho, np.frombuffer(flat, dtype=np.float64))
+    out.setflags(write=False)
+    return out
 
 
 @dataclass(frozen=True)
@@ -212,7 +231,7 @@ class _RenyiEnvelope(_Pair):
 
     def _log_v(self, flat: FloatArray) -> FloatArray:
         if self.rho > 0:
-            return _zcdp_log_delta(self.rho, flat)
+            return _zcdp_log_delta_of(self.rho, flat.tobytes())
         a = _ENVELOPE_ORDERS
         r = np.asarray(self.values, dtype=np.float64)
         const = (a - 1.0) * (np.log1p(-1.0 / a) + r) - np.log(a)
