@@ -134,8 +134,9 @@ class SparkDialect(Dialect):
         return f"(shiftleft({hi}, 32) | ({s} & 4294967295L))"
 
     def lane_sum(self, u: str) -> str:
-        # BIGINT sums overflow (an error under ANSI): exact as DECIMAL, read back mod 2⁶⁴
-        return f"sum(CAST({u} AS DECIMAL(20, 0)))"
+        # BIGINT sums overflow (an error under ANSI): exact as DECIMAL(38, 0) (room for
+        # 5·10¹⁸ rows of |value| < 2⁶³), read back mod 2⁶⁴
+        return f"sum(CAST({u} AS DECIMAL(38, 0)))"
 
     def order_key(self, hex_digest: str) -> str:
         # strings compare byte by byte in Spark: the hex text itself is in digest order
