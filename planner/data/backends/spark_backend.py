@@ -88,11 +88,13 @@ class SparkDialect(Dialect):
     def in_list(self, expr: str, consts: Sequence[str]) -> str:
         return f"{expr} IN ({', '.join(consts)})"
 
-    # content digest: words are BIGINT as in DuckDB; Spark has no usable hash of them,
-    # so the row hash is spelled out on unsigned values held as exact DECIMAL(38, 0)
-    # (products stay below 2⁹⁶), xor and shifts on the BIGINT with the same bits
+    # content digest: words are BIGINT as in DuckDB; Spark has no usable hash of them and
+    # its ANSI arithmetic refuses to wrap, so the row hash is spelled out on BIGINT values
+    # holding the unsigned word's bits, with products of 32-bit and 16-bit pieces (each
+    # below 2⁴⁸: no overflow). Every step is a projection layer of its own
+    # (:meth:`~planner.data.backends.sql.compile.Compiler.digest_sql`), so an input is a
+    # column name, and Spark's common-subexpression elimination computes it once per row.
     native_hash = False
-    _D = "DECIMAL(38, 0)"
 
     def xor(self, a: str, b: str) -> str:
         return f"({a} ^ {b})"
@@ -103,31 +105,38 @@ class SparkDialect(Dialect):
     def word_md5(self, text: str) -> str:
         return f"CAST(conv(substr(md5({text}), 1, 16), 16, -10) AS BIGINT)"
 
-    def _dec(self, value: int) -> str:
-        return f"CAST('{int(value)}' AS {self._D})"
-
-    def _signed(self, u: str) -> str:
-        """An unsigned DECIMAL in [0, 2⁶⁴) as the BIGINT with the same bits."""
-        return (f"CAST(CASE WHEN {u} >= {self._dec(1 << 63)} THEN {u} - {self._dec(1 << 64)} "
-                f"ELSE {u} END AS BIGINT)")
-
     def u_word(self, w: str) -> str:
-        return (f"(CAST({w} AS {self._D}) + CASE WHEN {w} < 0 THEN {self._dec(1 << 64)} "
-                f"ELSE {self._dec(0)} END)")
+        return f"CAST({w} AS BIGINT)"
 
     def u_xorshift(self, u: str, shift: int) -> str:
-        b = self._signed(u)
-        return self.u_word(f"({b} ^ shiftrightunsigned({b}, {shift}))")
+        return f"({u} ^ shiftrightunsigned({u}, {shift}))"
 
     def u_xor(self, a: str, b: str) -> str:
-        return self.u_word(f"({self._signed(a)} ^ {self._signed(b)})")
+        return f"({a} ^ {b})"
 
     def u_mul(self, u: str, c: int) -> str:
-        # u·c = u·c_lo + (u·c_hi mod 2³²)·2³² (mod 2⁶⁴): every product below 2⁹⁶
-        hi, lo = c >> 32, c & 0xFFFFFFFF
-        two32, two64 = self._dec(1 << 32), self._dec(1 << 64)
-        return (f"pmod({u} * {self._dec(lo)} + pmod({u} * {self._dec(hi)}, {two32}) * {two32}, "
-                f"{two64})")
+        """u·c mod 2⁶⁴ on BIGINT bits without an overflowing product.
+
+        With u = uh·2³² + ul and c = c₃·2⁴⁸ + c₂·2³² + c₁·2¹⁶ + c₀ (ul, uh < 2³²; cᵢ < 2¹⁶):
+        u·c ≡ ul·(c₀ + c₁·2¹⁶) + 2³²·(uh·(c₀ + c₁·2¹⁶) + ul·(c₂ + c₃·2¹⁶)) (mod 2⁶⁴). The low
+        product is p₀ + p₁·2¹⁶ with p₀ = ul·c₀, p₁ = ul·c₁; its low 32 bits and carry come
+        from s = p₀ + (p₁ mod 2¹⁶)·2¹⁶; the high word only matters mod 2³², so each
+        ·2¹⁶ term there keeps its low 16 bits. Every product is below 2⁴⁸ and every sum
+        below 2⁵¹; ``shiftleft`` drops the bits above 2⁶⁴ as the wrapping product does.
+        """
+        c &= (1 << 64) - 1
+        c0, c1, c2, c3 = (f"{(c >> s) & 0xFFFF}L" for s in (0, 16, 32, 48))
+        ul, uh = f"({u} & 4294967295L)", f"shiftrightunsigned({u}, 32)"
+        p1 = f"({ul} * {c1})"
+        s = f"({ul} * {c0} + shiftleft({p1} & 65535L, 16))"
+        hi = (f"(shiftright({s}, 32) + shiftright({p1}, 16) + {uh} * {c0} + shiftleft(({uh} * {c1}) & 65535L, 16)"
+              f" + {ul} * {c2} + shiftleft(({ul} * {c3}) & 65535L, 16))")
+        return f"(shiftleft({hi}, 32) | ({s} & 4294967295L))"
+
+    def lane_sum(self, u: str) -> str:
+        # BIGINT sums overflow (an error under ANSI): exact as DECIMAL(38, 0) (room for
+        # 5·10¹⁸ rows of |value| < 2⁶³), read back mod 2⁶⁴
+        return f"sum(CAST({u} AS DECIMAL(38, 0)))"
 
     def order_key(self, hex_digest: str) -> str:
         # strings compare byte by byte in Spark: the hex text itself is in digest order

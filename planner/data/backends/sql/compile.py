@@ -494,5 +494,5 @@ class Compiler:
             h = f"dc{i}"
         layer([("dg0", d.u_xor(h, d.u_word(self.reader.word(dg.K_LANE2))))])
         g = murmur(["dg0"], "dn")[0]
-        return [f"sum({h})", f"sum({g})"]
+        return [d.lane_sum(h), d.lane_sum(g)]
 

@@ -195,6 +195,11 @@ class Dialect:
         return (f"CAST((CAST({u} AS UHUGEINT) * CAST({int(c)} AS UHUGEINT)) & "
                 f"CAST({MASK64_SQL} AS UHUGEINT) AS HUGEINT)")
 
+    def lane_sum(self, u: str) -> str:
+        """The sum of a lane's unsigned values, exact or mod 2⁶⁴ (read back mod 2⁶⁴):
+        HUGEINT values sum into a 128-bit result."""
+        return f"sum({u})"
+
 
 class Params:
     """Bound parameters of one statement: values never enter SQL text."""
