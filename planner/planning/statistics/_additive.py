@@ -26,7 +26,6 @@ from typing import TYPE_CHECKING, Final
 import numpy as np
 import numpy.typing as npt
 
-from planner.planning.allocation import Family, Item, ItemAllocation
 from planner.planning.mechanisms.base import MechanismName, Sensitivity
 from planner.planning.mechanisms.gaussian import rounded_gaussian_error_bound, rounded_gaussian_rmse
 from planner.planning.mechanisms.laplace import rounded_laplace_error_bound, rounded_laplace_rmse
@@ -41,6 +40,7 @@ from planner.planning.statistics.base import (
 )
 
 if TYPE_CHECKING:
+    from planner.planning.allocation import Item, ItemAllocation
     from planner.privacy.noise import Component
 
 FloatArray = npt.NDArray[np.float64]
@@ -70,6 +70,8 @@ def item(pid: str, mech: MechanismName, sens: Sensitivity, weight: float, scale:
     MSE(θ): Laplace 2(Δ₁/ε)²; discrete Laplace the exact variance of scale Δ₁/ε; Gaussian
     Δ₂²/(2ρ) (all divided by divisor²).
     """
+    # the allocator (and the accountants) are imported after a release's first read
+    from planner.planning.allocation import Family, Item
     d2 = divisor * divisor
     if mech is M.LAPLACE:
         return Item(pid, Family.LAPLACE, 2.0 * sens.l1**2 / d2, weight=weight, error_scale=scale)

@@ -48,16 +48,15 @@ from planner.data.requests import (
     SumAggregate,
 )
 from planner.data.schema import Column, ColumnKind, Schema
-from planner.planning.allocation import Item, ItemAllocation
 from planner.planning.mechanisms.base import MechanismName, Sensitivity
 from planner.planning.queries import Query, QueryKind, QueryPart
-from planner.privacy.accounting import pure_epsilon
 from planner.privacy.budget import CompositionRule
 from planner.privacy.events import ThresholdedEvent
 
 if TYPE_CHECKING:
     from planner.core.strict_json import JSON
     from planner.data.backends.base import Backend
+    from planner.planning.allocation import Item, ItemAllocation
     from planner.privacy.noise import Component, Draw
 
 FloatArray = npt.NDArray[np.float64]
@@ -312,6 +311,8 @@ def one_draw(part: Part, share: ItemAllocation, components: Sequence[Component],
 def share_epsilon(share: ItemAllocation, index: int = 0) -> float:
     """The pure ε of the item's ``index``-th planned event (what a pure component is
     calibrated to)."""
+    from planner.privacy.accounting import pure_epsilon  # the accountants: after the first read
+
     event = share.spends[index].event
     return pure_epsilon(event.event if isinstance(event, ThresholdedEvent) else event)
 

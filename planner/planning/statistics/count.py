@@ -15,7 +15,6 @@ import numpy as np
 from planner.data import requests as rq
 from planner.data.requests import CountAggregate
 from planner.data.schema import ColumnKind, Schema
-from planner.planning.allocation import ItemAllocation
 from planner.planning.mechanisms.base import MechanismName, Sensitivity
 from planner.planning.queries import Query, QueryKind, QueryPart
 from planner.planning.statistics import _additive as add
@@ -35,6 +34,7 @@ from planner.privacy.budget import CompositionRule
 
 if TYPE_CHECKING:
     from planner.core.strict_json import JSON
+    from planner.planning.allocation import ItemAllocation
 
 WHOLE = OptionSpec(
     "nonnegative_integer", OptionType.BOOL, "Whole number ≥ 0",

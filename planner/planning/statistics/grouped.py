@@ -57,7 +57,6 @@ from planner.data.requests import (
     SumAggregate,
 )
 from planner.data.schema import ColumnKind, Relation, Schema
-from planner.planning.allocation import Family, Item, ItemAllocation
 from planner.planning.mechanisms import exponential as em
 from planner.planning.mechanisms.base import MechanismName, Sensitivity
 from planner.planning.mechanisms.registry import additive
@@ -109,6 +108,7 @@ from planner.privacy.budget import CompositionRule
 
 if TYPE_CHECKING:
     from planner.core.strict_json import JSON
+    from planner.planning.allocation import ItemAllocation
 
 M = MechanismName
 #: Most groups a grouped statistic may have (the product of the grouping columns' values).
@@ -472,6 +472,9 @@ class GroupedQuantile(_Grouped):
         return "rank, fraction of a group's rows"
 
     def items(self, q: Query, schema: Schema, weight: float, scale: float) -> list[Part]:
+        # the allocator (and the accountants) are imported after a release's first read
+        from planner.planning.allocation import Family, Item
+
         n = rows_per_group(q, schema)
         parts = self.parts(q, schema)
         return [Part(q, Item(q.id if len(parts) == 1 else f"{q.id}:{p.name}", Family.EXPONENTIAL,

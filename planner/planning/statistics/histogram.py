@@ -22,7 +22,6 @@ from planner.core.errors import QueryError
 from planner.data import requests as rq
 from planner.data.requests import BinCounts, bin_labels
 from planner.data.schema import ColumnKind, Relation, Schema
-from planner.planning.allocation import ItemAllocation
 from planner.planning.mechanisms.base import MechanismName, Sensitivity
 from planner.planning.queries import MAX_GRID, Query, QueryKind, QueryPart
 from planner.planning.statistics import _additive as add
@@ -45,6 +44,7 @@ from planner.privacy.budget import CompositionRule
 
 if TYPE_CHECKING:
     from planner.core.strict_json import JSON
+    from planner.planning.allocation import ItemAllocation
 
 BINS = OptionSpec("bins", OptionType.INT, "Number of equal-width bins",
                   "Numeric columns: the declared range [L, U] cut into this many equal bins.",

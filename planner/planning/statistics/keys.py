@@ -54,7 +54,6 @@ from planner.core.errors import QueryError
 from planner.data import requests as rq
 from planner.data.requests import KeyCounts
 from planner.data.schema import ColumnKind, Relation, Schema
-from planner.planning.allocation import ItemAllocation
 from planner.planning.mechanisms.base import MechanismName, Sensitivity
 from planner.planning.queries import Query, QueryKind, QueryPart
 from planner.planning.statistics import _additive as add
@@ -78,6 +77,7 @@ from planner.privacy.budget import CompositionRule
 if TYPE_CHECKING:
     from planner.core.strict_json import JSON
     from planner.data.backends.base import Backend
+    from planner.planning.allocation import ItemAllocation
 
 M = MechanismName
 #: Default δ of the key release: the chance a key held by one person is shown.

@@ -58,7 +58,6 @@ from planner.data.schema import ColumnKind, Relation, Schema
 
 # scipy is imported in the functions that use it (~0.3 s): `planner release` and the app's first
 # page need none of it before the data is read (tests/engine/test_lazy_imports.py).
-from planner.planning.allocation import Family, Item, ItemAllocation
 from planner.planning.mechanisms.base import MechanismName, Sensitivity
 from planner.planning.mechanisms.registry import additive
 from planner.planning.queries import MeanMode, Query, QueryKind, QueryPart
@@ -88,6 +87,7 @@ from planner.privacy.budget import CompositionRule
 
 if TYPE_CHECKING:
     from planner.core.strict_json import JSON
+    from planner.planning.allocation import Item, ItemAllocation
     from planner.privacy.noise import Component, Draw
 
 M = MechanismName
@@ -179,6 +179,8 @@ class RatioModel:
         return ratio(noisy_sum, noisy_count, lo - self.shift, hi - self.shift) + self.shift
 
     def item(self, pid: str, weight: float, scale: float) -> Item:
+        # the allocator (and the accountants) are imported after a release's first read
+        from planner.planning.allocation import Family, Item
         if self.mech is M.LAPLACE:
             a, b = self.sum_sens.l1, self.m * self.count_sens.l1
             coef = 2.0 * (a ** (2 / 3) + b ** (2 / 3)) ** 3 / self.n**2

@@ -51,7 +51,6 @@ from planner.core.errors import QueryError
 from planner.data import requests as rq
 from planner.data.requests import BinCounts
 from planner.data.schema import ColumnKind, Relation, Schema
-from planner.planning.allocation import Family, Item, ItemAllocation
 from planner.planning.mechanisms import exponential as em
 from planner.planning.mechanisms.base import MechanismName, Sensitivity
 from planner.planning.mechanisms.ism import mode_distance
@@ -75,6 +74,7 @@ from planner.privacy.budget import CompositionRule
 
 if TYPE_CHECKING:
     from planner.core.strict_json import JSON
+    from planner.planning.allocation import ItemAllocation
 
 M = MechanismName
 
@@ -183,6 +183,9 @@ class Mode(Statistic):
         return _gap_factor(q, schema) * noise_scale(q, schema, 1.0) * math.sqrt((math.log(k) + 1.0) ** 2 + 1.0)
 
     def items(self, q: Query, schema: Schema, weight: float, scale: float) -> list[Part]:
+        # the allocator (and the accountants) are imported after a release's first read
+        from planner.planning.allocation import Family, Item
+
         fam = Family.EXPONENTIAL if q.mechanism is M.EXPONENTIAL else Family.PURE
         coef = self._rmse_at_unit_epsilon(q, schema) ** 2  # RMSE ∝ 1/ε
         return [Part(q, Item(q.id, fam, coef, weight=weight, error_scale=scale), "mode")]

@@ -27,7 +27,6 @@ import numpy.typing as npt
 from planner.data import requests as rq
 from planner.data.requests import BooleanCounts
 from planner.data.schema import ColumnKind, Relation, Schema
-from planner.planning.allocation import ItemAllocation
 from planner.planning.mechanisms import randomized_response as rr
 from planner.planning.mechanisms.base import MechanismName, Sensitivity
 from planner.planning.mechanisms.registry import additive
@@ -49,6 +48,7 @@ from planner.privacy.budget import CompositionRule
 
 if TYPE_CHECKING:
     from planner.core.strict_json import JSON
+    from planner.planning.allocation import ItemAllocation
 
 M = MechanismName
 

@@ -75,7 +75,6 @@ from planner.core.errors import QueryError, ReleaseError
 from planner.data import requests as rq
 from planner.data.requests import BinCounts, QuantileAggregate, Result
 from planner.data.schema import ColumnKind, Relation, Schema
-from planner.planning.allocation import Family, Item, ItemAllocation
 from planner.planning.mechanisms import exponential as em
 from planner.planning.mechanisms.base import MechanismName, Sensitivity
 from planner.planning.queries import DEFAULT_CANDIDATES, MAX_GRID, Query, QueryKind, QueryPart
@@ -101,6 +100,7 @@ from planner.privacy.budget import CompositionRule
 
 if TYPE_CHECKING:
     from planner.core.strict_json import JSON
+    from planner.planning.allocation import Family, ItemAllocation
     from planner.privacy.noise import Component
 
 M = MechanismName
@@ -260,6 +260,9 @@ def selection_noise(family: Family, rule: CompositionRule) -> str:
     :data:`BOUNDED_RANGE_RULES` for an exponential-mechanism item; exponential noise
     (permute-and-flip [MS20], pure ε, at least as accurate) under basic and advanced
     composition, which read only each answer's ε."""
+    # the allocator (and the accountants) are imported after a release's first read
+    from planner.planning.allocation import Family
+
     if family is Family.EXPONENTIAL and rule in BOUNDED_RANGE_RULES:
         return "gumbel"
     return "exponential"
@@ -357,6 +360,9 @@ class Quantile(Statistic):
         return "rank, fraction of n"
 
     def items(self, q: Query, schema: Schema, weight: float, scale: float) -> list[Part]:
+        # the allocator (and the accountants) are imported after a release's first read
+        from planner.planning.allocation import Family, Item
+
         n = need_public_n(q, schema)
         out = []
         parts = self.parts(q, schema)

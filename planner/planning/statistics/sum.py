@@ -31,7 +31,6 @@ from planner.core.errors import QueryError
 from planner.data import requests as rq
 from planner.data.requests import SumAggregate
 from planner.data.schema import ColumnKind, MissingAction, Relation, Schema
-from planner.planning.allocation import ItemAllocation
 from planner.planning.mechanisms.base import Sensitivity
 from planner.planning.queries import Query, QueryKind, QueryPart
 from planner.planning.statistics import _additive as add
@@ -51,6 +50,7 @@ from planner.privacy.budget import CompositionRule
 
 if TYPE_CHECKING:
     from planner.core.strict_json import JSON
+    from planner.planning.allocation import ItemAllocation
 
 
 def sum_sensitivity(q: Query, schema: Schema) -> Sensitivity:

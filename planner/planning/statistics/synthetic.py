@@ -18,7 +18,6 @@ import numpy as np
 from planner.data import requests as rq
 from planner.data.requests import BinCounts
 from planner.data.schema import ColumnKind, Schema
-from planner.planning.allocation import ItemAllocation
 from planner.planning.mechanisms.base import MechanismName
 from planner.planning.queries import MAX_GRID, Query, QueryKind, QueryPart
 from planner.planning.statistics import _additive as add
@@ -41,6 +40,7 @@ from planner.privacy.budget import CompositionRule
 
 if TYPE_CHECKING:
     from planner.core.strict_json import JSON
+    from planner.planning.allocation import ItemAllocation
 
 M = MechanismName
 

@@ -68,7 +68,6 @@ from planner.core.errors import QueryError, ReleaseError, SchemaError
 from planner.data import requests as rq
 from planner.data.requests import MarginalTables
 from planner.data.schema import ColumnKind, Schema
-from planner.planning.allocation import Family, Item, ItemAllocation
 from planner.planning.mechanisms.base import MechanismName, Sensitivity
 from planner.planning.queries import Query, QueryKind, QueryPart
 from planner.planning.statistics.base import (
@@ -104,6 +103,7 @@ from planner.privacy.budget import CompositionRule
 if TYPE_CHECKING:
     from planner.core.strict_json import JSON
     from planner.data.backends.base import Backend
+    from planner.planning.allocation import ItemAllocation
     from planner.privacy.noise import Component
 
 M = MechanismName
@@ -310,6 +310,8 @@ class SyntheticData(Statistic):
         # noise is small against a cell's count (t ≪ 1) the prediction is ∝ σ ∝ 1/√ρ; at small ρ the
         # projection saturates it below 1 and coef/ρ overstates it. The allocation only weighs the
         # items with it: the number shown, in the verdict and in the report is ``accuracy`` itself.
+        # the allocator (and the accountants) are imported after a release's first read
+        from planner.planning.allocation import Family, Item
         n = need_public_n(q, schema)
         dom = domain(q, schema)
         spec = GeneratorSpec(Generator.MST, schema.relation, schema.c)
