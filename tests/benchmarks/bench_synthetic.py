@@ -52,8 +52,12 @@ labelled as stored.
 table (n synthetic rows), averaged over every 1-way and every 2-way marginal (all pairs,
 measured or not); mean ± standard error over repetitions. *fit+sample s*: wall time of the
 answer (ours: measurements, fit, n rows drawn and decoded) or of the peer's fit plus one
-sampler, imports and loading excluded. *peak MB*: the child's ``ru_maxrss`` from
-``os.wait4`` (the whole process: interpreter, imports, data, every repetition).
+sampler, imports and loading excluded; *CPU s*: the same span's CPU time
+(``time.process_time``: the process's CPU over all its threads), which a loaded machine
+inflates far less than the wall time, so ours and a peer timed under different loads
+compare fairly by it. *peak MB*: the child's ``ru_maxrss`` from ``os.wait4`` (the whole
+process: interpreter, imports, data, every repetition). ``--write-peers FILE`` appends this
+run's peer fits, one JSON line per fit and sampler, in the format ``--stored-peers`` reads.
 
 References
 ----------
@@ -75,7 +79,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -299,7 +303,7 @@ def product_cell(args: dict[str, Any]) -> None:
         (item,) = prep.items
         rho = float(p.allocation.items[0].theta)
         plan_s = time.perf_counter() - t0
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         if args["noise"] == "opendp":
             answer = item.answer(agg)
             codes = encode(answer["records"], q, schema)
@@ -311,7 +315,7 @@ def product_cell(args: dict[str, Any]) -> None:
             fit = spec.fit(tables_source(agg, Domain(agg.columns, agg.sizes)), rho, rng, noise.measure, noise.select)
             codes = fit.sample(t.codes.shape[0], rng)
             gen, measured = spec.generator.value, sum(1 for s in fit.selected if len(s) == 2)
-        secs = time.perf_counter() - t0
+        secs, cpu = time.perf_counter() - t0, time.process_time() - c0
         t1, t2 = average_tvd(t.codes, codes, t.sizes)
         # the plan's data-independent prediction: 1-way and measured 2-way marginals, against
         # the realised error of the same marginals (the pairs this release measured)
@@ -319,7 +323,8 @@ def product_cell(args: dict[str, Any]) -> None:
         pairs = measured_pairs(answer["measured"], t.names) if args["noise"] == "opendp" else \
             [tuple(sorted(int(v) for v in c)) for c in fit.selected if len(c) == 2]
         real2 = [tvd(marginal(t.codes, t.sizes, c), marginal(codes, t.sizes, c)) for c in dict.fromkeys(pairs)]
-        print(json.dumps({"rep": rep, "tvd1": t1, "tvd2": t2, "seconds": secs, "plan_seconds": plan_s,
+        print(json.dumps({"rep": rep, "tvd1": t1, "tvd2": t2, "seconds": secs, "cpu_seconds": cpu,
+                          "plan_seconds": plan_s,
                           "aggregate_seconds": agg_s, "rho": rho, "generator": gen, "measured_pairs": measured,
                           "predicted_1way": acc.one_way_mean, "predicted_2way_measured": acc.two_way_mean,
                           "realised_2way_measured": float(np.mean(real2)) if real2 else float("nan")}),
@@ -365,11 +370,13 @@ class Row:
     peak_mb: float | None
     source: str  # "this run", "stored", ...
     note: str = ""
+    cpu_seconds: list[float] = field(default_factory=list)
+    versions: str = ""
 
     def as_dict(self) -> dict[str, Any]:
         return {"table": self.table, "eps": self.eps, "method": self.method, "sampler": self.sampler,
-                "tvd1": self.tvd1, "tvd2": self.tvd2, "seconds": self.seconds, "peak_mb": self.peak_mb,
-                "source": self.source, "note": self.note}
+                "tvd1": self.tvd1, "tvd2": self.tvd2, "seconds": self.seconds, "cpu_seconds": self.cpu_seconds,
+                "peak_mb": self.peak_mb, "source": self.source, "note": self.note, "versions": self.versions}
 
 
 def run_product(t: Table, a: argparse.Namespace, eps: float, mechanism: str) -> Row:
@@ -390,7 +397,7 @@ def run_product(t: Table, a: argparse.Namespace, eps: float, mechanism: str) -> 
             f"plan+prepare {np.mean([r['plan_seconds'] for r in reps]):.2f} s, "
             f"aggregate {reps[0]['aggregate_seconds']:.2f} s")
     return Row(t.name, eps, label, "iid", [r["tvd1"] for r in reps], [r["tvd2"] for r in reps],
-               [r["seconds"] for r in reps], mb, "this run", note)
+               [r["seconds"] for r in reps], mb, "this run", note, [r["cpu_seconds"] for r in reps])
 
 
 def trivial_baseline(x: IntArray, sizes: Sequence[int], rho: float, rng: np.random.Generator) -> IntArray:
@@ -428,6 +435,7 @@ def run_baselines(t: Table, a: argparse.Namespace, eps: float, rho: float) -> li
 
 
 # ----------------------------------------------------------------------------- peers
+PEER_CODES = {"mbi": "opendp", "snsynth": "sn"}  # the stored file's method prefix
 PEER_SCRIPTS = {
     "mbi": ("OpenDP mbi", "opendp_mbi.py", "import opendp.extras.mbi, polars"),
     "snsynth": ("SmartNoise", "smartnoise.py", "import snsynth"),
@@ -467,6 +475,8 @@ def peer_interpreters(specs: Sequence[str]) -> tuple[dict[str, str], list[str]]:
 
 def run_peer(t: Table, a: argparse.Namespace, eps: float, rho: float, name: str, py: str, algo: str,
              npz: Path, tmp: Path) -> list[Row]:
+    """``--peer-reps`` fits of one peer; each fit's rows are appended to ``--write-peers``
+    as soon as it ends (a later failure keeps them)."""
     label, script, _ = PEER_SCRIPTS[name]
     method = f"{label} {algo.upper()}"
     rows = {s: Row(t.name, eps, method, s, [], [], [], None, "this run") for s in ("round", "sample")}
@@ -474,20 +484,46 @@ def run_peer(t: Table, a: argparse.Namespace, eps: float, rho: float, name: str,
         out = tmp / f"{t.name}_{eps}_{name}_{algo}_{rep}.npz"
         budget = [repr(rho)] if name == "mbi" else [repr(eps), repr(DELTA)]
         cmd = [py, str(PEERS / script), str(npz), str(out), algo, *budget, str(a.seed + rep)]
+        load0 = os.getloadavg()[0]
+        w0 = time.perf_counter()
         status, mb, text = run_child(cmd, a.peer_timeout)
+        wall, load1 = time.perf_counter() - w0, os.getloadavg()[0]
+        record = {"table": t.name, "eps": eps, "rho": rho, "method": f"{PEER_CODES[name]}-{algo}",
+                  "seed": a.seed + rep, "peak_mb": mb, "wall": wall, "load_start": load0, "load_end": load1,
+                  "date": time.strftime("%Y-%m-%d", time.gmtime())}
         if status != 0 or not out.exists():
             for r in rows.values():
                 r.note = f"FAILED (exit {status}): {text.strip()[-300:]}"
+            write_peer_rows(a.write_peers, [{**record, "error": text.strip()[-2000:] or f"exit {status}"}])
             return list(rows.values())
         res = np.load(out)
+        fit_cpu = float(res["fit_cpu_seconds"]) if "fit_cpu_seconds" in res else float("nan")
+        versions = str(res["versions"]) if "versions" in res else ""
+        lines = []
         for s, r in rows.items():
             v1, v2 = average_tvd(t.codes, res[s], t.sizes)
             r.tvd1.append(v1)
             r.tvd2.append(v2)
             r.seconds.append(float(res["fit_seconds"] + res[s + "_seconds"]))
+            cpu = fit_cpu + float(res[s + "_cpu_seconds"]) if s + "_cpu_seconds" in res else float("nan")
+            r.cpu_seconds.append(cpu)
             r.peak_mb = max(r.peak_mb or 0.0, mb)
             r.note = str(res["note"]) or r.note
+            r.versions = versions
+            invalid = float(np.mean(np.any(np.asarray(res[s]) < 0, axis=1)))
+            lines.append({**record, "sampler": s, "seconds": r.seconds[-1], "cpu_seconds": cpu,
+                          "fit_seconds": float(res["fit_seconds"]), "fit_cpu_seconds": fit_cpu,
+                          "note": str(res["note"]), "versions": versions, "invalid_rows": invalid,
+                          "tvd1": v1, "tvd2": v2})
+        write_peer_rows(a.write_peers, lines)
     return list(rows.values())
+
+
+def write_peer_rows(path: Path | None, lines: Sequence[dict[str, Any]]) -> None:
+    """Append peer fits to ``path`` (JSON lines, the ``--stored-peers`` format)."""
+    if path is not None:
+        with path.open("a") as f:
+            f.writelines(json.dumps(line) + "\n" for line in lines)
 
 
 PEER_LABELS = {"opendp-mst": "OpenDP mbi MST", "opendp-aim": "OpenDP mbi AIM",
@@ -512,8 +548,11 @@ def stored_peers(path: Path, tables: Sequence[str], eps: Sequence[float]) -> lis
         row.tvd1.append(float(r["tvd1"]))
         row.tvd2.append(float(r["tvd2"]))
         row.seconds.append(float(r["seconds"]))
+        if "cpu_seconds" in r:
+            row.cpu_seconds.append(float(r["cpu_seconds"]))
         row.peak_mb = max(row.peak_mb or 0.0, float(r["peak_mb"]))
         row.note = r.get("note", "") or row.note
+        row.versions = r.get("versions", "") or row.versions
     return list(out.values())
 
 
@@ -528,23 +567,24 @@ def ms(v: Sequence[float], digits: int = 4) -> str:
 
 
 def print_rows(rows: Sequence[Row]) -> None:
-    head = ("| table | ε | method | sampler | reps | 1-way TVD | 2-way TVD | fit+sample s | peak MB | source "
-            "| note |")
+    head = ("| table | ε | method | sampler | reps | 1-way TVD | 2-way TVD | fit+sample s | CPU s | peak MB "
+            "| source | note |")
     print(head)
     print("|" + "---|" * (head.count("|") - 1))
     for r in rows:
         mb = f"{r.peak_mb:.0f}" if r.peak_mb is not None else "—"
         print(f"| {r.table} | {r.eps:g} | {r.method} | {r.sampler} | {len(r.tvd2)} | {ms(r.tvd1)} | {ms(r.tvd2)} "
-              f"| {ms(r.seconds, 2)} | {mb} | {r.source} | {r.note} |")
+              f"| {ms(r.seconds, 2)} | {ms(r.cpu_seconds, 2)} | {mb} | {r.source} "
+              f"| {r.note}{' [' + r.versions + ']' if r.versions else ''} |")
 
 
 def print_verdict(rows: Sequence[Row]) -> None:
     """Per (table, ε): the goal 2-way TVD ≤ the best peer's, ≤ 1/10 of its time, < 500 MB."""
     print("\nGoal per cell: ours (best of MST/AIM by mean 2-way TVD) at or below the best peer's 2-way TVD "
           "(minimum over peers × samplers), in a tenth of that peer's time, under 500 MB.")
-    print("| table | ε | ours (which) | ours s | ours MB | best peer (which, source) | peer s | trivial | floor "
-          "| TVD ≤ peer | ≤ 1/10 time | < 500 MB |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    print("| table | ε | ours (which) | ours s | ours CPU s | ours MB | best peer (which, source) | peer s "
+          "| peer CPU s | trivial | floor | TVD ≤ peer | ≤ 1/10 time (wall) | ≤ 1/10 time (CPU) | < 500 MB |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     cells = sorted({(r.table, r.eps) for r in rows})
     for tab, eps in cells:
         here = [r for r in rows if (r.table, r.eps) == (tab, eps) and r.tvd2]
@@ -556,18 +596,22 @@ def print_verdict(rows: Sequence[Row]) -> None:
             continue
         o = min(ours, key=lambda r: float(np.mean(r.tvd2)))
         o2, os_ = float(np.mean(o.tvd2)), float(np.mean(o.seconds))
+        oc = float(np.mean(o.cpu_seconds)) if o.cpu_seconds else float("nan")
         omb = max(r.peak_mb or 0.0 for r in ours)
         t_s = ms(triv[0].tvd2) if triv else "—"
         f_s = ms(floor[0].tvd2) if floor else "—"
         if not peers:
-            print(f"| {tab} | {eps:g} | {o2:.4f} ({o.method}) | {os_:.2f} | {omb:.0f} | NO PEER MEASURED | — "
-                  f"| {t_s} | {f_s} | — | — | {'yes' if omb < 500 else 'NO'} |")
+            print(f"| {tab} | {eps:g} | {o2:.4f} ({o.method}) | {os_:.2f} | {oc:.2f} | {omb:.0f} "
+                  f"| NO PEER MEASURED | — | — | {t_s} | {f_s} | — | — | — | {'yes' if omb < 500 else 'NO'} |")
             continue
         p = min(peers, key=lambda r: float(np.mean(r.tvd2)))
         p2, ps = float(np.mean(p.tvd2)), float(np.mean(p.seconds))
-        print(f"| {tab} | {eps:g} | {o2:.4f} ({o.method}) | {os_:.2f} | {omb:.0f} | {p2:.4f} ({p.method} "
-              f"{p.sampler}, {p.source}) | {ps:.1f} | {t_s} | {f_s} | {'yes' if o2 <= p2 else 'NO'} "
-              f"| {'yes' if os_ * 10 <= ps else 'NO'} ({ps / os_:.0f}×) | {'yes' if omb < 500 else 'NO'} |")
+        pc = float(np.mean(p.cpu_seconds)) if p.cpu_seconds else float("nan")
+        cpu_ok = "—" if math.isnan(pc) or math.isnan(oc) else \
+            f"{'yes' if oc * 10 <= pc else 'NO'} ({pc / oc:.0f}×)"
+        print(f"| {tab} | {eps:g} | {o2:.4f} ({o.method}) | {os_:.2f} | {oc:.2f} | {omb:.0f} | {p2:.4f} ({p.method} "
+              f"{p.sampler}, {p.source}) | {ps:.1f} | {pc:.1f} | {t_s} | {f_s} | {'yes' if o2 <= p2 else 'NO'} "
+              f"| {'yes' if os_ * 10 <= ps else 'NO'} ({ps / os_:.0f}×) | {cpu_ok} | {'yes' if omb < 500 else 'NO'} |")
 
 
 # ----------------------------------------------------------------------------- main
@@ -591,8 +635,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--peer-algos", nargs="+", choices=["mst", "aim"], default=["mst", "aim"])
     ap.add_argument("--peer-reps", type=int, default=1, help="fits per peer cell (default 1: minutes each)")
     ap.add_argument("--peer-timeout", type=float, default=3600.0, help="seconds per peer fit")
-    ap.add_argument("--stored-peers", type=Path, default=None,
-                    help="JSON lines of peer rows measured earlier, printed beside this run's (labelled stored)")
+    ap.add_argument("--stored-peers", type=Path, action="append", default=[],
+                    help="JSON lines of peer rows measured earlier, printed beside this run's (labelled stored). "
+                         "Repeatable.")
+    ap.add_argument("--write-peers", type=Path, default=None,
+                    help="append this run's peer fits here (JSON lines, the --stored-peers format)")
     ap.add_argument("--json", type=Path, default=None, help="write every row here")
     ap.add_argument("--quick", action="store_true",
                     help="smoke run: one table, ε = 1, one repetition, 1,000 rows (not a reported result)")
@@ -646,9 +693,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                         cell.extend(run_peer(t, a, eps, rho, name, py, algo, npz, tmp))
                 print_rows(cell)
                 rows.extend(cell)
-    if a.stored_peers is not None:
-        stored = stored_peers(a.stored_peers, a.tables, a.eps)
-        print(f"\n# peer rows measured earlier ({a.stored_peers}; not rerun here)")
+    for path in a.stored_peers:
+        stored = stored_peers(path, a.tables, a.eps)
+        print(f"\n# peer rows measured earlier ({path}; not rerun here)")
         print_rows(stored)
         rows.extend(stored)
     missing = sorted({(t, e) for t in a.tables for e in a.eps}
@@ -656,6 +703,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if missing:
         print("\n# NO PEER MEASURED for " + ", ".join(f"{t} ε={e:g}" for t, e in missing))
     print_verdict(rows)
+    end = os.getloadavg()
+    print(f"\n# load average at the end {end[0]:.1f} {end[1]:.1f} {end[2]:.1f}")
     if a.json is not None:
         a.json.write_text("".join(json.dumps(r.as_dict()) + "\n" for r in rows))
     return 0

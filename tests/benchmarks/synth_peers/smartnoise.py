@@ -12,7 +12,9 @@ so its domain is the declared one, and no budget goes to preprocessing
 default ``synthetic_data``) and ``sample`` (the same model drawn i.i.d.).
 
 ``OUT.npz``: ``round``, ``sample`` (codes), ``fit_seconds``, ``round_seconds``,
-``sample_seconds`` (imports and loading excluded) and ``note``.
+``sample_seconds`` (wall; imports and loading excluded), the same three as
+``*_cpu_seconds`` (``time.process_time``: this process's CPU time over all its threads),
+``versions`` (the packages that did the work) and ``note``.
 """
 
 import sys
@@ -36,6 +38,12 @@ class _FixedMethod:
         return getattr(self._model, name)
 
 
+def _versions(*names: str) -> str:
+    from importlib.metadata import version
+
+    return ", ".join(f"{n} {version(n)}" for n in names)
+
+
 def main() -> None:
     src, dst, algo, eps_s, delta_s, seed_s = sys.argv[1:7]
     data = np.load(src)
@@ -52,16 +60,19 @@ def main() -> None:
     public = pd.DataFrame({name: np.arange(widest) % k for name, k in zip(names, sizes, strict=True)})
     transformer = TableTransformer.create(public, style="cube", categorical_columns=names)
     transformer.fit(public)
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     synth = Synthesizer.create(algo, epsilon=float(eps_s), delta=float(delta_s), verbose=False)
     synth.fit(frame, transformer=transformer, preprocessor_eps=0.0)
-    out: dict[str, object] = {"fit_seconds": time.perf_counter() - t0, "note": ""}
+    out: dict[str, object] = {"fit_seconds": time.perf_counter() - t0, "fit_cpu_seconds": time.process_time() - c0,
+                              "note": "", "versions": _versions("smartnoise-synth", "mbi", "opendp", "jax", "torch",
+                                                                "numpy")}
     model = synth.synthesizer
     for method in ("round", "sample"):
         synth.synthesizer = _FixedMethod(model, method)
-        t1 = time.perf_counter()
+        t1, c1 = time.perf_counter(), time.process_time()
         syn = synth.sample(x.shape[0])
         out[method + "_seconds"] = time.perf_counter() - t1
+        out[method + "_cpu_seconds"] = time.process_time() - c1
         out[method] = np.stack([syn[name].to_numpy().astype(np.int64) for name in names], axis=1)
     np.savez(dst, **out)
 
