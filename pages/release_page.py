@@ -119,6 +119,8 @@ if result is None:
         st.button("Release…", type="primary", key="release:open", disabled=True,
                   help="This release does not fit what remains of the lifetime budget.")
         frame.stop()
+    # the engine opens the file while the owner reads the confirmation (nothing is computed from it)
+    cached.open_backend_soon(data.fingerprint, sj, cached.backend_name(), data)
     st.button("Release…", type="primary", key="release:open", on_click=_open)
     if ss[S.CONFIRM_OPEN]:
         # A click inside a dialog reruns the dialog only; st.rerun() then redraws the whole

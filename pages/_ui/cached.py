@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import json
+import threading
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -146,29 +147,74 @@ def frame_backend(fingerprint: str, schema_json: str, _df: pd.DataFrame) -> Pand
     return PandasBackend(_df, Schema.from_json(schema_json))
 
 
+#: Where a backend reads the table: ``(source, name, upload bytes)``, taken from the session
+#: in the script run (a background thread has no session to read).
+Source = tuple[str, str, bytes | None]
+
+
+def _source(data: Active) -> Source:
+    ss = st.session_state
+    if data.source == "upload":
+        return "upload", ss[S.UPLOAD_NAME] or "upload.csv", ss[S.UPLOAD_BYTES]
+    if data.source == "server":
+        return "server", str(ss[S.ACTIVE]["file"]), None
+    return "sample", data.sample or "", None
+
+
 @st.cache_resource(max_entries=4)
-def backend(fingerprint: str, schema_json: str, kind: str, _data: Active) -> Backend:
-    """The exact aggregates behind a release on the ``kind`` engine (the Data page's choice,
-    the same :func:`planner.data.backends.make_backend` the command line calls) scanning the file
-    itself: the bundled sample, the allow-listed server file, or the upload (spilled to a
-    temporary file for DuckDB, deleted when the backend closes)."""
+def _open_backend(fingerprint: str, schema_json: str, kind: str, _src: Source) -> Backend:
     import io
     import os
 
     from planner.data import backends, sources
 
     schema = Schema.from_json(schema_json)
-    ss = st.session_state
+    where, name, raw = _src
     src: Any
-    if _data.source == "upload":
-        src = io.BytesIO(ss[S.UPLOAD_BYTES])
-        src.name = ss[S.UPLOAD_NAME] or "upload.csv"
-    elif _data.source == "server":
-        src = sources.open_source(ss[S.ACTIVE]["file"])
+    if where == "upload":
+        src = io.BytesIO(raw or b"")
+        src.name = name
+    elif where == "server":
+        src = sources.open_source(name)
     else:
-        path = S.SAMPLES[_data.sample or ""][0]
+        path = S.SAMPLES[name][0]
         src = sources.file_source((path,), path.name)
     return backends.make_backend(kind, src, schema, spark_master=os.environ.get(SPARK_ENV) or None)
+
+
+def backend(fingerprint: str, schema_json: str, kind: str, _data: Active) -> Backend:
+    """The exact aggregates behind a release on the ``kind`` engine (the Data page's choice,
+    the same :func:`planner.data.backends.make_backend` the command line calls) scanning the file
+    itself: the bundled sample, the allow-listed server file, or the upload (spilled to a
+    temporary file for DuckDB, deleted when the backend closes). One per file, schema and
+    engine for the process (``st.cache_resource``), keyed by the file's fingerprint."""
+    return _open_backend(fingerprint, schema_json, kind, _source(_data))
+
+
+_opening: set[tuple[str, str, str]] = set()  # started once per process and key
+_opening_lock = threading.Lock()
+
+
+def open_backend_soon(fingerprint: str, schema_json: str, kind: str, data: Active) -> None:
+    """Open :func:`backend` in a background thread (the Release page calls it once a release
+    is possible): the engine reads the file while the owner reads the confirmation, not after
+    the click. It reads the table only, computes nothing from it and shows nothing; a release
+    that comes first waits for it (one computation per key, ``st.cache_resource``'s lock). A
+    file that cannot be opened raises again in the release's own call, which shows why."""
+    key = (fingerprint, schema_json, kind)
+    with _opening_lock:
+        if key in _opening:
+            return
+        _opening.add(key)
+    src = _source(data)
+
+    def run() -> None:
+        try:
+            _open_backend(fingerprint, schema_json, kind, src)
+        except Exception:  # the release's own call raises it again and shows it
+            return
+
+    threading.Thread(target=run, name="planner-open-backend", daemon=True).start()
 
 
 def data_path(data: Active) -> str:
@@ -250,8 +296,30 @@ def content_key(fingerprint: str, schema_json: str, _df: pd.DataFrame) -> str:
     return table_key(_df, Schema.from_json(schema_json))
 
 
+#: The active dataset found in this script run (each script run has a thread of its own), keyed
+#: by the session and everything it is made from: the sidebar and the page both ask for it,
+#: and each answer copied the table out of Streamlit's cache and looked its key up in the ledger.
+_run = threading.local()
+
+
 def active() -> Active:
     """The active dataset (the one the owner last picked); raises PlannerError if unreadable."""
+    from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+    ss = st.session_state
+    ctx = get_script_run_ctx()
+    # the upload's bytes themselves (held by the memo, compared by identity first)
+    key = (ctx.session_id if ctx is not None else "", repr(ss[S.ACTIVE]), ss[S.UPLOAD_NAME],
+           ss[S.UPLOAD_BYTES], repr(sorted(ss[S.SCHEMAS].items())))
+    memo = getattr(_run, "active", None)
+    if memo is not None and memo[0] == key:
+        return memo[1]  # type: ignore[no-any-return]
+    data = _active()
+    _run.active = (key, data)
+    return data
+
+
+def _active() -> Active:
     ss = st.session_state
     act = ss[S.ACTIVE]
     if act.get("source") == "upload" and ss[S.UPLOAD_BYTES] is not None:

@@ -23,7 +23,7 @@ def accuracy_chart(curves: pd.DataFrame, lower: pd.DataFrame | None, epsilon: fl
         # long legend labels ("exponential (quantile@0.25)") in full: cut, two levels read the same
         x=x, y=y, color=alt.Color("mechanism:N", legend=alt.Legend(labelLimit=400)),
         strokeDash=alt.StrokeDash("measure:N", title="measure"),
-        tooltip=["mechanism", "measure", alt.Tooltip("epsilon:Q", format=".3g"), alt.Tooltip("error:Q", format=".4g")],
+        tooltip=[alt.Tooltip("mechanism"), alt.Tooltip("measure"), alt.Tooltip("epsilon:Q", format=".3g"), alt.Tooltip("error:Q", format=".4g")],
     )
     layers: list[alt.Chart] = [base]
     if lower is not None:
@@ -40,7 +40,7 @@ def probability_chart(df: pd.DataFrame, epsilon: float) -> alt.LayerChart:
     line = alt.Chart(df).mark_line().encode(
         x=x, y=alt.Y("P[exact]:Q", scale=alt.Scale(domain=[0, 1]), title="P[released mode = true mode]"),
         color=alt.Color("curve:N", title=None, legend=alt.Legend(orient="bottom")),
-        tooltip=["curve", alt.Tooltip("epsilon:Q", format=".3g"), alt.Tooltip("P[exact]:Q", format=".3f")])
+        tooltip=[alt.Tooltip("curve"), alt.Tooltip("epsilon:Q", format=".3g"), alt.Tooltip("P[exact]:Q", format=".3f")])
     rule = alt.Chart(pd.DataFrame({"epsilon": [epsilon]})).mark_rule(color="red").encode(x=x, tooltip=[alt.Tooltip("epsilon:Q", title="chosen ε", format=".3g")])
     return alt.layer(line, rule).properties(height=300)
 
@@ -75,7 +75,7 @@ def rules_chart(df: pd.DataFrame, epsilon: float) -> alt.LayerChart:
     lines = alt.Chart(df).mark_line(point=True).encode(
         x=x, y=alt.Y("objective:Q", scale=alt.Scale(type="log"),
                      title="weighted error (lower is better)"),
-        color="rule:N", tooltip=["rule", alt.Tooltip("epsilon:Q", format=".3g"), alt.Tooltip("objective:Q", format=".4g")])
+        color=alt.Color("rule:N"), tooltip=[alt.Tooltip("rule"), alt.Tooltip("epsilon:Q", format=".3g"), alt.Tooltip("objective:Q", format=".4g")])
     rule = alt.Chart(pd.DataFrame({"epsilon": [epsilon]})).mark_rule(color="red").encode(x=x, tooltip=[alt.Tooltip("epsilon:Q", title="your ε", format=".3g")])
     return alt.layer(lines, rule).properties(height=320)
 
@@ -132,32 +132,32 @@ def answers_chart(kind: str, unit: str, df: pd.DataFrame) -> alt.LayerChart:
     y = alt.Y("item:N", sort=None, title=None, axis=alt.Axis(labelLimit=320))
     height = alt.Step(30)
     if kind == "value":
-        base = alt.Chart(df).transform_calculate(
+        base = alt.Chart().transform_calculate(
             lower="datum.value - datum.error_bound_95", upper="datum.value + datum.error_bound_95")
         x = alt.X("lower:Q", title=f"released value ± 95% error ({unit})", scale=alt.Scale(zero=False))
-        bars = base.mark_errorbar(ticks=True, color="#3b5bdb", thickness=2).encode(x=x, x2="upper:Q", y=y)
+        bars = base.mark_errorbar(ticks=True, color="#3b5bdb", thickness=2).encode(x=x, x2=alt.X2("upper:Q"), y=y)
         pts = base.mark_point(filled=True, size=60, color="black").encode(
             x=alt.X("value:Q"), y=y,
-            tooltip=["query", "item", alt.Tooltip("value:Q", format=",.4g"),
-                     alt.Tooltip("error_bound_95:Q", title="± 95% error", format=",.4g"), "unit"])
-        return alt.layer(bars, pts).properties(height=height, title=f"In {unit}")
+            tooltip=[alt.Tooltip("query"), alt.Tooltip("item"), alt.Tooltip("value:Q", format=",.4g"),
+                     alt.Tooltip("error_bound_95:Q", title="± 95% error", format=",.4g"), alt.Tooltip("unit")])
+        return alt.layer(bars, pts, data=df).properties(height=height, title=f"In {unit}")
     if kind == "rank":
-        base = alt.Chart(df).transform_calculate(
+        base = alt.Chart().transform_calculate(
             lower="max(0, datum.alpha - datum.error_bound_95)", upper="min(1, datum.alpha + datum.error_bound_95)")
         x = alt.X("lower:Q", title="share of the rows below the released value (its rank), ± 95% error",
                   scale=alt.Scale(domain=[0, 1]), axis=alt.Axis(format="%"))
-        bars = base.mark_errorbar(ticks=True, color="#3b5bdb", thickness=2).encode(x=x, x2="upper:Q", y=y)
+        bars = base.mark_errorbar(ticks=True, color="#3b5bdb", thickness=2).encode(x=x, x2=alt.X2("upper:Q"), y=y)
         pts = base.mark_point(filled=True, size=60, color="black").encode(x=alt.X("alpha:Q"), y=y)
         text = base.mark_text(align="left", dx=8, dy=-10).encode(
             x=alt.X("alpha:Q"), y=y, text=alt.Text("shown:N"))
-        return alt.layer(bars, pts, text).properties(height=height, title="Medians and quantiles: where the released "
+        return alt.layer(bars, pts, text, data=df).properties(height=height, title="Medians and quantiles: where the released "
                                                                           "value ranks")
-    base = alt.Chart(df)
+    base = alt.Chart()
     x = alt.X("error_bound_95:Q", title="at most this many rows fewer than the true most common category (95%)",
               scale=alt.Scale(zero=True))
     bars = base.mark_bar(color="#adb5bd", height=10).encode(x=x, y=y)
-    text = base.mark_text(align="left", dx=6).encode(x="error_bound_95:Q", y=y, text=alt.Text("shown:N"))
-    return alt.layer(bars, text).properties(height=height, title="Most common category (mode)")
+    text = base.mark_text(align="left", dx=6).encode(x=alt.X("error_bound_95:Q"), y=y, text=alt.Text("shown:N"))
+    return alt.layer(bars, text, data=df).properties(height=height, title="Most common category (mode)")
 
 
 def history_chart(df: pd.DataFrame) -> alt.Chart:
@@ -166,7 +166,7 @@ def history_chart(df: pd.DataFrame) -> alt.Chart:
         x=alt.X("step:N", sort=alt.SortField("order"), title="after release", axis=alt.Axis(labelAngle=0)),
         y=alt.Y("epsilon:Q", title="ε (privacy budget)"),
         color=alt.Color("series:N", title=None, scale=alt.Scale(domain=["spent", "lifetime budget"], range=["#3b5bdb", "#adb5bd"])),
-        tooltip=["series", "step", alt.Tooltip("epsilon:Q", format=".4g")]).properties(height=260)
+        tooltip=[alt.Tooltip("series"), alt.Tooltip("step"), alt.Tooltip("epsilon:Q", format=".4g")]).properties(height=260)
 
 
 def simulation_chart(pred: pd.DataFrame, sim: pd.DataFrame, epsilon: float, unit: str) -> alt.LayerChart:
@@ -176,14 +176,14 @@ def simulation_chart(pred: pd.DataFrame, sim: pd.DataFrame, epsilon: float, unit
     line = alt.Chart(pred).mark_line().encode(
         x=x, y=alt.Y("RMSE:Q", scale=alt.Scale(type="log"), title=y_title),
         color=alt.Color("mechanism:N", title="mechanism", legend=alt.Legend(labelLimit=400)),
-        tooltip=["mechanism", alt.Tooltip("epsilon:Q", format=".3g"), alt.Tooltip("RMSE:Q", format=".4g")])
+        tooltip=[alt.Tooltip("mechanism"), alt.Tooltip("epsilon:Q", format=".3g"), alt.Tooltip("RMSE:Q", format=".4g")])
     positive = sim[sim["empirical RMSE"] > 0]
     bars = alt.Chart(positive).mark_rule(color="black").encode(
-        x=x, y=alt.Y("low:Q", scale=alt.Scale(type="log"), title=y_title), y2="high:Q")
+        x=x, y=alt.Y("low:Q", scale=alt.Scale(type="log"), title=y_title), y2=alt.Y2("high:Q"))
     pts = alt.Chart(positive).mark_point(filled=True, size=70, color="black", shape="diamond").encode(
         x=x, y=alt.Y("empirical RMSE:Q", scale=alt.Scale(type="log"), title=y_title),
         tooltip=[alt.Tooltip("epsilon:Q", format=".3g"), alt.Tooltip("empirical RMSE:Q", format=".4g"),
-                 alt.Tooltip("predicted RMSE:Q", format=".4g"), "runs"])
+                 alt.Tooltip("predicted RMSE:Q", format=".4g"), alt.Tooltip("runs")])
     rule = alt.Chart(pd.DataFrame({"epsilon": [epsilon]})).mark_rule(color="red").encode(x=x, tooltip=[alt.Tooltip("epsilon:Q", title="chosen ε", format=".3g")])
     return alt.layer(line, bars, pts, rule).properties(height=340, title="Predicted (line) vs simulated on your data (points)")
 
@@ -196,7 +196,7 @@ def quantile_check_chart(df: pd.DataFrame, epsilon: float, column: str) -> alt.L
         x=x, y=alt.Y("RMSE:Q", scale=alt.Scale(type="log"), title=f"RMSE ({column} units)"),
         color=alt.Color("curve:N", title=None, legend=alt.Legend(orient="bottom", direction="vertical")),
         strokeDash=alt.condition("indexof(datum.curve, 'lower bound') >= 0", alt.value([4, 3]), alt.value([1, 0])),
-        tooltip=["curve", alt.Tooltip("epsilon:Q", format=".3g"), alt.Tooltip("RMSE:Q", format=".4g")])
+        tooltip=[alt.Tooltip("curve"), alt.Tooltip("epsilon:Q", format=".3g"), alt.Tooltip("RMSE:Q", format=".4g")])
     rule = alt.Chart(pd.DataFrame({"epsilon": [epsilon]})).mark_rule(color="red").encode(x=x, tooltip=[alt.Tooltip("epsilon:Q", title="chosen ε", format=".3g")])
     return alt.layer(lines, rule).properties(height=340)
 
@@ -206,14 +206,14 @@ def answer_value_chart(df: pd.DataFrame, unit: str) -> alt.LayerChart:
     """Released numbers of one answer (columns label, value, low, high) with their ±95% bars."""
     y = alt.Y("label:N", sort=None, title=None, axis=alt.Axis(labelLimit=260))
     x_title = f"released value ± 95% error ({unit})" if unit else "released value ± 95% error"
-    base = alt.Chart(df)
+    base = alt.Chart()
     bars = base.mark_errorbar(ticks=True, color="#3b5bdb", thickness=2).encode(
-        x=alt.X("low:Q", title=x_title, scale=alt.Scale(zero=False)), x2="high:Q", y=y)
+        x=alt.X("low:Q", title=x_title, scale=alt.Scale(zero=False)), x2=alt.X2("high:Q"), y=y)
     pts = base.mark_point(filled=True, size=70, color="black").encode(
-        x="value:Q", y=y, tooltip=["label", alt.Tooltip("value:Q", format=",.4g"),
+        x=alt.X("value:Q"), y=y, tooltip=[alt.Tooltip("label"), alt.Tooltip("value:Q", format=",.4g"),
                                    alt.Tooltip("low:Q", title="95% from", format=",.4g"),
                                    alt.Tooltip("high:Q", title="95% to", format=",.4g")])
-    return alt.layer(bars, pts).properties(height=alt.Step(28) if len(df) > 1 else 70)
+    return alt.layer(bars, pts, data=df).properties(height=alt.Step(28) if len(df) > 1 else 70)
 
 
 def answer_quantile_chart(df: pd.DataFrame, lower: float, upper: float, column: str) -> alt.LayerChart:
@@ -222,12 +222,12 @@ def answer_quantile_chart(df: pd.DataFrame, lower: float, upper: float, column: 
     x = alt.X("value:Q", title=f"{column} (declared range {lower:g} to {upper:g})",
               scale=alt.Scale(domain=[lower, upper]))
     y = alt.Y("label:N", sort=None, title=None, axis=alt.Axis(labelLimit=260))
-    rule = alt.Chart(df).mark_rule(color="#ced4da").encode(y=y, x=alt.datum(lower), x2=alt.datum(upper))
-    pts = alt.Chart(df).mark_point(filled=True, size=90, color="black").encode(
-        x=x, y=y, tooltip=["label", alt.Tooltip("value:Q", format=",.4g")])
-    text = alt.Chart(df).mark_text(align="left", dx=8, dy=-10).encode(
+    rule = alt.Chart().mark_rule(color="#ced4da").encode(y=y, x=alt.datum(lower), x2=alt.datum(upper))
+    pts = alt.Chart().mark_point(filled=True, size=90, color="black").encode(
+        x=x, y=y, tooltip=[alt.Tooltip("label"), alt.Tooltip("value:Q", format=",.4g")])
+    text = alt.Chart().mark_text(align="left", dx=8, dy=-10).encode(
         x=x, y=y, text=alt.Text("value:Q", format=",.4g"))
-    return alt.layer(rule, pts, text).properties(height=alt.Step(34) if len(df) > 1 else 70)
+    return alt.layer(rule, pts, text, data=df).properties(height=alt.Step(34) if len(df) > 1 else 70)
 
 
 def sample_chart(values: pd.DataFrame, lower: float, upper: float, column: str, bins: int) -> alt.Chart:
@@ -245,7 +245,7 @@ def marginal_bars(df: pd.DataFrame, column: str) -> alt.Chart:
         xOffset=alt.XOffset("table:N"),
         y=alt.Y("share:Q", title="share of rows"),
         color=alt.Color("table:N", title=None, scale=alt.Scale(domain=["real", "synthetic"])),
-        tooltip=["bin", "table", alt.Tooltip("share:Q", format=".3f")],
+        tooltip=[alt.Tooltip("bin"), alt.Tooltip("table"), alt.Tooltip("share:Q", format=".3f")],
     ).properties(height=260)
 
 
@@ -258,6 +258,6 @@ def marginal_heatmap(df: pd.DataFrame, row: str, column: str) -> alt.Chart:
         y=alt.Y("row:N", sort=None, title=row),
         color=alt.Color("difference:Q", title="synthetic − real",
                         scale=alt.Scale(scheme="redblue", domain=[-lim, lim], reverse=True)),
-        tooltip=["row", "column", alt.Tooltip("real:Q", format=".4f"), alt.Tooltip("synthetic:Q", format=".4f"),
+        tooltip=[alt.Tooltip("row"), alt.Tooltip("column"), alt.Tooltip("real:Q", format=".4f"), alt.Tooltip("synthetic:Q", format=".4f"),
                  alt.Tooltip("difference:Q", format="+.4f")],
     ).properties(height=280)

@@ -7,11 +7,19 @@ thread per server process imports them, so the first visit to the Planner, Accur
 Release page does not wait for it. That thread imports modules only: no Streamlit call,
 no data, no noise. :func:`preload` imports the first page's modules and opens the ledger;
 it reads no data either.
+
+Both end with :func:`freeze`: Streamlit runs a full garbage collection after every script run
+(``runner.postScriptGC``), which walks every object the process tracks — about 200,000 once
+pandas, SciPy, Altair, SQLAlchemy and the engine are imported, 0.1 s or more of every click,
+page switch and slider step on a 2-core machine, during which the server sends nothing. The
+objects of the imported modules live as long as the process, so they are moved out of the
+collector's sight once (``gc.freeze``); what a page run creates is still collected after it.
 """
 
 from __future__ import annotations
 
 import contextlib
+import gc
 import importlib
 import logging
 import threading
@@ -79,6 +87,17 @@ def preload() -> None:
             ledger_handle.get_ledger_default()  # one ledger per process and URL (st.cache_resource): opened now
         except PlannerError:
             pass  # not cached: the first page opens it again and shows the engine's message
+    freeze()
+
+
+def freeze() -> None:
+    """Collect what is garbage now, then move every surviving object (the imported modules,
+    their classes and functions, the process's ledger) into the collector's permanent
+    generation, so the full collection Streamlit runs after each script run no longer walks
+    them (``gc.freeze``; an object frozen still goes when nothing refers to it, only a cycle
+    among frozen objects is not looked for)."""
+    gc.collect()
+    gc.freeze()
 
 
 def _import_all() -> None:
@@ -87,6 +106,7 @@ def _import_all() -> None:
             importlib.import_module(name)
         except ImportError:  # an optional engine module missing in this build: the page says so when visited
             continue
+    freeze()
 
 
 def start() -> None:
