@@ -182,6 +182,21 @@ def session_on(master: str) -> Any:
     return get_session(master)
 
 
+def local_session() -> Any:
+    """The tests' local Spark session (``local[2]``), or the test skipped with the reason when
+    Java or PySpark is absent; a session running on another master (the cluster of
+    ``test_spark_cluster.py``) is stopped first (:func:`session_on`)."""
+    import pytest
+
+    from planner.data.backends.spark_backend import java_available
+
+    if not java_available():
+        print("SKIP spark tests: no Java runtime (install default-jre-headless)")
+        pytest.skip("no Java runtime: Spark tests need Java 17+ (apt-get install default-jre-headless)")
+    pytest.importorskip("pyspark")
+    return session_on("local[2]")
+
+
 def main(argv: list[str]) -> int:
     if len(argv) < 2 or argv[0] not in ("start", "stop"):
         print("usage: spark_cluster.py start DIR [MEMORY [CORES]] | stop DIR", file=sys.stderr)

@@ -46,18 +46,10 @@ DROP = MissingRule()
 # ------------------------------------------------------------------ fixtures
 @pytest.fixture()
 def spark() -> Any:
-    """The local Spark session (``local[2]``, ≈5 s to start once) for every Spark test; a
-    session running on another master (the cluster of ``test_spark_cluster.py``) is
-    stopped first (a process holds one Spark context)."""
-    from planner.data.backends.spark_backend import java_available
+    """The local Spark session, or the test skipped with the reason (:func:`tests.spark_cluster.local_session`)."""
+    from tests.spark_cluster import local_session
 
-    if not java_available():
-        print("SKIP spark tests: no Java runtime (install default-jre-headless)")
-        pytest.skip("no Java runtime: Spark tests need Java 17+ (apt-get install default-jre-headless)")
-    pytest.importorskip("pyspark")
-    from tests.spark_cluster import session_on
-
-    return session_on("local[2]")
+    return local_session()
 
 
 @pytest.fixture()

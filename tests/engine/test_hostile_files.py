@@ -156,16 +156,10 @@ def corpus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
 
 @pytest.fixture(scope="module")
 def spark() -> Any:
-    """The local Spark session (skipped, with the reason, when Java or PySpark is absent)."""
-    from planner.data.backends.spark_backend import java_available
+    """The local Spark session, or the test skipped with the reason (:func:`tests.spark_cluster.local_session`)."""
+    from tests.spark_cluster import local_session
 
-    if not java_available():
-        pytest.skip("no Java runtime: Spark tests need Java 17+ (apt-get install default-jre-headless)")
-    pytest.importorskip("pyspark")
-    from tests.spark_cluster import session_on
-
-    # local mode, the conformance tests' cluster session (if any) stopped first
-    return session_on("local[2]")
+    return local_session()
 
 
 def test_corpus_covers_every_case_once() -> None:

@@ -132,15 +132,10 @@ def corpus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
 
 @pytest.fixture(scope="module")
 def spark() -> Any:
-    from planner.data.backends.spark_backend import java_available
+    """The local Spark session, or the test skipped with the reason (:func:`tests.spark_cluster.local_session`)."""
+    from tests.spark_cluster import local_session
 
-    if not java_available():
-        pytest.skip("no Java runtime: Spark tests need Java 17+ (apt-get install default-jre-headless)")
-    pytest.importorskip("pyspark")
-    from tests.spark_cluster import session_on
-
-    # local mode, the conformance tests' cluster session (if any) stopped first
-    return session_on("local[2]")
+    return local_session()
 
 
 def test_the_kin_corpus_is_kept() -> None:
