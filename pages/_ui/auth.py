@@ -19,7 +19,6 @@ the engine's refusal.
 
 from __future__ import annotations
 
-import threading
 from typing import TYPE_CHECKING
 
 import streamlit as st
@@ -68,25 +67,12 @@ def _oidc_principal() -> Principal | None:
         return None
 
 
-#: The principal found in this script run (Streamlit runs each script run in a thread of its
-#: own), keyed by the session and its signed-in account: a page run asks for it about eight
-#: times (the frame, the sidebar, every ledger call), and each answer read the ledger's
-#: accounts and the secrets again.
-_run = threading.local()
-
-
 def principal() -> Principal | None:
-    """The session's principal, or None when someone must sign in first."""
-    from streamlit.runtime.scriptrunner import get_script_run_ctx
+    """The session's principal, or None when someone must sign in first (found once per script
+    run: :func:`pages._ui.run_memo.once_per_run`)."""
+    from pages._ui.run_memo import once_per_run
 
-    ctx = get_script_run_ctx()
-    key = (ctx.session_id if ctx is not None else "", repr(st.session_state.get(PRINCIPAL)))
-    memo = getattr(_run, "principal", None)
-    if memo is not None and memo[0] == key:
-        return memo[1]  # type: ignore[no-any-return]
-    p = _principal()
-    _run.principal = (key, p)
-    return p
+    return once_per_run("principal", repr(st.session_state.get(PRINCIPAL)), _principal)
 
 
 def _principal() -> Principal | None:

@@ -296,27 +296,15 @@ def content_key(fingerprint: str, schema_json: str, _df: pd.DataFrame) -> str:
     return table_key(_df, Schema.from_json(schema_json))
 
 
-#: The active dataset found in this script run (each script run has a thread of its own), keyed
-#: by the session and everything it is made from: the sidebar and the page both ask for it,
-#: and each answer copied the table out of Streamlit's cache and looked its key up in the ledger.
-_run = threading.local()
-
-
 def active() -> Active:
-    """The active dataset (the one the owner last picked); raises PlannerError if unreadable."""
-    from streamlit.runtime.scriptrunner import get_script_run_ctx
+    """The active dataset (the one the owner last picked); raises PlannerError if unreadable.
+    Found once per script run, keyed by everything it is made from (the upload's bytes
+    themselves included: :func:`pages._ui.run_memo.once_per_run`)."""
+    from pages._ui.run_memo import once_per_run
 
     ss = st.session_state
-    ctx = get_script_run_ctx()
-    # the upload's bytes themselves (held by the memo, compared by identity first)
-    key = (ctx.session_id if ctx is not None else "", repr(ss[S.ACTIVE]), ss[S.UPLOAD_NAME],
-           ss[S.UPLOAD_BYTES], repr(sorted(ss[S.SCHEMAS].items())))
-    memo = getattr(_run, "active", None)
-    if memo is not None and memo[0] == key:
-        return memo[1]  # type: ignore[no-any-return]
-    data = _active()
-    _run.active = (key, data)
-    return data
+    key = (repr(ss[S.ACTIVE]), ss[S.UPLOAD_NAME], ss[S.UPLOAD_BYTES], repr(sorted(ss[S.SCHEMAS].items())))
+    return once_per_run("active", key, _active)
 
 
 def _active() -> Active:
