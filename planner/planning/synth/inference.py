@@ -97,7 +97,7 @@ def _triangulate(domain: Domain, cliques: Sequence[Clique]) -> list[Clique]:
         best: tuple[float, int, int] | None = None
         for v in remaining:
             nb = adj[v] & remaining
-            w = logs[v] + sum(logs[a] for a in nb)
+            w = logs[v] + sum(map(logs.__getitem__, nb))
             if best is not None and w > best[0] + 1e-12:
                 continue
             fill = sum(len(nb - adj[a]) - 1 for a in nb) // 2
@@ -404,19 +404,22 @@ def _bp_flat(plan: _Plan, theta: FloatArray) -> list[FloatArray]:
     and axes as before (tests/engine/test_synth_identity.py checks the bits).
     """
     sched = plan.sched
-    # φ_C = exp(θ_C − max θ_C), all cliques at once
-    flat = theta - np.repeat(np.maximum.reduceat(theta, plan.starts), plan.sizes)
+    add, big = np.add.reduce, np.maximum.reduce  # what ndarray.sum and ndarray.max call
+    # φ_C = exp(θ_C − max θ_C), one exp over all cliques
+    flat = np.empty(plan.total)
+    for (lo, hi), top in zip(plan.bounds, np.maximum.reduceat(theta, plan.starts).tolist(), strict=True):
+        np.subtract(theta[lo:hi], top, out=flat[lo:hi])
     np.exp(flat, out=flat)
     acc = plan.views(flat)
     up: list[FloatArray] = []
     for e in sched:
-        msg = acc[e.child].sum(axis=e.child_axes) if e.child_axes else acc[e.child].copy()
-        tot = msg.sum()
+        msg = add(acc[e.child], axis=e.child_axes) if e.child_axes else acc[e.child].copy()
+        tot = add(msg, axis=None)
         msg = msg / tot if tot > 0 else msg
         up.append(msg)
         a = acc[e.parent]
         np.multiply(a, msg.reshape(e.in_parent), out=a)
-        top = a.max()
+        top = big(a, axis=None)
         if 0.0 < top < 1e-100:  # keep the running product away from underflow
             a /= top
     scratch = np.empty(max(plan.sizes) if len(plan.sizes) else 0)
@@ -429,13 +432,13 @@ def _bp_flat(plan: _Plan, theta: FloatArray) -> list[FloatArray]:
             q = np.divide(a, u, out=scratch[: a.size].reshape(a.shape))
         else:
             q = np.divide(a, u, out=np.zeros_like(a), where=pos)
-        msg = q.sum(axis=e.parent_axes) if e.parent_axes else q
-        tot = msg.sum()
+        msg = add(q, axis=e.parent_axes) if e.parent_axes else q
+        tot = add(msg, axis=None)
         msg = msg / tot if tot > 0 else msg
         c = acc[e.child]
         np.multiply(c, msg.reshape(e.in_child), out=c)
     for i, b in enumerate(acc):
-        z = b.sum()
+        z = add(b, axis=None)
         if z > 0:
             b /= z
         else:
@@ -672,9 +675,11 @@ def estimate(
     sum_axes = [t.axes for t in terms]
     expands = [t.expand for t in terms]
 
+    add = np.add.reduce  # what ndarray.sum calls
+
     def evaluate(beliefs: list[FloatArray]) -> tuple[float, FloatArray, FloatArray]:
         mu = np.concatenate(
-            [(beliefs[h].sum(axis=ax) if ax else beliefs[h]).ravel() for h, ax in zip(hosts, sum_axes, strict=True)]
+            [(add(beliefs[h], axis=ax) if ax else beliefs[h]).ravel() for h, ax in zip(hosts, sum_axes, strict=True)]
         )
         mu *= n_hat
         r = mu - y_flat
