@@ -50,7 +50,7 @@ FULL_CASES: list[tuple[str, int | None, int, float, str, int]] = [
 def _bench() -> Any:
     sys.path.insert(0, str(ROOT / "tests" / "benchmarks"))
     try:
-        import bench_synthetic
+        import bench_synthetic  # type: ignore[import-not-found]
     finally:
         sys.path.pop(0)
     return bench_synthetic
@@ -68,6 +68,7 @@ def _digest(arrays: list[np.ndarray], extra: str) -> str:
 def run_case(table: str, rows: int | None, subset_seed: int, eps: float, mechanism: str, seed: int) -> dict[str, str]:
     """Fit and sample as bench_synthetic's ``--noise numpy`` path; digests of the results."""
     from planner.data.backends import PandasBackend
+    from planner.data.requests import MarginalTables
     from planner.planning.queries import Query
     from planner.planning.statistics import statistic
     from planner.planning.statistics.synthetic_data import planned, tables_source
@@ -81,6 +82,7 @@ def run_case(table: str, rows: int | None, subset_seed: int, eps: float, mechani
     q = Query.from_dict(b.product_query(t, mechanism))
     q.validate(schema)
     agg = statistic(q.kind).aggregate(q, PandasBackend(b.product_frame(t), schema))
+    assert isinstance(agg, MarginalTables)
     p = plan([q], schema, eps, b.DELTA, b.RULE)
     rho = float(p.allocation.items[0].theta)
     rng = np.random.default_rng(seed)
