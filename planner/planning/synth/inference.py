@@ -678,6 +678,7 @@ def estimate(
     add = np.add.reduce  # what ndarray.sum calls
 
     def evaluate(beliefs: list[FloatArray]) -> tuple[float, FloatArray, FloatArray]:
+        """Loss, ∇_μ L per measured cell (flat) and μ."""
         mu = np.concatenate(
             [(add(beliefs[h], axis=ax) if ax else beliefs[h]).ravel() for h, ax in zip(hosts, sum_axes, strict=True)]
         )
@@ -685,11 +686,16 @@ def estimate(
         r = mu - y_flat
         g = w_flat * r
         loss = 0.5 * float(g @ r)
+        return loss, g, mu
+
+    def gradient(g: FloatArray) -> FloatArray:
+        """∇_θ: each measurement's ∇_μ L expanded into its host clique (flat). Built only
+        for the points a step is taken from, not for every trial point."""
         grad = np.zeros(plan.total)
         gv = plan.views(grad)
         for h, (lo, hi), ex in zip(hosts, spans, expands, strict=True):
             gv[h] += g[lo:hi].reshape(ex)
-        return loss, grad, mu
+        return grad
 
     beliefs = _bp_flat(plan, theta)
     loss, grads, mus = evaluate(beliefs)
@@ -699,12 +705,12 @@ def estimate(
     y_theta, y_beliefs, y_loss, y_grads, y_mus = theta, beliefs, loss, grads, mus
     t_k = 1.0
     for _ in range(iters):
-        y_g = w_flat * (y_mus - y_flat)  # the same for every trial step from y
+        y_grad = gradient(y_grads)  # y_grads holds ∇_μ L at y, i.e. w·(μ_y − y)
         for _ls in range(30):
-            cand = y_theta - eta * y_grads
+            cand = y_theta - eta * y_grad
             b2 = _bp_flat(plan, cand)
             l2, g2, mus2 = evaluate(b2)
-            dec = float(y_g @ (y_mus - mus2))
+            dec = float(y_grads @ (y_mus - mus2))
             if np.isfinite(l2) and l2 <= y_loss - 0.5 * dec:
                 break
             eta *= 0.5
