@@ -31,8 +31,10 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
+import numpy.typing as npt
 
 from planner.core.errors import QueryError
 from planner.planning.synth.domain import Clique, Domain, FloatArray
@@ -95,7 +97,7 @@ def _triangulate(domain: Domain, cliques: Sequence[Clique]) -> list[Clique]:
         best: tuple[float, int, int] | None = None
         for v in remaining:
             nb = adj[v] & remaining
-            w = logs[v] + sum(logs[a] for a in nb)
+            w = logs[v] + sum(map(logs.__getitem__, nb))
             if best is not None and w > best[0] + 1e-12:
                 continue
             fill = sum(len(nb - adj[a]) - 1 for a in nb) // 2
@@ -160,6 +162,11 @@ class JunctionTree:
     def total_cells(self) -> int:
         """Σ cells of the cliques: the model's size in float64 entries."""
         return sum(self.domain.cells(c) for c in self.cliques)
+
+    @cached_property
+    def _plan(self) -> _Plan:
+        """Per-tree constants of belief propagation, computed once per tree."""
+        return _make_plan(self)
 
 
 def model_cells(domain: Domain, cliques: Iterable[Sequence[int]]) -> int:
@@ -327,6 +334,43 @@ def _schedule(tree: JunctionTree) -> tuple[_Edge, ...]:
     return tuple(out)
 
 
+@dataclass(frozen=True, slots=True)
+class _Plan:
+    """A junction tree's cliques laid end to end in one flat float64 vector (θ, beliefs and
+    gradients are views of such vectors), and its message schedule."""
+
+    shapes: tuple[tuple[int, ...], ...]
+    bounds: tuple[tuple[int, int], ...]  # [start, stop) of each clique in the flat vector
+    starts: npt.NDArray[np.intp]
+    sizes: npt.NDArray[np.intp]
+    total: int
+    sched: tuple[_Edge, ...]
+
+    def views(self, flat: FloatArray) -> list[FloatArray]:
+        """Each clique's table as a view of ``flat``."""
+        return [flat[a:b].reshape(sh) for (a, b), sh in zip(self.bounds, self.shapes, strict=True)]
+
+
+def _make_plan(tree: JunctionTree) -> _Plan:
+    shapes = tuple(tree.domain.shape(c) for c in tree.cliques)
+    sizes = [math.prod(sh) for sh in shapes]
+    starts = [0]
+    for n in sizes[:-1]:
+        starts.append(starts[-1] + n)
+    bounds = tuple((a, a + n) for a, n in zip(starts, sizes, strict=True))
+    return _Plan(shapes, bounds, np.array(starts, dtype=np.intp), np.array(sizes, dtype=np.intp), sum(sizes), _schedule(tree))
+
+
+def _flatten(plan: _Plan, tables: Sequence[FloatArray]) -> FloatArray:
+    """The tables (one per clique, in order) as one new flat float64 vector."""
+    if len(tables) != len(plan.shapes):
+        raise QueryError(f"expected {len(plan.shapes)} clique tables; got {len(tables)}.")
+    flat = np.empty(plan.total)
+    for (a, b), sh, t in zip(plan.bounds, plan.shapes, tables, strict=True):
+        flat[a:b].reshape(sh)[...] = t
+    return flat
+
+
 def belief_propagation(tree: JunctionTree, potentials: Sequence[FloatArray]) -> list[FloatArray]:
     """Calibrated clique marginals of p ∝ exp(Σθ_C) by sum-product on the tree [KF09, §10.2].
 
@@ -339,46 +383,67 @@ def belief_propagation(tree: JunctionTree, potentials: Sequence[FloatArray]) -> 
     products are rescaled, so nothing under/overflows for a θ range below ~700 nats within
     a clique; a clique that still underflows to all zeros yields NaN beliefs, which the
     estimator's line search rejects (it then halves the step).
+
+    Examples
+    --------
+    >>> jt = junction_tree(Domain.from_sizes([2, 2]), [(0, 1)])
+    >>> [b.tolist() for b in belief_propagation(jt, [np.log(np.array([[1.0, 3.0], [2.0, 2.0]]))])]
+    [[[0.125, 0.375], [0.25, 0.25]]]
     """
-    sched = _schedule_of(tree)
-    acc = [np.exp(p - p.max()) for p in potentials]
+    plan = tree._plan
+    return _bp_flat(plan, _flatten(plan, potentials))
+
+
+def _bp_flat(plan: _Plan, theta: FloatArray) -> list[FloatArray]:
+    """:func:`belief_propagation` of the potentials laid out flat by ``plan`` (``theta`` is
+    not modified). The beliefs are views of one new flat vector.
+
+    Every float is computed as by one table per clique: maxima are exact in any grouping,
+    and the element-wise operations (subtract, exp, multiply, divide) give each element the
+    same value whatever the array it sits in; every sum is taken over the same table, shape
+    and axes as before (tests/engine/test_synth_identity.py checks the bits).
+    """
+    sched = plan.sched
+    add, big = np.add.reduce, np.maximum.reduce  # what ndarray.sum and ndarray.max call
+    # φ_C = exp(θ_C − max θ_C), one exp over all cliques
+    flat = np.empty(plan.total)
+    for (lo, hi), top in zip(plan.bounds, np.maximum.reduceat(theta, plan.starts).tolist(), strict=True):
+        np.subtract(theta[lo:hi], top, out=flat[lo:hi])
+    np.exp(flat, out=flat)
+    acc = plan.views(flat)
     up: list[FloatArray] = []
     for e in sched:
-        msg = acc[e.child].sum(axis=e.child_axes) if e.child_axes else acc[e.child]
-        tot = msg.sum()
+        msg = add(acc[e.child], axis=e.child_axes) if e.child_axes else acc[e.child].copy()
+        tot = add(msg, axis=None)
         msg = msg / tot if tot > 0 else msg
         up.append(msg)
-        acc[e.parent] = acc[e.parent] * msg.reshape(e.in_parent)
-        top = acc[e.parent].max()
+        a = acc[e.parent]
+        np.multiply(a, msg.reshape(e.in_parent), out=a)
+        top = big(a, axis=None)
         if 0.0 < top < 1e-100:  # keep the running product away from underflow
-            acc[e.parent] /= top
+            a /= top
+    scratch = np.empty(max(plan.sizes) if len(plan.sizes) else 0)
     for k in range(len(sched) - 1, -1, -1):
         e = sched[k]
         u = up[k].reshape(e.in_parent)
-        q = np.divide(acc[e.parent], u, out=np.zeros_like(acc[e.parent]), where=u > 0)
-        msg = q.sum(axis=e.parent_axes) if e.parent_axes else q
-        tot = msg.sum()
+        a = acc[e.parent]
+        pos = u > 0
+        if pos.all():
+            q = np.divide(a, u, out=scratch[: a.size].reshape(a.shape))
+        else:
+            q = np.divide(a, u, out=np.zeros_like(a), where=pos)
+        msg = add(q, axis=e.parent_axes) if e.parent_axes else q
+        tot = add(msg, axis=None)
         msg = msg / tot if tot > 0 else msg
-        acc[e.child] = acc[e.child] * msg.reshape(e.in_child)
-    out = []
-    for b in acc:
-        z = b.sum()
-        out.append(b / z if z > 0 else np.full_like(b, np.nan))
-    return out
-
-
-_SCHEDULES: dict[int, tuple[JunctionTree, tuple[_Edge, ...]]] = {}
-
-
-def _schedule_of(tree: JunctionTree) -> tuple[_Edge, ...]:
-    hit = _SCHEDULES.get(id(tree))
-    if hit is not None and hit[0] is tree:
-        return hit[1]
-    if len(_SCHEDULES) > 64:
-        _SCHEDULES.clear()
-    sched = _schedule(tree)
-    _SCHEDULES[id(tree)] = (tree, sched)
-    return sched
+        c = acc[e.child]
+        np.multiply(c, msg.reshape(e.in_child), out=c)
+    for i, b in enumerate(acc):
+        z = add(b, axis=None)
+        if z > 0:
+            b /= z
+        else:
+            acc[i] = np.full_like(b, np.nan)
+    return acc
 
 
 def project(tree: JunctionTree, beliefs: Sequence[FloatArray], clique: Clique, max_cells: int = DEFAULT_MAX_CELLS) -> FloatArray:
@@ -579,14 +644,17 @@ def estimate(
     tree: JunctionTree | None = None
     if warm_start is not None and all(warm_start.tree.host(c) >= 0 for c in need):
         tree = warm_start.tree
-        theta = [np.array(p, copy=True) for p in warm_start.potentials]
+        theta = _flatten(tree._plan, warm_start.potentials)
     else:
         extra = list(warm_start.tree.cliques) if warm_start is not None else []
         tree = junction_tree(domain, need + extra, max_cells=max_cells)
         if warm_start is not None:
-            theta = _warm_potentials(tree, warm_start)
+            theta = _flatten(tree._plan, _warm_potentials(tree, warm_start))
         else:
-            theta = [np.zeros(domain.shape(c)) for c in tree.cliques]
+            theta = np.zeros(tree._plan.total)
+    plan = tree._plan
+    # θ, its gradient and the momentum point are flat vectors laid out by ``plan`` (one
+    # element-wise operation per step instead of one per clique: the same floats)
     terms = []
     for m in measurements:
         if m.values.shape != domain.shape(m.clique):
@@ -602,21 +670,34 @@ def estimate(
     y_flat = np.concatenate([t.y.ravel() for t in terms])
     w_flat = np.concatenate([t.w.ravel() for t in terms])
     bounds = np.cumsum([0] + [t.y.size for t in terms])
+    spans = [(int(bounds[k]), int(bounds[k + 1])) for k in range(len(terms))]
+    hosts = [t.host for t in terms]
+    sum_axes = [t.axes for t in terms]
+    expands = [t.expand for t in terms]
 
-    def evaluate(beliefs: list[FloatArray]) -> tuple[float, list[FloatArray], FloatArray]:
+    add = np.add.reduce  # what ndarray.sum calls
+
+    def evaluate(beliefs: list[FloatArray]) -> tuple[float, FloatArray, FloatArray]:
+        """Loss, ∇_μ L per measured cell (flat) and μ."""
         mu = np.concatenate(
-            [(beliefs[t.host].sum(axis=t.axes) if t.axes else beliefs[t.host]).ravel() for t in terms]
+            [(add(beliefs[h], axis=ax) if ax else beliefs[h]).ravel() for h, ax in zip(hosts, sum_axes, strict=True)]
         )
         mu *= n_hat
         r = mu - y_flat
         g = w_flat * r
         loss = 0.5 * float(g @ r)
-        grads = [np.zeros_like(th) for th in theta]
-        for k, t in enumerate(terms):
-            grads[t.host] += g[bounds[k] : bounds[k + 1]].reshape(t.expand)
-        return loss, grads, mu
+        return loss, g, mu
 
-    beliefs = belief_propagation(tree, theta)
+    def gradient(g: FloatArray) -> FloatArray:
+        """∇_θ: each measurement's ∇_μ L expanded into its host clique (flat). Built only
+        for the points a step is taken from, not for every trial point."""
+        grad = np.zeros(plan.total)
+        gv = plan.views(grad)
+        for h, (lo, hi), ex in zip(hosts, spans, expands, strict=True):
+            gv[h] += g[lo:hi].reshape(ex)
+        return grad
+
+    beliefs = _bp_flat(plan, theta)
     loss, grads, mus = evaluate(beliefs)
     eta = 1.0 / (n_hat * max(float(np.max(t.w)) for t in terms)) * max(domain.cells(c) for c in tree.cliques)
     history = [loss]
@@ -624,11 +705,12 @@ def estimate(
     y_theta, y_beliefs, y_loss, y_grads, y_mus = theta, beliefs, loss, grads, mus
     t_k = 1.0
     for _ in range(iters):
+        y_grad = gradient(y_grads)  # y_grads holds ∇_μ L at y, i.e. w·(μ_y − y)
         for _ls in range(30):
-            cand = [th - eta * g for th, g in zip(y_theta, y_grads, strict=True)]
-            b2 = belief_propagation(tree, cand)
+            cand = y_theta - eta * y_grad
+            b2 = _bp_flat(plan, cand)
             l2, g2, mus2 = evaluate(b2)
-            dec = float((w_flat * (y_mus - y_flat)) @ (y_mus - mus2))
+            dec = float(y_grads @ (y_mus - mus2))
             if np.isfinite(l2) and l2 <= y_loss - 0.5 * dec:
                 break
             eta *= 0.5
@@ -650,13 +732,13 @@ def estimate(
             beta = (t_k - 1.0) / t_next
             t_k = t_next
             if beta > 0:
-                y_theta = [a + beta * (a - b) for a, b in zip(theta, prev, strict=True)]
-                y_beliefs = belief_propagation(tree, y_theta)
+                y_theta = theta + beta * (theta - prev)
+                y_beliefs = _bp_flat(plan, y_theta)
                 y_loss, y_grads, y_mus = evaluate(y_beliefs)
                 if not np.isfinite(y_loss):
                     y_theta, y_beliefs, y_loss, y_grads, y_mus = theta, beliefs, loss, grads, mus
                     t_k = 1.0
                 continue
         y_theta, y_beliefs, y_loss, y_grads, y_mus = theta, beliefs, loss, grads, mus
-    model = GraphicalModel(tree, theta, n_hat, beliefs)
+    model = GraphicalModel(tree, plan.views(theta), n_hat, beliefs)
     return model
