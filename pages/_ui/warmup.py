@@ -40,7 +40,8 @@ FIRST_PAGE = (
     "pandas", "pyarrow", "pyarrow.csv", "pyarrow.pandas_compat", "pyarrow.vendored.version", "sqlalchemy", "sqlmodel",
     "planner.ledger", "planner.data.loader", "planner.data.sources", "planner.data.backends.pandas_backend", "planner.data.backends.sql",
     "planner.data.backends.spark_backend", "pages._ui.auth", "pages._ui.cached", "pages._ui.datasets", "pages._ui.frame",
-    "pages._ui.preamble", "pages._ui.sidebar", "pages._ui.state", "pages._ui.guard", "pages._ui.suggest",
+    "pages._ui.preamble", "pages._ui.run_memo", "pages._ui.sidebar", "pages._ui.state", "pages._ui.guard",
+    "pages._ui.suggest",
     "planner.outputs.words",
 )
 
