@@ -174,6 +174,14 @@ def is_lock_error(exc: BaseException) -> bool:
     return isinstance(code, int) and (code & 0xFF) in _LOCK_CODES
 
 
+def error_name(exc: BaseException) -> str:
+    """The DB-API error's class and, from SQLite, its result code's name (``OperationalError,
+    SQLITE_BUSY``): what went wrong, never a value of the ledger (for its messages)."""
+    orig = getattr(exc, "orig", None) or exc
+    code = getattr(orig, "sqlite_errorname", None)
+    return f"{type(orig).__name__}, {code}" if isinstance(code, str) else type(orig).__name__
+
+
 def switch_to_wal(cursor: Any) -> None:
     """``PRAGMA journal_mode = WAL`` on a new connection, tried again while another connection
     holds the lock it needs, for up to :data:`BUSY_TIMEOUT_SECONDS`.
@@ -352,12 +360,12 @@ class Store:
             done = after_commit or "Nothing was changed by this call; try again."
             raise LedgerError(
                 f"the ledger at {self.url} could not be read or written "
-                f"({type(exc.orig).__name__}: it may be busy, unreachable, full or read-only). {done}"
+                f"({error_name(exc)}: it may be busy, unreachable, full or read-only). {done}"
             ) from exc
         except sa_exc.DatabaseError as exc:
             done = after_commit or "Nothing was changed."
             raise LedgerIntegrityError(
-                f"the ledger at {self.url} is damaged ({type(exc.orig).__name__}). {done} Run "
+                f"the ledger at {self.url} is damaged ({error_name(exc)}). {done} Run "
                 "`planner ledger verify` and restore the ledger from a backup."
             ) from exc
 
@@ -526,7 +534,7 @@ class Store:
         a busy ledger, never a damaged one."""
         return LedgerError(
             f"the ledger at {self.url} is busy: another connection held its lock for more than "
-            f"{BUSY_TIMEOUT_SECONDS:g} s while it was being opened ({type(getattr(exc, 'orig', exc)).__name__}). "
+            f"{BUSY_TIMEOUT_SECONDS:g} s while it was being opened ({error_name(exc)}). "
             "Nothing was changed; try again."
         )
 
@@ -537,12 +545,12 @@ class Store:
             if is_lock_error(exc):
                 raise self.busy(exc) from exc
             raise LedgerError(
-                f"cannot open the ledger at {self.url}: {type(exc.orig).__name__}. Check that "
+                f"cannot open the ledger at {self.url}: {error_name(exc)}. Check that "
                 f"the location is writable and reachable, or set {ENV_URL}."
             ) from exc
         except sa_exc.DatabaseError as exc:
             raise LedgerIntegrityError(
-                f"the ledger at {self.url} is not a readable database ({type(exc.orig).__name__}: "
+                f"the ledger at {self.url} is not a readable database ({error_name(exc)}: "
                 "corrupt, truncated or not a ledger). Nothing was changed. Restore it from a "
                 "backup; run `planner ledger verify` for details."
             ) from exc
@@ -588,7 +596,7 @@ class Store:
         except sa_exc.DatabaseError as exc:
             if is_lock_error(exc):  # SQLite's busy error is a DatabaseError too
                 raise self.busy(exc) from exc
-            return [f"the ledger at {self.url} cannot be checked ({type(exc.orig).__name__}): "
+            return [f"the ledger at {self.url} cannot be checked ({error_name(exc)}): "
                     "it is damaged. Restore it from a backup."]
         if rows != ["ok"]:
             return [f"the ledger at {self.url} is damaged (SQLite quick_check: {len(rows)} "
@@ -631,7 +639,7 @@ class Store:
                 ) from exc
         except sa_exc.OperationalError as exc:
             raise LedgerError(
-                f"cannot create the ledger at {self.url}: {type(exc.orig).__name__}. Check that "
+                f"cannot create the ledger at {self.url}: {error_name(exc)}. Check that "
                 f"the location is writable, or set {ENV_URL}."
             ) from exc
         finally:
@@ -658,7 +666,7 @@ class Store:
                             secret_check=h.secret_check, seq=h.seq, mac=h.mac, created_at=h.created_at))
         except sa_exc.OperationalError as exc:
             raise LedgerError(
-                f"cannot open the ledger at {self.url}: {type(exc.orig).__name__}. Check that "
+                f"cannot open the ledger at {self.url}: {error_name(exc)}. Check that "
                 f"the location is writable and reachable, or set {ENV_URL}."
             ) from exc
 
