@@ -133,7 +133,7 @@ def test_a_lock_held_past_the_busy_timeout_is_busy_not_damage(tmp_path: Path,
 def test_a_file_that_is_not_a_database_is_still_refused_at_once(tmp_path: Path) -> None:
     path = tmp_path / "ledger.db"
     path.write_bytes(b"this is not a database, just text\n" * 200)
-    with pytest.raises(LedgerIntegrityError, match="not a readable database.*SQLITE_NOTADB") as info:
+    with pytest.raises(LedgerIntegrityError, match=r"not a readable database.*SQLITE_NOTADB") as info:
         Ledger(f"sqlite:///{path}")
     cause = info.value.__cause__
     orig = getattr(cause, "orig", None)
