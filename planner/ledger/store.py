@@ -9,9 +9,11 @@ when ``PLANNER_HOME`` is unset); any SQLAlchemy URL in ``PLANNER_LEDGER_URL`` (o
 :class:`planner.ledger.Ledger`) overrides it, e.g. ``postgresql+psycopg://user@host/db``.
 SQLite connections use WAL, a 30 s busy timeout, ``synchronous=FULL``, foreign keys and
 ``BEGIN IMMEDIATE`` for every write transaction (SQLAlchemy's documented pysqlite event
-recipe); on other databases every write transaction first locks the one ``ledger_head`` row
-with ``SELECT … FOR UPDATE``. Every operation uses its own short :class:`sqlmodel.Session`,
-so one store may be shared by Streamlit's threads.
+recipe); a new connection's switch to WAL, for which SQLite does not call the busy handler,
+is tried again for up to the same busy timeout (:func:`switch_to_wal`). On other databases
+every write transaction first locks the one ``ledger_head`` row with ``SELECT … FOR UPDATE``.
+Every operation uses its own short :class:`sqlmodel.Session`, so one store may be shared by
+Streamlit's threads.
 
 Creating a ledger is atomic for every other opener
 --------------------------------------------------
@@ -33,6 +35,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import time
 import uuid
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -92,8 +95,13 @@ _DEFAULT_HOME: Final = "~/.privacy-budget-planner"
 #: The ledger's storage format (1: before accounts and the journal; 2: before secret
 #: samples; 3: before the record of failed sign-ins). Older formats are migrated on open.
 FORMAT_VERSION: Final = 4
-#: SQLite busy timeout: how long a writer waits for the write lock.
+#: SQLite busy timeout: how long a writer waits for the write lock (and a new connection for
+#: the lock its switch to WAL needs: :func:`switch_to_wal`).
 BUSY_TIMEOUT_SECONDS: Final = 30.0
+#: SQLite's primary result codes for a lock held by another connection (SQLITE_BUSY = 5,
+#: SQLITE_LOCKED = 6, SQLite's documentation "Result and Error Codes"); an extended code such as
+#: SQLITE_BUSY_RECOVERY keeps its primary code in its low 8 bits.
+_LOCK_CODES: Final = frozenset({5, 6})
 BEGIN_OPTION: Final = "planner_sqlite_begin"
 #: The PostgreSQL advisory lock key taken while a ledger is created ("planner" in ASCII).
 _CREATE_LOCK: Final = 0x706C616E6E6572
@@ -155,6 +163,73 @@ def parse_url(raw: Any) -> URL:
         ) from exc
 
 
+def is_lock_error(exc: BaseException) -> bool:
+    """Whether ``exc`` (a ``sqlite3`` error, or SQLAlchemy's wrapper of one) is SQLite's
+    "database is locked": a lock another connection holds, not a fault of the file.
+
+    Python's ``sqlite3`` raises it as an ``OperationalError``, a kind of ``DatabaseError``
+    (as is "file is not a database"), so only its result code tells them apart."""
+    orig = getattr(exc, "orig", exc)
+    code = getattr(orig, "sqlite_errorcode", None)
+    return isinstance(code, int) and (code & 0xFF) in _LOCK_CODES
+
+
+def error_name(exc: BaseException) -> str:
+    """The DB-API error's class and, from SQLite, its result code's name (``OperationalError,
+    SQLITE_BUSY``): what went wrong, never a value of the ledger (for its messages)."""
+    orig = getattr(exc, "orig", None) or exc
+    code = getattr(orig, "sqlite_errorname", None)
+    return f"{type(orig).__name__}, {code}" if isinstance(code, str) else type(orig).__name__
+
+
+def switch_to_wal(cursor: Any) -> None:
+    """``PRAGMA journal_mode = WAL`` on a new connection, tried again while another connection
+    holds the lock it needs, for up to :data:`BUSY_TIMEOUT_SECONDS`.
+
+    Why the busy timeout alone does not wait here: switching a file in rollback-journal mode to
+    WAL (a new ledger file is linked into place in that mode) takes the exclusive lock from
+    inside the read transaction that read the file's header, and SQLite does not call the busy
+    handler for such an upgrade. It returns SQLITE_BUSY at once, so that two connections each
+    holding a read lock and wanting the other's cannot deadlock (SQLite's documentation of
+    ``sqlite3_busy_handler``). Several openers meeting a new ledger at once each run this
+    switch; all but one failed at once, and the open said "cannot open the ledger". The failed
+    statement released its read lock, so the connection that is switching finishes; tried again,
+    the statement finds the file in WAL already and needs no write lock. Any other error (a file
+    that is not a database) is raised at once.
+    """
+    deadline = time.monotonic() + BUSY_TIMEOUT_SECONDS
+    pause = 0.001
+    while True:
+        try:
+            cursor.execute("PRAGMA journal_mode = WAL")
+            cursor.fetchall()
+            return
+        except Exception as exc:
+            if not is_lock_error(exc) or time.monotonic() + pause > deadline:
+                raise
+        time.sleep(pause)
+        pause = min(2 * pause, 0.05)
+
+
+def _unsynced(dbapi_connection: Any, _record: Any) -> None:
+    """A connection that never waits for the disk (``PRAGMA synchronous = OFF``): only for
+    building a new ledger file no one else opens, synced once by :func:`_fsync`."""
+    cur = dbapi_connection.cursor()
+    try:
+        cur.execute("PRAGMA synchronous = OFF")
+    finally:
+        cur.close()
+
+
+def _fsync(path: Path) -> None:
+    """Write ``path``'s data to the disk (what each synced commit would have done)."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 def install_sqlite_listeners(engine: Engine) -> None:
     """SQLAlchemy's documented pysqlite recipe: we emit BEGIN ourselves.
 
@@ -169,7 +244,7 @@ def install_sqlite_listeners(engine: Engine) -> None:
         cur = dbapi_connection.cursor()
         try:
             cur.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_SECONDS * 1000)}")
-            cur.execute("PRAGMA journal_mode = WAL")
+            switch_to_wal(cur)
             cur.execute("PRAGMA synchronous = FULL")
             cur.execute("PRAGMA foreign_keys = ON")
             # Overwrite deleted and replaced content with zeros (a migrated bare file hash
@@ -285,12 +360,12 @@ class Store:
             done = after_commit or "Nothing was changed by this call; try again."
             raise LedgerError(
                 f"the ledger at {self.url} could not be read or written "
-                f"({type(exc.orig).__name__}: it may be busy, unreachable, full or read-only). {done}"
+                f"({error_name(exc)}: it may be busy, unreachable, full or read-only). {done}"
             ) from exc
         except sa_exc.DatabaseError as exc:
             done = after_commit or "Nothing was changed."
             raise LedgerIntegrityError(
-                f"the ledger at {self.url} is damaged ({type(exc.orig).__name__}). {done} Run "
+                f"the ledger at {self.url} is damaged ({error_name(exc)}). {done} Run "
                 "`planner ledger verify` and restore the ledger from a backup."
             ) from exc
 
@@ -454,17 +529,28 @@ class Store:
 
     # ------------------------------------------------------------------ open
 
+    def busy(self, exc: BaseException) -> LedgerError:
+        """A lock another connection held past the busy timeout while the ledger was opened:
+        a busy ledger, never a damaged one."""
+        return LedgerError(
+            f"the ledger at {self.url} is busy: another connection held its lock for more than "
+            f"{BUSY_TIMEOUT_SECONDS:g} s while it was being opened ({error_name(exc)}). "
+            "Nothing was changed; try again."
+        )
+
     def table_names(self) -> set[str]:
         try:
             return set(inspect(self.engine).get_table_names())
         except sa_exc.OperationalError as exc:
+            if is_lock_error(exc):
+                raise self.busy(exc) from exc
             raise LedgerError(
-                f"cannot open the ledger at {self.url}: {type(exc.orig).__name__}. Check that "
+                f"cannot open the ledger at {self.url}: {error_name(exc)}. Check that "
                 f"the location is writable and reachable, or set {ENV_URL}."
             ) from exc
         except sa_exc.DatabaseError as exc:
             raise LedgerIntegrityError(
-                f"the ledger at {self.url} is not a readable database ({type(exc.orig).__name__}: "
+                f"the ledger at {self.url} is not a readable database ({error_name(exc)}: "
                 "corrupt, truncated or not a ledger). Nothing was changed. Restore it from a "
                 "backup; run `planner ledger verify` for details."
             ) from exc
@@ -508,7 +594,9 @@ class Store:
                 rows = [str(r[0]) for r in conn.exec_driver_sql("PRAGMA quick_check")]
                 conn.rollback()
         except sa_exc.DatabaseError as exc:
-            return [f"the ledger at {self.url} cannot be checked ({type(exc.orig).__name__}): "
+            if is_lock_error(exc):  # SQLite's busy error is a DatabaseError too
+                raise self.busy(exc) from exc
+            return [f"the ledger at {self.url} cannot be checked ({error_name(exc)}): "
                     "it is damaged. Restore it from a backup."]
         if rows != ["ok"]:
             return [f"the ledger at {self.url} is damaged (SQLite quick_check: {len(rows)} "
@@ -526,6 +614,11 @@ class Store:
         discards its file and opens the winner's."""
         tmp = path.with_name(f".{path.name}.new-{uuid.uuid4().hex[:12]}")
         engine = create_engine(f"sqlite:///{tmp}", connect_args={"timeout": BUSY_TIMEOUT_SECONDS})
+        # No file is ever reached at ``tmp`` by another opener, and a crash while it is built
+        # leaves only a stray file: its writes need no sync each (pysqlite runs every CREATE
+        # of create_all as its own transaction, about 25 synced commits, 0.2-0.5 s on this
+        # disk). It is made durable once, by os.fsync, before it is linked into place.
+        event.listen(engine, "connect", _unsynced)
         try:
             with engine.begin() as conn:
                 conn.exec_driver_sql("PRAGMA journal_mode = DELETE")
@@ -534,6 +627,7 @@ class Store:
                 s.add(self.new_head())
                 s.commit()
             engine.dispose()
+            _fsync(tmp)
             try:
                 os.link(tmp, path)
             except FileExistsError:
@@ -545,7 +639,7 @@ class Store:
                 ) from exc
         except sa_exc.OperationalError as exc:
             raise LedgerError(
-                f"cannot create the ledger at {self.url}: {type(exc.orig).__name__}. Check that "
+                f"cannot create the ledger at {self.url}: {error_name(exc)}. Check that "
                 f"the location is writable, or set {ENV_URL}."
             ) from exc
         finally:
@@ -572,7 +666,7 @@ class Store:
                             secret_check=h.secret_check, seq=h.seq, mac=h.mac, created_at=h.created_at))
         except sa_exc.OperationalError as exc:
             raise LedgerError(
-                f"cannot open the ledger at {self.url}: {type(exc.orig).__name__}. Check that "
+                f"cannot open the ledger at {self.url}: {error_name(exc)}. Check that "
                 f"the location is writable and reachable, or set {ENV_URL}."
             ) from exc
 
