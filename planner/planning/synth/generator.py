@@ -18,7 +18,8 @@ lower average 2-way TVD at ρn² = 22 (by 0.10) and 80 (by 0.027), the two tied 
 (0.504 against 0.511), and AIM was better at every ρn² from 450 up (by 0.004 to 0.04)
 (one row per person, add/remove: Δ₂ = 1).
 Both are ρ-zCDP for every ρ, whichever runs: the rule changes accuracy, never the privacy
-guarantee. AIM takes 5–10× the time of MST (seconds, for ten columns).
+guarantee. AIM took 2–9× the CPU time of MST in the benchmark's 9 cells (at most 3.8 CPU s,
+for 9 to 15 columns; docs/measurements/2026-12-07/aim_time.txt).
 """
 
 from __future__ import annotations

@@ -586,6 +586,7 @@ def estimate(
     cliques: Iterable[Sequence[int]] = (),
     iters: int = 2000,
     tol: float = 0.1,
+    rtol: float = 0.0,
     warm_start: GraphicalModel | None = None,
     max_cells: int = DEFAULT_MAX_CELLS,
     accelerate: bool = True,
@@ -605,6 +606,9 @@ def estimate(
     tol : float
         Stop when the loss decreased by less than ``tol`` over 10 iterations. The loss is a
         Gaussian negative log-likelihood (nats), so 0.1 nats is far below the fit's noise.
+    rtol : float
+        Also stop when the loss decreased by less than ``rtol`` times its value over 10
+        iterations (a relative convergence stop; 0: ``tol`` alone).
     warm_start : GraphicalModel, optional
         Start from this model: the new junction tree also covers its cliques, and θ is
         set so that the fit starts at exactly the old distribution.
@@ -725,7 +729,7 @@ def estimate(
         theta, beliefs, loss, grads, mus = cand, b2, l2, g2, mus2
         eta *= 1.5 if not accelerate else 1.1
         history.append(loss)
-        if len(history) > 10 and history[-11] - loss <= tol:
+        if len(history) > 10 and history[-11] - loss <= max(tol, rtol * loss):
             break
         if accelerate:
             t_next = 0.5 * (1.0 + math.sqrt(1.0 + 4.0 * t_k * t_k))
