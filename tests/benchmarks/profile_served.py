@@ -1,12 +1,13 @@
 """Print (not assert) where the server's time goes in the runs a browser waits for.
 
-Run: ``python tests/benchmarks/profile_served.py [--root DIR] [--out DIR] [--top N] [--cpu]``.
+Run: ``python tests/benchmarks/profile_served.py [--root DIR] [--out DIR] [--top N] [--cpu | --time-only]``.
 
 The app is served as the README says (``python serve.py``), with every script run of
 Streamlit's script thread (a full run, a fragment run, a dialog's run) under ``cProfile``
 (``ScriptRunner._run_script`` wrapped; its stats written one file per run; with ``--cpu`` the
 profile's clock is the script thread's CPU time, which a loaded machine does not inflate,
-but which leaves out the threads DuckDB computes in). Headless
+but which leaves out the threads DuckDB computes in; with ``--time-only`` no profiler runs and
+only each run's wall and CPU seconds are printed). Headless
 Chromium (Playwright) then plans on the Accuracy page, opens the Release page through the
 navigation, sets a lifetime budget, confirms the release, and switches between the main
 pages; every WebSocket frame the browser receives is timed with the browser's clock (a
@@ -47,15 +48,19 @@ def _run_script(self, rerun_data):
     _n[0] += 1
     n = _n[0]
     # PROFILE_CLOCK=cpu: the script thread's CPU time (what a loaded machine does not inflate)
-    prof = cProfile.Profile(time.thread_time) if os.environ.get("PROFILE_CLOCK") == "cpu" else cProfile.Profile()
+    # PROFILE_CLOCK=off: the runs timed only, no profiler
+    clock = os.environ.get("PROFILE_CLOCK")
+    prof = None if clock == "off" else cProfile.Profile(time.thread_time) if clock == "cpu" else cProfile.Profile()
     t0, c0 = time.perf_counter(), time.thread_time()
-    prof.enable()
+    if prof is not None:
+        prof.enable()
     try:
         return _orig(self, rerun_data)
     finally:
-        prof.disable()
         wall, cpu = time.perf_counter() - t0, time.thread_time() - c0
-        prof.dump_stats(str(OUT / f"run{n:03d}.prof"))
+        if prof is not None:
+            prof.disable()
+            prof.dump_stats(str(OUT / f"run{n:03d}.prof"))
         with open(OUT / "runs.jsonl", "a") as f:
             f.write(json.dumps({"n": n, "end": time.time(), "wall": wall, "cpu": cpu,
                                 "fragment": bool(rerun_data.fragment_id_queue),
@@ -205,6 +210,9 @@ def main(argv: list[str]) -> int:
     top = int(argv[argv.index("--top") + 1]) if "--top" in argv else 25
     if "--cpu" in argv:  # the profiles count the script thread's CPU time, not wall time
         os.environ["PROFILE_CLOCK"] = "cpu"
+    if "--time-only" in argv:  # no profiler: each run's wall and CPU seconds only
+        os.environ["PROFILE_CLOCK"] = "off"
+        top = 0
     home = tempfile.mkdtemp()
     out = Path(argv[argv.index("--out") + 1]) if "--out" in argv else Path(home) / "prof"
     out.mkdir(parents=True, exist_ok=True)
