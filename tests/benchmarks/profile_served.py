@@ -13,7 +13,8 @@ navigation, sets a lifetime budget, confirms the release, and switches between t
 pages; every WebSocket frame the browser receives is timed with the browser's clock (a
 wrapper installed before the page's own code runs). For each timed action it prints the
 action's wall time (browser clock, from the action until the last frame of its runs), the
-frames and bytes received, each server run's wall and CPU seconds, and the functions with
+frames and bytes received, each server run's wall and CPU seconds (the script thread's, and
+the whole server process's over the run: DuckDB's threads, the event loop), and the functions with
 the largest cumulative time in those runs (``--top``). Nothing is asserted.
 """
 
@@ -51,18 +52,18 @@ def _run_script(self, rerun_data):
     # PROFILE_CLOCK=off: the runs timed only, no profiler
     clock = os.environ.get("PROFILE_CLOCK")
     prof = None if clock == "off" else cProfile.Profile(time.thread_time) if clock == "cpu" else cProfile.Profile()
-    t0, c0 = time.perf_counter(), time.thread_time()
+    t0, c0, p0 = time.perf_counter(), time.thread_time(), time.process_time()
     if prof is not None:
         prof.enable()
     try:
         return _orig(self, rerun_data)
     finally:
-        wall, cpu = time.perf_counter() - t0, time.thread_time() - c0
+        wall, cpu, pcpu = time.perf_counter() - t0, time.thread_time() - c0, time.process_time() - p0
         if prof is not None:
             prof.disable()
             prof.dump_stats(str(OUT / f"run{n:03d}.prof"))
         with open(OUT / "runs.jsonl", "a") as f:
-            f.write(json.dumps({"n": n, "end": time.time(), "wall": wall, "cpu": cpu,
+            f.write(json.dumps({"n": n, "end": time.time(), "wall": wall, "cpu": cpu, "process_cpu": pcpu,
                                 "fragment": bool(rerun_data.fragment_id_queue),
                                 "page": rerun_data.page_script_hash or ""}) + "\n")
 
@@ -188,7 +189,7 @@ def report(got: list[dict[str, Any]], out: Path, top: int) -> None:
               f"{g['frames']} frames / {g['bytes'] / 1024:.1f} KB")
         for r in g["runs"]:
             print(f"#   server run {r['n']}: {'fragment' if r['fragment'] else 'full'} wall {r['wall']:.3f} s "
-                  f"CPU {r['cpu']:.3f} s")
+                  f"CPU {r['cpu']:.3f} s (process {r.get('process_cpu', float('nan')):.3f} s)")
         files = [str(out / f"run{r['n']:03d}.prof") for r in g["runs"]]
         if not files or top <= 0:
             continue
