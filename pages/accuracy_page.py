@@ -70,7 +70,7 @@ def _views() -> None:
     if curves.empty:
         st.warning("No mechanism of this query has an accuracy prediction.")
     else:
-        st.altair_chart(charts.accuracy_chart(curves, lower, eps, unit), width="stretch")
+        charts.draw(charts.accuracy_chart(curves, lower, eps, unit))
         at = curves[curves["epsilon"] == eps]
         cols = st.columns(max(len(at), 1))
         for col, (_, r) in zip(cols, at.iterrows(), strict=False):
@@ -148,7 +148,7 @@ def _views() -> None:
     if sim_state and sim_state["key"] == sim_key:
         sim_df = pd.DataFrame(sim_state["rows"])
         pred = curves[curves["mechanism"].isin(set(sim_df["mechanism"]))]
-        st.altair_chart(charts.simulation_chart(pred, sim_df, float(eps), unit), width="stretch")
+        charts.draw(charts.simulation_chart(pred, sim_df, float(eps), unit))
         zeros = int((sim_df["empirical RMSE"] <= 0).sum())
         if zeros:
             st.caption(f"At {zeros} of the {len(sim_df)} simulated ε the measured error was exactly 0 in every run "
@@ -169,7 +169,7 @@ def _views() -> None:
             st.markdown("**Chance that the released mode is the true mode**: the inverse sensitivity mechanism "
                         "at ε against the best any unbiased mechanism can do at a fraction of ε (Garivier, "
                         "*How to learn while respecting individual privacy?*, ENS de Lyon, 2021).")
-            st.altair_chart(charts.probability_chart(dfp, float(eps)), width="stretch")
+            charts.draw(charts.probability_chart(dfp, float(eps)))
     elif query.kind in (QueryKind.MEDIAN, QueryKind.QUANTILE) and query.column:
         alphas = list(query.alphas or (0.5,)) if query.kind is QueryKind.QUANTILE else [0.5]
         if ss[S.ACC_ALPHA] not in alphas:
@@ -182,7 +182,7 @@ def _views() -> None:
             st.markdown(f"**Error of the {alpha:g}-quantile in {query.column} units on your data**: the least RMSE "
                         "any unbiased ε-DP mechanism can reach on this instance, against the exponential mechanism "
                         "(what the release uses) and the inverse sensitivity mechanism, both simulated (500 runs per ε).")
-            st.altair_chart(charts.quantile_check_chart(qc, float(eps), str(query.column)), width="stretch")
+            charts.draw(charts.quantile_check_chart(qc, float(eps), str(query.column)))
     else:
         st.caption("Mode, median and quantile queries also get an instance-specific view here (ISM, lower bounds).")
 

@@ -61,7 +61,7 @@ if history:
     from planner.outputs.report import ledger_points
 
     pts = ledger_points(status, history, label=lambda h: f"#{h.release_id} {h.created_at:%m-%d %H:%M}")
-    st.altair_chart(charts.history_chart(pd.DataFrame(pts)), width="stretch")
+    charts.draw(charts.history_chart(pd.DataFrame(pts)))
 
 st.subheader("Releases")
 grew = {h.release_id: h.epsilon_release for h in history}  # the spent total's growth, under the rule

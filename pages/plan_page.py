@@ -215,7 +215,7 @@ st.subheader("Allocation")
 st.caption("Each query's share of the budget and the error it is predicted to have: the true answer is within "
            "± the 95% error 19 times in 20; the typical error (RMSE) is smaller. Both in the unit shown.")
 table = charts.prediction_table(plan.predictions)
-st.altair_chart(charts.allocation_chart(table, "share ε"), width="stretch")
+charts.draw(charts.allocation_chart(table, "share ε"))
 st.dataframe(table, hide_index=True, width="stretch",
              column_config={c: st.column_config.NumberColumn(format="%.4g")
                             for c in ("share ε", "δ", "ρ", "typical error", "±95% error")}
@@ -262,7 +262,7 @@ def _rules_curve(wl_json: str, schema_json: str, epsilon: float, delta: float, s
             with st.spinner("Optimising the split at 12 budgets under every rule…"):
                 curve = cached.compare_curve(wl_json, schema_json, cached.curve_epsilons(epsilon), delta, scales)
         if g.ok:
-            st.altair_chart(charts.rules_chart(curve, epsilon), width="stretch")
+            charts.draw(charts.rules_chart(curve, epsilon))
             st.caption("Lower is better. Rules that buy the same accuracy draw their lines on top of one another.")
 
 

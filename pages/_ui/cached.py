@@ -10,6 +10,7 @@ is paired with a hashed key (a fingerprint or a JSON text) that determines it.
 
 from __future__ import annotations
 
+import collections
 import functools
 import json
 import threading
@@ -161,7 +162,11 @@ def _source(data: Active) -> Source:
     return "sample", data.sample or "", None
 
 
-@st.cache_resource(max_entries=4)
+#: How many opened backends the process keeps (``_open_backend``'s cache).
+OPEN_ENTRIES = 4
+
+
+@st.cache_resource(max_entries=OPEN_ENTRIES)
 def _open_backend(fingerprint: str, schema_json: str, kind: str, _src: Source) -> Backend:
     import io
     import os
@@ -191,30 +196,57 @@ def backend(fingerprint: str, schema_json: str, kind: str, _data: Active) -> Bac
     return _open_backend(fingerprint, schema_json, kind, _source(_data))
 
 
-_opening: set[tuple[str, str, str]] = set()  # started once per process and key
+_opening: set[tuple[str, str, str]] = set()  # keys whose open is under way (trimmed when it ends)
+#: keys opened lately, as many as the cache keeps (a page run finds them opened: no thread)
+_opened: collections.deque[tuple[str, str, str]] = collections.deque(maxlen=OPEN_ENTRIES)
 _opening_lock = threading.Lock()
 
 
-def open_backend_soon(fingerprint: str, schema_json: str, kind: str, data: Active) -> None:
+def open_backend_soon(fingerprint: str, schema_json: str, kind: str, data: Active) -> threading.Thread | None:
     """Open :func:`backend` in a background thread (the Release page calls it once a release
     is possible): the engine reads the file while the owner reads the confirmation, not after
     the click. It reads the table only, computes nothing from it and shows nothing; a release
     that comes first waits for it (one computation per key, ``st.cache_resource``'s lock). A
-    file that cannot be opened raises again in the release's own call, which shows why."""
+    file that cannot be opened raises again in the release's own call, which shows why.
+
+    Returns the thread started, or None when an open of the same key is under way or ended
+    well lately. What is remembered stays bounded: a key is in ``_opening`` only while its
+    open runs (taken out when it ends, opened or failed), and the keys opened well are the
+    last :data:`OPEN_ENTRIES` (as many as the cache keeps). A failed open is tried again by
+    the next call; a key the cache may have dropped is opened by the release's own call."""
     key = (fingerprint, schema_json, kind)
     with _opening_lock:
-        if key in _opening:
-            return
+        if key in _opening or key in _opened:
+            return None
         _opening.add(key)
-    src = _source(data)
+    try:
+        src = _source(data)
+    except BaseException:
+        with _opening_lock:
+            _opening.discard(key)
+        raise
 
     def run() -> None:
+        opened = False
         try:
             _open_backend(fingerprint, schema_json, kind, src)
+            opened = True
         except Exception:  # the release's own call raises it again and shows it
-            return
+            pass
+        finally:
+            with _opening_lock:
+                _opening.discard(key)
+                if opened and key not in _opened:
+                    _opened.append(key)
 
-    threading.Thread(target=run, name="planner-open-backend", daemon=True).start()
+    thread = threading.Thread(target=run, name="planner-open-backend", daemon=True)
+    try:
+        thread.start()
+    except BaseException:
+        with _opening_lock:
+            _opening.discard(key)
+        raise
+    return thread
 
 
 def data_path(data: Active) -> str:

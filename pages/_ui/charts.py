@@ -1,4 +1,5 @@
-"""Altair chart builders (pure functions of DataFrames; no engine calls, no arithmetic)."""
+"""Altair chart builders (pure functions of DataFrames; no engine calls, no arithmetic), and
+:func:`draw`, which puts one on the page."""
 
 from __future__ import annotations
 
@@ -7,8 +8,34 @@ from typing import Any
 
 import altair as alt
 import pandas as pd
+import streamlit as st
 
 from planner.planning.queries import QueryKind
+
+
+class Unvalidated:
+    """An Altair chart whose Vega-Lite spec is written without Altair's JSON-schema validation.
+
+    ``st.altair_chart`` turns a chart into its spec with ``chart.to_dict()``, which validates
+    the whole spec against the Vega-Lite schema on every script run: 60-70% of a chart's
+    conversion (5-6 ms of CPU of an answer's 8-12 ms; six answer charts on the Release page,
+    one on every Accuracy slider step). The builders here are fixed code and the validation
+    changes nothing in the spec, so it is done where it can fail: ``tests/app/test_chart_specs.py``
+    validates every chart the main pages draw and checks the spec is the same either way.
+    Only ``to_dict`` is offered (all ``st.altair_chart`` asks of a chart)."""
+
+    def __init__(self, chart: alt.TopLevelMixin) -> None:
+        self.chart = chart
+
+    def to_dict(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        kwargs.setdefault("validate", False)
+        return self.chart.to_dict(*args, **kwargs)
+
+
+def draw(chart: alt.TopLevelMixin, where: Any = None) -> None:
+    """``st.altair_chart(chart, width="stretch")`` in ``where`` (a container; the page when
+    None), the spec written without validation (:class:`Unvalidated`)."""
+    (st if where is None else where).altair_chart(Unvalidated(chart), width="stretch")
 
 
 def accuracy_chart(curves: pd.DataFrame, lower: pd.DataFrame | None, epsilon: float, unit: str) -> alt.LayerChart:

@@ -57,19 +57,18 @@ def _card(view: R.AnswerView, page: str) -> None:
         df = pd.DataFrame([{"label": n.label or view.query_id, "value": n.value, "low": n.low, "high": n.high}
                            for n in view.numbers])
         if view.chart == "value" and not df.empty and df["low"].notna().any():
-            st.altair_chart(charts.answer_value_chart(df, view.unit), width="stretch")
+            charts.draw(charts.answer_value_chart(df, view.unit))
         elif view.chart == "quantile" and view.bounds is not None and not df.empty:
-            st.altair_chart(charts.answer_quantile_chart(df.dropna(subset=["value"]), *view.bounds,
-                                                         view.unit.replace(" units", "")), width="stretch")
+            charts.draw(charts.answer_quantile_chart(df.dropna(subset=["value"]), *view.bounds,
+                                                     view.unit.replace(" units", "")))
         elif view.chart == "sample" and view.bounds is not None:
             left, right = st.columns(2)
             left.caption("Bin counts (noisy, negatives shown as 0 — the sample is drawn from these)")
-            left.altair_chart(charts.answer_value_chart(df, "rows"), width="stretch")
+            charts.draw(charts.answer_value_chart(df, "rows"), left)
             if view.sample:
                 right.caption(f"{len(view.sample):,} synthetic values drawn from them (free: post-processing)")
-                right.altair_chart(charts.sample_chart(pd.DataFrame({"value": view.sample}), *view.bounds,
-                                                       view.title.split(" of ", 1)[-1], max(len(view.numbers), 1)),
-                                   width="stretch")
+                charts.draw(charts.sample_chart(pd.DataFrame({"value": view.sample}), *view.bounds,
+                                                view.title.split(" of ", 1)[-1], max(len(view.numbers), 1)), right)
                 count = right.number_input("How many values to download", min_value=1, max_value=len(view.sample),
                                            value=len(view.sample), step=1, key=f"{page}:sample_n:{view.query_id}",
                                            help="Any number up to the values drawn at the release: they are "

@@ -59,7 +59,7 @@ def _compare(q: Query, ans: Mapping[str, Any], schema: Schema, schema_json: str,
     st.dataframe(tv, hide_index=True, width="stretch",
                  column_config={"1-way TVD": st.column_config.NumberColumn(format="%.4f")})
     col = st.selectbox("Column", names, key=f"{key}:column")
-    st.altair_chart(charts.marginal_bars(pd.DataFrame(cmp.one_way(names.index(col))), col), width="stretch")
+    charts.draw(charts.marginal_bars(pd.DataFrame(cmp.one_way(names.index(col))), col))
     worst = cmp.worst_pair()
     if worst is None:
         return
@@ -68,6 +68,6 @@ def _compare(q: Query, ans: Mapping[str, Any], schema: Schema, schema_json: str,
                         key=f"{key}:pair", format_func=lambda p: f"{names[p[0]]} × {names[p[1]]}: TVD "
                         f"{cmp.pair_tvd[p]:.3f}{' *' if p in cmp.measured else ''}")
     i, j = pick
-    st.altair_chart(charts.marginal_heatmap(pd.DataFrame(cmp.two_way(i, j)), names[i], names[j]), width="stretch")
+    charts.draw(charts.marginal_heatmap(pd.DataFrame(cmp.two_way(i, j)), names[i], names[j]))
     st.caption("Pairs marked * were measured by the release: the prediction covers them. The others are only as "
                "good as the model's independence assumptions for this data.")

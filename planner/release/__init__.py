@@ -50,7 +50,7 @@ from planner.data.schema import Schema
 from planner.ledger import Ledger, resolve_dataset
 from planner.planning.plan_spec import PlanOutcome, PlanSpec
 from planner.planning.queries import Query
-from planner.planning.statistics import exact_aggregates, plan_requests, statistic
+from planner.planning.statistics import exact_aggregates, plan_requests, prefetch, statistic
 from planner.planning.statistics.base import Aggregate, AnswerRow, ItemRelease
 from planner.planning.workload import Plan
 from planner.privacy.accounting import CompositionRule, Spend, event_rho
@@ -470,7 +470,16 @@ def _read(prepared: PreparedRelease, backend: Backend) -> dict[str, Aggregate]:
     """The data is read only for a release that will be sampled (never for one the ledger
     refuses or answers from storage): first the check that the cells every query reads
     convert (a numeric column holding text is refused, with counts only), then every
-    exact aggregate — both before anything is recorded."""
+    exact aggregate — both before anything is recorded.
+
+    On a SQL engine the check's counts and the aggregates come from one statement (one pass
+    over the file, as the command line's scan reads them: ``prefetch(..., report=True)``);
+    the check still decides before any aggregate is used, and a plan the engine cannot
+    compute is still refused before the spend. Other backends compute them in turn."""
+    from planner.data.backends.sql import SqlBackend
+
+    if isinstance(backend, SqlBackend):
+        prefetch(backend, prepared.queries(), report=True)
     check_backend(backend)
     return prepared.aggregates(backend)
 

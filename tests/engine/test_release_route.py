@@ -118,3 +118,28 @@ def test_release_error_in_the_scan_is_raised_and_planning_errors_stop_the_scan(t
         cmd_release(str(spec(tmp_path, 1.0, COUNT)), str(bad), f"sqlite:///{tmp_path}/l.db", "duckdb")
     with pytest.raises(PlannerError):
         cmd_release(str(spec(tmp_path, -1.0, COUNT)), str(DATA), f"sqlite:///{tmp_path}/l.db", "duckdb")
+
+
+def test_the_library_release_reads_the_data_once_the_cell_check_included(tmp_path: Path) -> None:
+    """``planner.release.release`` (what the Release page calls, on a backend it opened earlier)
+    on DuckDB: the check that every cell converts and every exact aggregate in one statement.
+    Before the check and the aggregates were read together, the same release took 2 passes."""
+    from planner.data.schema import Schema
+    from planner.data.sources import file_source
+    from planner.ledger import Ledger
+    from planner.planning.plan_spec import build_plan, parse_plan_spec
+    from planner.release import release
+
+    doc = json.loads(spec(tmp_path, 1.0, MORE).read_text())
+    doc["schema"] = json.loads(SCHEMA.read_text())
+    plan = build_plan(parse_plan_spec(doc)).plan
+    schema = Schema.load(SCHEMA)
+    engine = backends.make_backend("duckdb", file_source((DATA,), DATA.name), schema)
+    led = Ledger(f"sqlite:///{tmp_path}/l.db")
+    try:
+        out = release(plan, schema, engine, led, "census-content", "census", total_epsilon=1.0, total_delta=0.0)
+        assert out.status == "done"
+        assert engine.passes == 1 and engine.unit_check == "bitmap"  # census: one row per person
+    finally:
+        led.close()
+        backends.close_backend(engine)
