@@ -209,12 +209,17 @@ def _serve(root: Path, home: str, launcher: str = "serve") -> tuple[subprocess.P
          "127.0.0.1", "--server.port", str(port), "--browser.gatherUsageStats", "false",
          "--server.fileWatcherType", "none"],
         cwd=root, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return proc, _healthy(port)
+
+
+def _healthy(port: int) -> str:
+    """The served app's URL on ``port``, once its health endpoint answers 200."""
     url = f"http://127.0.0.1:{port}"
     while True:
         try:
             with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as r:
                 if r.status == 200:
-                    return proc, url
+                    return url
         except OSError:
             time.sleep(0.1)
 

@@ -27,13 +27,12 @@ import re
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_app import IDLE, _chromium, _drawn, _free_port
+from bench_app import IDLE, _chromium, _drawn, _free_port, _healthy
 
 #: Runs inside the served process: every script run profiled, one stats file per run.
 LAUNCHER = r'''
@@ -92,7 +91,6 @@ FRAMES = """() => {
 
 
 def _serve(root: Path, home: str, out: Path) -> tuple[subprocess.Popen[bytes], str]:
-    import urllib.request
 
     port = _free_port()
     launcher = Path(home) / "launch_profiled.py"
@@ -103,14 +101,7 @@ def _serve(root: Path, home: str, out: Path) -> tuple[subprocess.Popen[bytes], s
         [sys.executable, str(launcher), "--server.headless", "true", "--server.address", "127.0.0.1",
          "--server.port", str(port), "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"],
         cwd=root, env=env, stdout=subprocess.DEVNULL, stderr=open(Path(home) / "server.err", "wb"))
-    url = f"http://127.0.0.1:{port}"
-    while True:
-        try:
-            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as r:
-                if r.status == 200:
-                    return proc, url
-        except OSError:
-            time.sleep(0.1)
+    return proc, _healthy(port)
 
 
 def _runs(out: Path) -> list[dict[str, Any]]:
