@@ -494,6 +494,54 @@ def bench_interactions(root: Path) -> dict[str, Any]:
     return out
 
 
+#: The Planner's "ε this release spends" figure (the allocation's first number), read in the page.
+_SPENDS = """() => { for (const m of document.querySelectorAll('[data-testid="stMetric"]')) {
+    if (m.innerText.includes('ε this release spends')) {
+      const v = m.querySelector('[data-testid="stMetricValue"]'); return v ? v.innerText : null; } }
+  return null; }"""
+
+
+def bench_planner_shown(root: Path) -> dict[str, Any]:
+    """Issue 31, the Planner's ε change split in two (Chromium, served app, census sample): from
+    the new ε typed to the allocation shown (the page's "ε this release spends" figure replaced by
+    the new plan's), and to the run's end (the rule comparison drawn as well), for ε values not
+    planned before in the process. The first is what the owner sees first: the page draws the
+    chosen rule's allocation above the comparison, and Streamlit sends each element as it is
+    drawn. Polled by the browser once a frame (~16 ms), so the first figure may be late by that."""
+    from playwright.sync_api import sync_playwright
+
+    home = tempfile.mkdtemp()
+    proc, url = _serve(root, home)
+    shown: list[float] = []
+    ended: list[float] = []
+    try:
+        with sync_playwright() as p:
+            b = _chromium(p)
+            pg = b.new_page(viewport={"width": 1400, "height": 1000})
+            pg.goto(f"{url}/planner")
+            _drawn(pg)
+            pg.get_by_text("Which composition rule buys the smallest errors?").wait_for(timeout=120_000)
+            pg.evaluate(_OBSERVE)
+            for e in [0.75, 1.25, 0.65, 1.65, 0.95, 1.15]:
+                pg.wait_for_selector(IDLE, timeout=120_000)
+                before = pg.evaluate(_SPENDS)
+                t0 = float(pg.evaluate("() => performance.now()"))
+                _type_number(pg, "ε for this release", e)()
+                pg.wait_for_function(f"b => {{ const v = ({_SPENDS})(); return v !== null && v !== b; }}",
+                                     arg=before, timeout=60_000)
+                shown.append((float(pg.evaluate("() => performance.now()")) - t0) / 1000.0)
+                pg.wait_for_timeout(400)
+                pg.wait_for_selector(IDLE, timeout=300_000)
+                t1 = float(pg.evaluate("t0 => Math.max(...window.__runs.filter(x => x[0] > t0 && "
+                                       "x[1] === 'notRunning').map(x => x[0]))", t0))
+                ended.append((t1 - t0) / 1000.0)
+            b.close()
+    finally:
+        proc.terminate()
+        proc.wait()
+    return {"eps_change_allocation_shown": _med(shown), "eps_change_run_end": _med(ended)}
+
+
 MEASURES = {
     "plan_page": lambda root: bench_page(root, "plan_page"),
     "plan_changes": bench_plan_changes,
@@ -506,6 +554,7 @@ MEASURES = {
     "browser_release_warm": lambda root: bench_browser_release(root, warm=True),
     "floor": bench_floor,
     "interactions": bench_interactions,
+    "planner_shown": bench_planner_shown,
 }
 
 
