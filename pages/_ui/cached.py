@@ -215,29 +215,22 @@ def open_backend_soon(fingerprint: str, schema_json: str, kind: str, data: Activ
     last :data:`OPEN_ENTRIES` (as many as the cache keeps). A failed open is tried again by
     the next call; a key the cache may have dropped is opened by the release's own call."""
     key = (fingerprint, schema_json, kind)
+    src = _source(data)  # session-state lookups only, read in the page's own thread
     with _opening_lock:
         if key in _opening or key in _opened:
             return None
         _opening.add(key)
-    try:
-        src = _source(data)
-    except BaseException:
-        with _opening_lock:
-            _opening.discard(key)
-        raise
 
     def run() -> None:
-        opened = False
+        opened = True
         try:
             _open_backend(fingerprint, schema_json, kind, src)
-            opened = True
         except Exception:  # the release's own call raises it again and shows it
-            pass
-        finally:
-            with _opening_lock:
-                _opening.discard(key)
-                if opened and key not in _opened:
-                    _opened.append(key)
+            opened = False
+        with _opening_lock:
+            _opening.discard(key)
+            if opened and key not in _opened:
+                _opened.append(key)
 
     thread = threading.Thread(target=run, name="planner-open-backend", daemon=True)
     try:

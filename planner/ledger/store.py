@@ -538,16 +538,20 @@ class Store:
             "Nothing was changed; try again."
         )
 
+    def cannot_open(self, exc: BaseException) -> LedgerError:
+        """The ledger's location could not be opened (unwritable, unreachable)."""
+        return LedgerError(
+            f"cannot open the ledger at {self.url}: {error_name(exc)}. Check that "
+            f"the location is writable and reachable, or set {ENV_URL}."
+        )
+
     def table_names(self) -> set[str]:
         try:
             return set(inspect(self.engine).get_table_names())
         except sa_exc.OperationalError as exc:
             if is_lock_error(exc):
                 raise self.busy(exc) from exc
-            raise LedgerError(
-                f"cannot open the ledger at {self.url}: {error_name(exc)}. Check that "
-                f"the location is writable and reachable, or set {ENV_URL}."
-            ) from exc
+            raise self.cannot_open(exc) from exc
         except sa_exc.DatabaseError as exc:
             raise LedgerIntegrityError(
                 f"the ledger at {self.url} is not a readable database ({error_name(exc)}: "
@@ -665,10 +669,7 @@ class Store:
                             id=h.id, ledger_id=h.ledger_id, format_version=h.format_version,
                             secret_check=h.secret_check, seq=h.seq, mac=h.mac, created_at=h.created_at))
         except sa_exc.OperationalError as exc:
-            raise LedgerError(
-                f"cannot open the ledger at {self.url}: {error_name(exc)}. Check that "
-                f"the location is writable and reachable, or set {ENV_URL}."
-            ) from exc
+            raise self.cannot_open(exc) from exc
 
     def create_missing_tables(self) -> None:
         """Tables of a newer format that an older ledger lacks (``create_all`` creates only
