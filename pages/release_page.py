@@ -111,6 +111,7 @@ if result is None:
         frame.stop()
     composed = lifetime.composed_note(pv, plan.used_epsilon, a.delta)
     lifetime.preview_metrics(pv)
+    lifetime.preview_bar(pv)
     if composed:
         st.caption(composed)
     if not pv.fits:

@@ -196,6 +196,27 @@ def history_chart(df: pd.DataFrame) -> alt.Chart:
         tooltip=[alt.Tooltip("series"), alt.Tooltip("step"), alt.Tooltip("epsilon:Q", format=".4g")]).properties(height=260)
 
 
+#: The budget bar's parts, in order, and their colours (spent: the history's blue, as history_chart).
+BUDGET_PARTS = ("spent before", "this release", "left afterwards")
+_BUDGET_COLOURS = ("#3b5bdb", "#f08c00", "#adb5bd")
+
+
+def budget_bar(df: pd.DataFrame, total: float) -> alt.LayerChart:
+    """One stacked bar of the lifetime budget: what was spent, what this release adds and what
+    is left (columns part, epsilon, order), with the lifetime total as a red rule. A release
+    that does not fit shows its part reaching past the rule."""
+    x = alt.X("sum(epsilon):Q", title="ε (privacy budget) of this dataset's lifetime")
+    bar = alt.Chart(df).mark_bar(height=28).encode(
+        x=x, order=alt.Order("order:Q"),
+        color=alt.Color("part:N", title=None, sort=list(BUDGET_PARTS),
+                        scale=alt.Scale(domain=list(BUDGET_PARTS), range=list(_BUDGET_COLOURS)),
+                        legend=alt.Legend(orient="bottom")),
+        tooltip=[alt.Tooltip("part:N", title=" "), alt.Tooltip("epsilon:Q", title="ε", format=".4g")])
+    line = alt.Chart(pd.DataFrame({"total": [total]})).mark_rule(color="red", strokeWidth=2).encode(
+        x=alt.X("total:Q"), tooltip=[alt.Tooltip("total:Q", title="lifetime ε", format=".4g")])
+    return alt.layer(bar, line).properties(height=60)
+
+
 def simulation_chart(pred: pd.DataFrame, sim: pd.DataFrame, epsilon: float, unit: str) -> alt.LayerChart:
     """Predicted RMSE (line) against the simulated RMSE on the data (points with ±2 s.e. bars)."""
     x = alt.X("epsilon:Q", scale=alt.Scale(type="log"), title="ε (privacy budget of this query)")

@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any
 
+import pandas as pd
 import streamlit as st
 
 from planner.core.errors import PlannerError
@@ -17,7 +18,7 @@ from planner.ledger import resolve_dataset
 from planner.privacy.accountants import rule as registered_rule
 from planner.privacy.budget import CompositionRule
 
-from . import cached, fmt
+from . import cached, charts, fmt
 from . import state as S
 
 if TYPE_CHECKING:
@@ -230,6 +231,13 @@ def preview_metrics(pv: ReleasePreview) -> None:
         c4.metric("Remaining afterwards", fmt.eps(max(pv.epsilon_remaining_after, 0.0)))
     else:
         c4.metric("Remaining now", fmt.eps(max(pv.epsilon_remaining, 0.0)), help="This release does not fit in it.")
+
+
+def preview_bar(pv: ReleasePreview) -> None:
+    """The same numbers as :func:`preview_metrics`, as one bar a layperson reads at a glance."""
+    parts = [pv.epsilon_spent, pv.epsilon_release, max(pv.epsilon_remaining_after, 0.0)]
+    df = pd.DataFrame({"part": list(charts.BUDGET_PARTS), "epsilon": parts, "order": [0, 1, 2]})
+    charts.draw(charts.budget_bar(df[df["epsilon"] > 0], pv.epsilon_total))
 
 
 def composed_note(pv: ReleasePreview, own_epsilon: float, own_delta: float) -> str:

@@ -60,7 +60,9 @@ def test_every_chart_the_main_pages_draw_is_valid_and_unchanged_by_skipping_the_
     at.button(key="acc_simulate").click().run()
     page[0] = "release"
     at.switch_page("pages/release_page.py").run()
+    page[0] = "release preview"
     set_lifetime(at, "release", 3.0)
+    page[0] = "release"
     at.session_state[S.CONFIRMED] = True
     at.run()
     assert any("Released" in s.value for s in at.success), [e.value for e in at.error]
@@ -76,6 +78,8 @@ def test_every_chart_the_main_pages_draw_is_valid_and_unchanged_by_skipping_the_
     # the release of the census workload: an answer chart per query but the mode (a category:
     # its card has no chart), 6 of the 7 queries
     assert sum(p == "release" for p, _ in drawn) == len(S.CENSUS_WORKLOAD) - 1
+    # before it, the lifetime budget's bar (spent before, this release, left afterwards)
+    assert sum(p == "release preview" for p, _ in drawn) >= 1
     for p, chart in drawn:
         checked = _spec(chart, validate=True)  # raises on a spec that is not valid Vega-Lite
         assert checked == _spec(chart, validate=False), p
