@@ -1,6 +1,8 @@
 """Print (not assert) where the server's time goes in the runs a browser waits for.
 
-Run: ``python tests/benchmarks/profile_served.py [--root DIR] [--out DIR] [--top N] [--cpu | --time-only]``.
+Run: ``python tests/benchmarks/profile_served.py [--root DIR] [--out DIR] [--top N] [--cpu | --time-only] [--direct] [--no-wait]``
+(``--direct``: the Release page is opened first, not reached from the Accuracy page; ``--no-wait``: the
+confirmation is opened as soon as the budget is shown, without waiting 1.5 s for the backend to open).
 
 The app is served as the README says (``python serve.py``), with every script run of
 Streamlit's script thread (a full run, a fragment run, a dialog's run) under ``cProfile``
@@ -131,7 +133,7 @@ def timed(pg: Any, out: Path, label: str, action: Any, wait: Any) -> dict[str, A
             "frames": len(frames), "bytes": sum(f[1] for f in frames), "runs": runs}
 
 
-def drive(url: str, out: Path) -> list[dict[str, Any]]:
+def drive(url: str, out: Path, direct: bool = False) -> list[dict[str, Any]]:
     from playwright.sync_api import sync_playwright
 
     got: list[dict[str, Any]] = []
@@ -139,9 +141,6 @@ def drive(url: str, out: Path) -> list[dict[str, Any]]:
         b = _chromium(p)
         pg = b.new_page(viewport={"width": 1400, "height": 1000})
         pg.add_init_script(f"({FRAMES})()")
-        pg.goto(f"{url}/accuracy")
-        _drawn(pg)
-        pg.get_by_test_id("stVegaLiteChart").first.wait_for(timeout=120_000)
         nav = pg.get_by_test_id("stSidebarNav")
 
         def go(name: str) -> Any:
@@ -150,7 +149,16 @@ def drive(url: str, out: Path) -> list[dict[str, Any]]:
         def heading(name: str) -> Any:
             return lambda: pg.get_by_role("heading", name=name, level=1).wait_for(timeout=120_000)
 
-        got.append(timed(pg, out, "switch Accuracy -> Release", go("Release"), heading("Release")))
+        if direct:  # the Release page opened first, as bench_app's browser_release does
+            pg.goto(f"{url}/release")
+            _drawn(pg)
+        else:
+            pg.goto(f"{url}/accuracy")
+            _drawn(pg)
+            pg.get_by_test_id("stVegaLiteChart").first.wait_for(timeout=120_000)
+
+        if not direct:
+            got.append(timed(pg, out, "switch Accuracy -> Release", go("Release"), heading("Release")))
         box = pg.get_by_label("Lifetime ε (all releases together)", exact=True)
         box.fill("2")
         box.press("Enter")
@@ -158,7 +166,8 @@ def drive(url: str, out: Path) -> list[dict[str, Any]]:
         pg.get_by_role("button", name="Set the lifetime budget").click()
         pg.get_by_text("Remaining afterwards").wait_for(timeout=120_000)
         _settle(pg)
-        pg.wait_for_timeout(1500)  # the backend's open (started by the page) has finished
+        if "--no-wait" not in sys.argv:
+            pg.wait_for_timeout(1500)  # the backend's open (started by the page) has finished
         got.append(timed(pg, out, "open the confirmation", lambda: pg.get_by_role("button", name="Release…").click(),
                          lambda: pg.get_by_role("dialog").get_by_text("This spends").wait_for(timeout=120_000)))
 
@@ -211,7 +220,7 @@ def main(argv: list[str]) -> int:
     print(f"# root {root}; machine load (1 min) {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores; stats in {out}")
     proc, url = _serve(root, home, out)
     try:
-        got = drive(url, out)
+        got = drive(url, out, direct="--direct" in argv)
     finally:
         proc.terminate()
         proc.wait()
