@@ -203,18 +203,20 @@ _BUDGET_COLOURS = ("#3b5bdb", "#f08c00", "#adb5bd")
 
 def budget_bar(df: pd.DataFrame, total: float) -> alt.LayerChart:
     """One stacked bar of the lifetime budget: what was spent, what this release adds and what
-    is left (columns part, epsilon, order), with the lifetime total as a red rule. A release
-    that does not fit shows its part reaching past the rule."""
-    x = alt.X("sum(epsilon):Q", title="ε (privacy budget) of this dataset's lifetime")
-    bar = alt.Chart(df).mark_bar(height=28).encode(
-        x=x, order=alt.Order("order:Q"),
+    is left (columns part, epsilon, order), each part labelled with its ε, and the lifetime total
+    as a red rule. A release that does not fit shows its part reaching past the rule."""
+    y = alt.Y("budget:N", axis=None)
+    base = alt.Chart(df).transform_calculate(budget="'lifetime'")
+    bar = base.mark_bar().encode(
+        x=alt.X("sum(epsilon):Q", title="ε (privacy budget) of this dataset's lifetime"), y=y,
+        order=alt.Order("order:Q"),
         color=alt.Color("part:N", title=None, sort=list(BUDGET_PARTS),
                         scale=alt.Scale(domain=list(BUDGET_PARTS), range=list(_BUDGET_COLOURS)),
-                        legend=alt.Legend(orient="bottom")),
+                        legend=alt.Legend(orient="top", direction="horizontal")),
         tooltip=[alt.Tooltip("part:N", title=" "), alt.Tooltip("epsilon:Q", title="ε", format=".4g")])
-    line = alt.Chart(pd.DataFrame({"total": [total]})).mark_rule(color="red", strokeWidth=2).encode(
+    line = alt.Chart(pd.DataFrame({"total": [total]})).mark_rule(color="#e03131", strokeWidth=3).encode(
         x=alt.X("total:Q"), tooltip=[alt.Tooltip("total:Q", title="lifetime ε", format=".4g")])
-    return alt.layer(bar, line).properties(height=60)
+    return alt.layer(bar, line).properties(height=alt.Step(34))
 
 
 def simulation_chart(pred: pd.DataFrame, sim: pd.DataFrame, epsilon: float, unit: str) -> alt.LayerChart:
