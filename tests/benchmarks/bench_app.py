@@ -23,7 +23,9 @@ With ``--browser`` (needs Debian's chromium and Playwright), in headless Chromiu
 * the 300-column upload from the file chooser until the Data page is drawn;
 * **release click → answers** (issue 17: ≤ 1 s on the census sample): from "Confirm release"
   to the answers and their first chart on screen (``browser_release``; ``browser_release_warm``
-  after a chart was drawn earlier in the session, so the browser has Streamlit's chart code);
+  after a chart was drawn earlier in the session, so the browser has Streamlit's chart code;
+  ``browser_release_running`` the Release page opened directly on a server another session
+  has already visited, as on a server that is up);
 * the floor: a one-line app served and drawn the same way (the browser's and Streamlit's own
   share of the first number, which no page can go below on this machine at this load);
 * **interactions** (issue 31): the Planner's ε change (to a new ε, and back to one already
@@ -305,11 +307,13 @@ def bench_browser(root: Path, launcher: str = "serve") -> dict[str, Any]:
             "second_session": second, "wide_upload": upload, "wide_height_px": height}
 
 
+#: Seconds between an earlier session's first page and the measured session (browser_release_running).
+RUNNING_PAUSE = 3.0
 #: A Vega-Lite chart drawn by the current run (Streamlit marks the previous run's elements stale).
 FRESH_CHART = '[data-testid="stElementContainer"][data-stale="false"] [data-testid="stVegaLiteChart"]'
 
 
-def bench_browser_release(root: Path, warm: bool = False) -> dict[str, Any]:
+def bench_browser_release(root: Path, warm: bool = False, running: bool = False) -> dict[str, Any]:
     """Issue 17: the release click → answers on screen, on the census sample, in Chromium.
 
     Opens the Release page, sets a lifetime budget, opens the confirmation, then times from
@@ -319,7 +323,12 @@ def bench_browser_release(root: Path, warm: bool = False) -> dict[str, Any]:
     session's first Vega-Lite charts, so the browser also loads and compiles Streamlit's
     chart code then; ``warm`` (``browser_release_warm``) first opens the Accuracy page and
     its chart, as an owner who planned before releasing has, and reaches the Release page
-    through the navigation."""
+    through the navigation. The app is freshly started, so the click also competes with the
+    process's one-off warm-up (``pages/_ui/warmup.py``: ~1 s of imports in a background thread
+    from the end of the first page's run); ``running`` (``browser_release_running``) is an owner
+    opening the Release page directly on a server that is already running: another session
+    opened the app and left, RUNNING_PAUSE seconds before (the warm-up has ended), and the
+    measured session is a new browser context (nothing of the first one's cache)."""
     import re
 
     from playwright.sync_api import sync_playwright
@@ -329,7 +338,14 @@ def bench_browser_release(root: Path, warm: bool = False) -> dict[str, Any]:
     try:
         with sync_playwright() as p:
             b = _chromium(p)
-            pg = b.new_page(viewport={"width": 1400, "height": 1000})
+            if running:
+                first = b.new_context()
+                pg0 = first.new_page()
+                pg0.goto(url)
+                _drawn(pg0)
+                first.close()
+                time.sleep(RUNNING_PAUSE)
+            pg = b.new_context(viewport={"width": 1400, "height": 1000}).new_page()
             if warm:
                 pg.goto(f"{url}/accuracy")
                 _drawn(pg)
@@ -558,6 +574,7 @@ MEASURES = {
     "browser_streamlit_run": lambda root: bench_browser(root, "streamlit_run"),
     "browser_release": bench_browser_release,
     "browser_release_warm": lambda root: bench_browser_release(root, warm=True),
+    "browser_release_running": lambda root: bench_browser_release(root, running=True),
     "floor": bench_floor,
     "interactions": bench_interactions,
     "planner_shown": bench_planner_shown,
