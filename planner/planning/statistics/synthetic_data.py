@@ -98,6 +98,7 @@ from planner.planning.synth.privacy import (
     PlannedInvocation,
     marginal_sensitivity,
 )
+from planner.planning.synth.sample import Sampler
 from planner.privacy.budget import CompositionRule
 
 if TYPE_CHECKING:
@@ -122,6 +123,11 @@ ROWS = OptionSpec("rows", OptionType.INT, "Rows",
                   "How many synthetic rows to draw (default: the declared public row count). Any number costs "
                   "the same: the rows are drawn from the noisy model.",
                   minimum=1, maximum=MAX_SYNTHETIC_RECORDS)
+SAMPLER = OptionSpec("sampler", OptionType.CHOICE, "How the rows are drawn",
+                     "stratified: each table of the model is drawn with counts rounded from its expected counts "
+                     "and dealt to the rows in a random order (lower error; each row still follows the model); "
+                     "iid: every row drawn independently (adds the random error of sampling).",
+                     default=Sampler.STRATIFIED.value, choices=tuple(v.value for v in Sampler))
 BINS = OptionSpec("bins", OptionType.INT, "Bins per numeric column",
                   "Each numeric column's declared range [L, U] cut into this many equal bins.",
                   default=DEFAULT_BINS, minimum=1, maximum=MAX_BINS)
@@ -174,12 +180,18 @@ def rows_of(q: Query, schema: Schema) -> int | None:
     return int(r) if r is not None else schema.public_n
 
 
+def sampler_of(q: Query) -> Sampler:
+    """How the release draws its rows: the ``sampler`` option (default ``stratified``)."""
+    return Sampler(q.option("sampler") or SAMPLER.default)
+
+
 def accuracy(q: Query, schema: Schema, rho: float) -> ReleaseAccuracy:
-    """The predicted TVD of the release's 1-way and measured 2-way marginals at share ρ."""
+    """The predicted TVD of the release's 1-way and measured 2-way marginals at share ρ
+    (its sampling term that of the query's sampler, which the release and the simulation use)."""
     n = need_public_n(q, schema)
     spec, events = planned(q, schema, rho)
     return release_accuracy(events, domain(q, schema), float(n), float(rows_of(q, schema) or n),
-                            pair_rule(spec.generator))
+                            pair_rule(spec.generator), sampler_of(q))
 
 
 def pair_rule(gen: Generator) -> PairRule:
@@ -268,7 +280,7 @@ class SyntheticData(Statistic):
     )
     column_kinds: ClassVar[frozenset[ColumnKind | None]] = frozenset({None})
     column_hint: ClassVar[str] = "no 'column': name the columns in the option 'columns'"
-    options = (COLUMNS, ROWS, BINS)
+    options = (COLUMNS, ROWS, BINS, SAMPLER)
 
     def check_schema(self, q: Query, schema: Schema) -> None:
         if q.column is not None:
@@ -392,7 +404,7 @@ class SyntheticData(Statistic):
         for r in range(runs):
             noise = NumpyNoise(rng)
             fit = spec.fit(src, rho, rng, noise.measure, noise.select)
-            codes = fit.sample(n_rows, rng)
+            codes = fit.sample(n_rows, rng, sampler_of(q))
             out[r] = float(np.mean(release_errors(codes, fit.selected, agg)))
         return out
 
@@ -401,10 +413,11 @@ def answer_of(q: Query, schema: Schema, spec: GeneratorSpec, fit: SynthFit, rows
               rng: np.random.Generator) -> dict[str, JSON]:
     """The released answer: the records and what was measured (all post-processing)."""
     names = list(domain(q, schema).names)
-    codes = fit.sample(rows, rng)
+    codes = fit.sample(rows, rng, sampler_of(q))
     measured: list[JSON] = [[names[a] for a in c] for c in dict.fromkeys(tuple(s) for s in fit.selected)]
     return {
         "generator": spec.generator.value,
+        "sampler": sampler_of(q).value,
         "columns": list(names),
         "rows": int(rows),
         "estimated_rows": float(round(fit.total, 1)),

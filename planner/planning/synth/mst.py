@@ -61,7 +61,7 @@ from planner.planning.synth.privacy import (
     marginal_sensitivity,
     sigma_for,
 )
-from planner.planning.synth.sample import sample_model
+from planner.planning.synth.sample import Sampler, sample_model
 
 #: (1-way measurements, selection, 2-way measurements) of [MMS21].
 ORIGINAL_SPLIT = (1.0 / 3.0, 1.0 / 3.0, 1.0 / 3.0)
@@ -180,9 +180,10 @@ class SynthFit:
     measurements: list[NoisyMarginal] = field(repr=False)
     selected: list[tuple[int, ...]]
 
-    def sample(self, rows: int, rng: np.random.Generator) -> IntArray:
-        """``rows`` i.i.d. synthetic records in the ORIGINAL codes (post-processing)."""
-        return self.compression.decode(sample_model(self.model, rows, rng), rng)
+    def sample(self, rows: int, rng: np.random.Generator, sampler: Sampler | str = Sampler.STRATIFIED) -> IntArray:
+        """``rows`` synthetic records in the ORIGINAL codes, drawn by ``sampler``
+        (:func:`planner.planning.synth.sample.sample_model`; post-processing)."""
+        return self.compression.decode(sample_model(self.model, rows, rng, sampler), rng, sampler)
 
     @property
     def total(self) -> float:
