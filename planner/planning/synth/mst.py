@@ -9,7 +9,8 @@ The mechanism [MMS21, Alg. 1], with our own inference and sampler:
    mechanism (ε_s each, ρ_s in all) over the pairs that join two different components
    (Kruskal on noisy scores), giving a spanning tree;
 4. measure the d − 1 chosen 2-way marginals with σ₂ (ρ₂ in all);
-5. fit a tree-structured graphical model to all measurements and sample i.i.d. records.
+5. fit a tree-structured graphical model to all measurements and draw the records
+   (:mod:`planner.planning.synth.sample`: controlled rounding by default, or i.i.d.).
 
 Budget split. The original splits ρ in thirds. Our default (0.25, 0.10, 0.65) is fixed in
 advance, depends on nothing but the option itself, and follows from the error
