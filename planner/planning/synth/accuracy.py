@@ -63,12 +63,12 @@ consistent marginals [MSM19, §4]. We predict the error of that projection for o
   below f(1 − f), so given the separator counts the rounding's variance is at most the
   multinomial's (:func:`stratified_sampling_tvd`). Checked against the sampler on a tree
   of pairs (the tests) and on models fitted to the benchmark tables: for MST the pure
-  sampling TVD (the synthetic marginal against the model's own) of the measured pairs was
-  0.79–1.00 of the term and of the 1-way marginals 0.95–1.19; AIM's cliques hold 3–5
-  columns, a cell of a pair or a column then sums several roundings, and the realised
-  term was 1.1–6× this one (still 0.07–0.33 of the realised i.i.d. sampling TVD), a part
-  the prediction leaves out (it is small beside the projection's a;
-  docs/measurements/2026-12-07/synthetic_sampler.txt).
+  sampling TVD (the synthetic marginal against the model's own;
+  ``tests/benchmarks/bench_synthetic_sampling.py``) of the measured pairs was 0.78–1.01 of
+  the term and of the 1-way marginals 0.90–1.18; AIM's cliques hold 3–5 columns, a cell of
+  a pair or a column then sums several roundings, and the realised term was 1.0–5.8× this
+  one (still 0.07–0.34 of the realised i.i.d. sampling TVD), a part the prediction leaves
+  out (docs/measurements/2026-12-07/synthetic_sampler.txt).
 
 Independent, nearly normal per-cell errors add in quadrature (E|A + B| = √(2/π)√(a² + b²)
 for normal A, B); so a marginal's TVD is predicted as √(a² + b²(1 − a²)) for the
