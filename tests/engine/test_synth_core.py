@@ -689,3 +689,28 @@ def test_release_prediction_is_at_most_one_and_continuous_in_rho() -> None:
             assert np.all(means <= 1.0) and all(a.bound_95 <= 1.0 for a in accs)
             assert np.all(np.diff(means) < 0)  # decreasing in ρ
             assert np.max(np.abs(np.diff(np.log(means)))) < 0.3  # no jump between grid points 1.2× apart
+
+
+@pytest.mark.parametrize("sampler", ["stratified", "iid"])
+def test_decoding_the_rare_category_follows_the_sampler(sampler: str) -> None:
+    """Column 0 has original codes 0..4; 2, 3, 4 are merged into the rare code 2 with weights
+    0.5, 0.3, 0.2. Decoding 1,001 rare records: stratified gives each original code the floor
+    or the ceiling of 1,001·weight (500.5, 300.3, 200.2), dealt in a random order (adjacent
+    records differ as often as independent draws would, 1 − Σw² = 0.62, within 5 s.e.); i.i.d.
+    gives multinomial counts (within 5 binomial s.e. of the expectation)."""
+    from planner.planning.synth.compress import Compression
+
+    orig, comp = Domain.from_sizes([5]), Domain.from_sizes([3])
+    w = np.array([0.5, 0.3, 0.2])
+    c = Compression(orig, comp, (np.array([0, 1, 2, 2, 2]),), (np.array([2, 3, 4]),), (w,))
+    n = 1001
+    records = np.concatenate([np.full(n, 2), [0, 1]]).reshape(-1, 1)
+    out = c.decode(records, np.random.default_rng(8), sampler)[:, 0]
+    assert out[-2:].tolist() == [0, 1]
+    got = np.bincount(out[:n], minlength=5)[2:]
+    if sampler == "stratified":
+        assert np.all(got >= np.floor(n * w)) and np.all(got <= np.ceil(n * w)) and got.sum() == n
+        q = 1.0 - float((w * w).sum())
+        assert abs(float(np.mean(out[1:n] != out[: n - 1])) - q) <= 5 * math.sqrt(q * (1 - q) / n)
+    else:
+        assert np.all(np.abs(got - n * w) <= 5 * np.sqrt(n * w * (1 - w)))
