@@ -31,7 +31,7 @@ for p in (ROOT, HERE):
     if str(p) not in sys.path:
         sys.path.insert(0, str(p))
 
-import bench_synthetic as bench  # noqa: E402
+import bench_synthetic as bench  # type: ignore[import-not-found]  # noqa: E402
 
 
 def _tvd(counts: np.ndarray, model: np.ndarray) -> float:
@@ -40,6 +40,7 @@ def _tvd(counts: np.ndarray, model: np.ndarray) -> float:
 
 def run(table: str, data: Path, mechanism: str, eps: float, draws: int) -> str:
     from planner.data.backends import PandasBackend
+    from planner.data.requests import MarginalTables
     from planner.planning.queries import Query
     from planner.planning.statistics import statistic
     from planner.planning.statistics.synthetic_data import planned, tables_source
@@ -54,6 +55,7 @@ def run(table: str, data: Path, mechanism: str, eps: float, draws: int) -> str:
     q = Query.from_dict(bench.product_query(t, mechanism))
     q.validate(schema)
     agg = statistic(q.kind).aggregate(q, PandasBackend(bench.product_frame(t), schema))
+    assert isinstance(agg, MarginalTables)
     rho, _ = bench.planned_rho(t, eps, mechanism)
     spec, _ = planned(q, schema, rho)
     rng = np.random.default_rng(0)
