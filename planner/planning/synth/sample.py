@@ -22,8 +22,11 @@ Why the fresh random order matters. Given the separator value s, the model makes
 columns C∖S independent of every column drawn before (the junction tree's running
 intersection property: the earlier columns lie on the other side of S [KF09, §10.2]).
 Dealing the new values in a uniformly random permutation of the group's records,
-independent of everything drawn before, keeps that: for any record, its new values are
-independent of its earlier values given s. Private-PGM 1.1's default
+independent of everything drawn before, keeps that: given everything drawn before, a record
+of group s gets the value j with probability E[c_j]/m_s = p(j | s) (the counts c are unbiased,
+:func:`systematic_counts`), whatever its earlier values. By induction over the cliques each
+record's joint law is then Π β_C / Π β_S, the model's p, as for i.i.d. records; what differs
+is only the dependence between records (their counts are rounded, not drawn). Private-PGM 1.1's default
 ``synthetic_data(method="round")`` rounds the same counts but lays them out in one fixed
 order within each group for every clique, so columns drawn in different cliques line up
 and correlations the model does not have are invented (issue 30 measured its 2-way error as
