@@ -15,7 +15,12 @@ import streamlit as st
 from pages._ui import auth, cached, charts, fmt
 from planner.core.errors import PlannerError
 from planner.data.schema import Schema
-from planner.outputs.synthetic import synthetic_preview, synthetic_rows_csv, synthetic_tables
+from planner.outputs.synthetic import (
+    synthetic_preview,
+    synthetic_rows_csv,
+    synthetic_sampler_words,
+    synthetic_tables,
+)
 from planner.planning.queries import Query
 from planner.planning.statistics.synthetic_data import compare_marginals
 
@@ -29,7 +34,8 @@ def show(answers: Mapping[str, Any] | None, queries: Mapping[str, Query], schema
         recs = ans["records"]
         st.subheader(f"Synthetic table: {qid}")
         st.caption(f"{len(recs):,} rows drawn from a model fitted to noisy marginals "
-                   f"({fmt.plain(str(ans.get('generator', '')))}): released output, safe to share like any "
+                   f"({fmt.plain(str(ans.get('generator', '')))}; {synthetic_sampler_words(ans)}): released "
+                   "output, safe to share like any "
                    "released value. Numeric values are drawn within their synthetic bin.")
         st.dataframe(pd.DataFrame(synthetic_preview(ans, PREVIEW_ROWS)), hide_index=True, width="stretch")
         st.download_button(f"Download the synthetic table {qid} (CSV)", synthetic_rows_csv(ans),

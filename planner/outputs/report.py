@@ -27,7 +27,12 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Final
 
 from planner.outputs.render import render_svg
-from planner.outputs.synthetic import synthetic_columns, synthetic_preview, synthetic_tables
+from planner.outputs.synthetic import (
+    synthetic_columns,
+    synthetic_preview,
+    synthetic_sampler_words,
+    synthetic_tables,
+)
 from planner.planning.plan_spec import PlanOutcome, PlanSpec, build_plan, compare_spec
 from planner.planning.queries import Predicate, Query
 from planner.planning.statistics import statistic
@@ -563,9 +568,9 @@ def _synthetic_section(result: ReleaseResult, rows: int = 10) -> list[str]:
         cols = synthetic_columns(ans)
         n = len(ans["records"])
         out.append(f"<h3>Synthetic table {_e(qid)}: the first {min(rows, n)} of {n} rows</h3>")
-        out.append(f"<p>Drawn from a model fitted to noisy marginals ({_e(ans.get('generator', ''))}); the rows are "
-                   "not real people and may be shared like any released value. Numeric values are drawn within "
-                   "their synthetic bin.</p>")
+        out.append(f"<p>Drawn from a model fitted to noisy marginals ({_e(ans.get('generator', ''))}; "
+                   f"{_e(synthetic_sampler_words(ans))}); the rows are not real people and may be shared like "
+                   "any released value. Numeric values are drawn within their synthetic bin.</p>")
         out.append(_table(cols, [[r.get(c) for c in cols] for r in synthetic_preview(ans, rows)]))
     return out
 

@@ -17,7 +17,7 @@ from planner.core.errors import ReleaseError
 from planner.core.exports import csv_text
 
 __all__ = ["is_synthetic_table", "synthetic_columns", "synthetic_preview", "synthetic_rows_csv",
-           "synthetic_tables"]
+           "synthetic_sampler_words", "synthetic_tables"]
 
 
 def is_synthetic_table(answer: Any) -> bool:
@@ -37,6 +37,23 @@ def synthetic_columns(answer: Any) -> list[str]:
     if not is_synthetic_table(answer):
         raise ReleaseError("this answer is not a synthetic table (it has no 'records' and 'columns').")
     return [str(c) for c in answer["columns"]]
+
+
+def synthetic_sampler_words(answer: Any) -> str:
+    """How the table's rows were drawn, in plain words (its ``sampler``; an answer stored
+    before the option existed was drawn row by row, independently).
+
+    Examples
+    --------
+    >>> synthetic_sampler_words({"sampler": "stratified"}).startswith("each of the model's tables")
+    True
+    >>> synthetic_sampler_words({})
+    'each row was drawn independently from the model'
+    """
+    if isinstance(answer, Mapping) and answer.get("sampler") == "stratified":
+        return ("each of the model's tables was drawn with its expected counts rounded to whole rows, dealt to "
+                "the rows in a random order")
+    return "each row was drawn independently from the model"
 
 
 def synthetic_rows_csv(answer: Any) -> str:

@@ -19,7 +19,8 @@ column. Every method below reads the same integer codes.
 
 **The product** runs the release's own path, not a re-implementation: the query
 ``{"kind": "synthetic_data", "mechanism": "mst" | "aim", "options": {"columns": [...all...],
-"rows": n}}`` on a schema declaring every column categorical (its labels are the bins
+"rows": n, "sampler": S}}`` (S from ``--sampler``: ``stratified``, the default, or ``iid``;
+the rows' ``sampler`` column says which) on a schema declaring every column categorical (its labels are the bins
 above), one row per person, add/remove, ``public_n`` = n (these are published tables: their
 row counts are public); ``workload.plan`` at (ε, δ = 10⁻⁶) under the zCDP rule (so the
 query's share θ is the ρ whose [CKS20] conversion gives ε, the ρ the peers get) →
@@ -256,9 +257,11 @@ def product_frame(t: Table) -> pd.DataFrame:
                          for j, (n, lab) in enumerate(zip(t.names, t.labels, strict=True))})
 
 
-def product_query(t: Table, mechanism: str) -> dict[str, Any]:
-    return {"id": "synthetic", "kind": "synthetic_data", "mechanism": mechanism,
-            "options": {"columns": list(t.names), "rows": int(t.codes.shape[0])}}
+def product_query(t: Table, mechanism: str, sampler: str | None = None) -> dict[str, Any]:
+    opts: dict[str, Any] = {"columns": list(t.names), "rows": int(t.codes.shape[0])}
+    if sampler is not None:
+        opts["sampler"] = sampler
+    return {"id": "synthetic", "kind": "synthetic_data", "mechanism": mechanism, "options": opts}
 
 
 def planned_rho(t: Table, eps: float, mechanism: str = "mst_or_aim") -> tuple[float, str]:
@@ -290,7 +293,7 @@ def product_cell(args: dict[str, Any]) -> None:
 
     t = load_table(args["table"], Path(args["data"]), args["rows"], args["subset_seed"])
     schema = product_schema(t)
-    q = Query.from_dict(product_query(t, args["mechanism"]))
+    q = Query.from_dict(product_query(t, args["mechanism"], args["sampler"]))
     q.validate(schema)
     t0 = time.perf_counter()
     backend = PandasBackend(product_frame(t), schema)
@@ -313,7 +316,7 @@ def product_cell(args: dict[str, Any]) -> None:
             spec, _ = planned(q, schema, rho)
             noise = NumpyNoise(rng)
             fit = spec.fit(tables_source(agg, Domain(agg.columns, agg.sizes)), rho, rng, noise.measure, noise.select)
-            codes = fit.sample(t.codes.shape[0], rng)
+            codes = fit.sample(t.codes.shape[0], rng, args["sampler"])
             gen, measured = spec.generator.value, sum(1 for s in fit.selected if len(s) == 2)
         secs, cpu = time.perf_counter() - t0, time.process_time() - c0
         t1, t2 = average_tvd(t.codes, codes, t.sizes)
@@ -381,13 +384,13 @@ class Row:
 
 def run_product(t: Table, a: argparse.Namespace, eps: float, mechanism: str) -> Row:
     cell = {"table": t.name, "data": str(a.data), "rows": a.rows, "subset_seed": 0, "eps": eps,
-            "mechanism": mechanism, "reps": a.reps, "noise": a.noise, "seed": a.seed}
+            "mechanism": mechanism, "reps": a.reps, "noise": a.noise, "seed": a.seed, "sampler": a.sampler}
     status, mb, text = run_child([sys.executable, str(Path(__file__).resolve()), "--cell", json.dumps(cell)],
                                  a.timeout)
     reps = [json.loads(line) for line in text.splitlines() if line.startswith("{")]
     label = f"ours {mechanism.upper()} ({a.noise} noise)"
     if status != 0 or len(reps) != a.reps:
-        return Row(t.name, eps, label, "iid", [], [], [], mb, "this run",
+        return Row(t.name, eps, label, a.sampler, [], [], [], mb, "this run",
                    f"FAILED (exit {status}): {text.strip()[-400:]}")
     gens = sorted({r["generator"] for r in reps})
     note = (f"ρ = {reps[0]['rho']:.6g}, generator {'/'.join(gens)}, {reps[0]['measured_pairs']} 2-way measured; "
@@ -396,7 +399,7 @@ def run_product(t: Table, a: argparse.Namespace, eps: float, mechanism: str) -> 
             f"{np.mean([r['realised_2way_measured'] for r in reps]):.4f}); "
             f"plan+prepare {np.mean([r['plan_seconds'] for r in reps]):.2f} s, "
             f"aggregate {reps[0]['aggregate_seconds']:.2f} s")
-    return Row(t.name, eps, label, "iid", [r["tvd1"] for r in reps], [r["tvd2"] for r in reps],
+    return Row(t.name, eps, label, a.sampler, [r["tvd1"] for r in reps], [r["tvd2"] for r in reps],
                [r["seconds"] for r in reps], mb, "this run", note, [r["cpu_seconds"] for r in reps])
 
 
@@ -628,6 +631,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--rows", type=int, default=None, help="keep a seeded random subset of this many rows")
     ap.add_argument("--noise", choices=["opendp", "numpy"], default="opendp",
                     help="opendp: the release path (default); numpy: the planning simulation's path, seeded")
+    ap.add_argument("--sampler", choices=["stratified", "iid"], default="stratified",
+                    help="how ours draws its rows (the query's 'sampler' option; default stratified)")
     ap.add_argument("--timeout", type=float, default=1800.0, help="seconds per cell of ours")
     ap.add_argument("--peer-python", action="append", default=[], metavar="NAME=PYTHON",
                     help="run a peer in that interpreter: mbi=... (opendp[mbi]) or snsynth=... (smartnoise-synth); "
@@ -666,7 +671,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     found, why = peer_interpreters(a.peer_python)
     load = os.getloadavg()
-    print(f"# bench_synthetic: tables {a.tables}, ε {a.eps}, δ {DELTA:g}, rule {RULE}, {a.reps} reps, noise {a.noise}"
+    print(f"# bench_synthetic: tables {a.tables}, ε {a.eps}, δ {DELTA:g}, rule {RULE}, {a.reps} reps, noise {a.noise}, "
+          f"our sampler {a.sampler}"
           f"{', rows ' + str(a.rows) if a.rows else ''}; {os.cpu_count()} cores, load average "
           f"{load[0]:.1f} {load[1]:.1f} {load[2]:.1f}")
     for w in why:

@@ -104,6 +104,7 @@ def query(kind: QueryKind, mech: M, relation: str) -> Query | None:
 VARIANTS: dict[QueryKind, list[dict[str, Any]]] = {
     K.MEAN: [{}, {"mode": "public_n"}],
     K.COUNT: [{}, {"nonnegative_integer": False}],
+    K.SYNTHETIC_DATA: [{}, {"sampler": "iid"}],  # the default draws rows by controlled rounding
 }
 
 Case = tuple[QueryKind, M, str, int, int]

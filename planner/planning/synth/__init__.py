@@ -5,8 +5,8 @@ The engine of the ``synthetic_data`` statistic
 
 * :func:`planner.planning.synth.mst.mst` — MST [MMS21]; :func:`planner.planning.synth.aim.aim`
   — AIM with a fixed schedule [MMSM22]; both return a
-  :class:`~planner.planning.synth.mst.SynthFit` whose ``sample(rows, rng)`` draws i.i.d.
-  records (:mod:`.sample`), and both read the private table only through its 1- and
+  :class:`~planner.planning.synth.mst.SynthFit` whose ``sample(rows, rng, sampler)`` draws
+  the records (:mod:`.sample`: controlled rounding per clique by default, or i.i.d.), and both read the private table only through its 1- and
   2-way marginals (:class:`~planner.planning.synth.marginals.MarginalSource`);
 * :func:`~planner.planning.synth.mst.mst_events`, :func:`~planner.planning.synth.aim.aim_events`
   — the data-independent list of noisy invocations (Gaussian measurements,

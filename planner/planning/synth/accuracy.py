@@ -38,13 +38,44 @@ consistent marginals [MSM19, §4]. We predict the error of that projection for o
   compare it with the exact projection of 2,000 cells). The raw ½·t·√(2/π) is the k·σ
   scaling the old prediction used: at t = 2 the projection gives 0.52 instead of 0.80, at
   t = 10 0.83 instead of 3.99.
-* sampling: N i.i.d. rows drawn from the model add the multinomial error of each cell,
-  ≈ ½√(2/π)√((k − 1)/N) at the uniform distribution (normal approximation; it is
-  ≤ ½√((k − 1)/N) for every distribution, by Jensen and Cauchy–Schwarz) (:func:`sampling_tvd`).
-  Independent, nearly normal per-cell errors add in quadrature (E|A + B| = √(2/π)√(a² + b²)
-  for normal A, B); so a marginal's TVD is predicted as √(a² + b²(1 − a²)) for the
-  projection's a and the sampling's b, the quadrature sum shrunk where a nears 1 so that
-  it stays ≤ 1 (:func:`marginal_tvd`).
+* sampling, i.i.d. rows (``sampler="iid"``): N rows drawn independently from the model add
+  the multinomial error of each cell, ≈ ½√(2/π)√((k − 1)/N) at the uniform distribution
+  (normal approximation; it is ≤ ½√((k − 1)/N) for every distribution, by Jensen and
+  Cauchy–Schwarz) (:func:`sampling_tvd`).
+* sampling, stratified rows (``sampler="stratified"``, the default;
+  :mod:`planner.planning.synth.sample`): within each separator group of each clique the
+  counts are the systematic rounding of their expected counts, so a clique cell's count
+  given its separator count m_s is m_s·p_j + e_j with a rounding error e_j ∈ {−f_j, 1 − f_j}
+  (f_j the fractional part of m_s·p_j): E e_j = 0, Var e_j = f_j(1 − f_j), E|e_j| =
+  2f_j(1 − f_j) — about 1/3 when the cells' expected counts N/k are ≥ 1 (f spread evenly),
+  at most 2x for a cell of expected count x < 1. Rounding errors of different groups are
+  independent. We take the cells' expected counts as those of a flat-Dirichlet table
+  (x·Exp(1) for mean x; an evenly spread truth would give every cell the same f, an
+  artefact), so the variance of one rounding is v(x) = E f(1 − f) in closed form
+  (:func:`rounding_variance`: → 1/6 for x ≫ 1, ≈ x for x ≪ 1). A marginal's cell then
+  carries the roundings that sum into it, plus its separator count's error shared out
+  over the new column's cells, in the shape of MST's model (a tree of pairs, each column
+  drawn given one other column of k̄ values, k̄ the mean column size): a 1-way cell sums
+  k̄ groups' roundings, V₁ = k̄·v(N/(k̄k_a)); a measured pair's cell is one rounding plus
+  the separator's error, V₂ = v(N/(k_ak_b)) + ½(V₁(k_a)/k_b² + V₁(k_b)/k_a²). The TVD is
+  ½·k·√(2/π)·√V/N (normal approximation; for one rounding at x ≫ 1 it gives 0.326 against
+  the exact 1/3), capped by the i.i.d. term: no integer count of mean x has a variance
+  below f(1 − f), so given the separator counts the rounding's variance is at most the
+  multinomial's (:func:`stratified_sampling_tvd`). Checked against the sampler on a tree
+  of pairs (the tests) and on models fitted to the benchmark tables: for MST the pure
+  sampling TVD (the synthetic marginal against the model's own;
+  ``tests/benchmarks/bench_synthetic_sampling.py``) of the measured pairs was 0.78–1.01 of
+  the term and of the 1-way marginals 0.90–1.18; AIM's cliques hold 3–5 columns, a cell of
+  a pair or a column then sums several roundings, and the realised term was 1.0–5.8× this
+  one (still 0.07–0.34 of the realised i.i.d. sampling TVD), a part the prediction leaves
+  out (docs/measurements/2026-12-07/synthetic_sampler.txt).
+
+Independent, nearly normal per-cell errors add in quadrature (E|A + B| = √(2/π)√(a² + b²)
+for normal A, B); so a marginal's TVD is predicted as √(a² + b²(1 − a²)) for the
+projection's a and the sampling's b, the quadrature sum shrunk where a nears 1 so that it
+stays ≤ 1 (:func:`marginal_tvd`). The sampling term is the sampler's the release uses: the
+statistic passes its ``sampler`` option to the plan's prediction, the release and the
+simulation alike.
 
 Which pairs (APPROXIMATION). The release's private selections choose which 2-way marginals
 are measured, so a data-independent prediction assumes how they choose:
@@ -60,14 +91,24 @@ marginals (m = d − 1 for MST, the number of rounds for AIM, at most the number
 A 2-way marginal that was *not* measured is as good as the model's conditional
 independence is for those columns: that is data-dependent and not predicted.
 
-Validation. On the benchmark tables (ISLR Wage, 3,000 × 11 and a 1,000-row subset; Capital
-Bikeshare 2011, 8,645 × 15; ε 0.5, 1, 4; the release path with OpenDP noise) the realised
-mean measured 2-way TVD was 0.54–0.92 of this prediction for MST and 0.81–1.29 for AIM, and
-the realised 1-way TVD 0.54–0.85 (the truths there are sparser than uniform, and a column's
-1-way marginal also gains from every 2-way measurement holding it). The tests check the
-prediction against Monte Carlo of the release path within a band. The old prediction (the
-raw k·σ scaling on the pairs with the most cells) was 1.8–11× the realised error and
-exceeded 1 on small tables.
+Validation. On the benchmark tables (ISLR Wage, 3,000 × 11; Fair's affairs survey,
+6,366 × 9; Capital Bikeshare 2011, 8,645 × 15; ε 0.5, 1, 4; the release path with OpenDP
+noise, AIM with 25 warm-started iterations a round; 3 repetitions a cell;
+docs/measurements/2026-12-07/synthetic_sampler.txt), realised / predicted was:
+
+* stratified rows (the default): the mean measured 2-way TVD 0.56–0.97 for MST and
+  0.79–1.71 for AIM, the 1-way TVD 0.59–0.74 (MST) and 0.63–0.99 (AIM); the release's mean
+  over both 0.58–0.88 (MST) and 0.77–1.61 (AIM). AIM's top (1.71, Bikeshare at ε = 4) is
+  where its projection term is small and the sampling term, which leaves out AIM's larger
+  cliques (above), matters;
+* i.i.d. rows: the measured 2-way TVD 0.57–0.94 (MST) and 0.79–1.27 (AIM), the 1-way TVD
+  0.53–0.87 and 0.60–0.83; the mean over both 0.59–0.90 and 0.78–1.18.
+
+Below 1 the truths are sparser than uniform, and a column's 1-way marginal also gains from
+every 2-way measurement holding it. The tests check the prediction against Monte Carlo of
+the release path within a band, for both samplers. The old prediction (the raw k·σ scaling
+on the pairs with the most cells) was 1.8–11× the realised error and exceeded 1 on small
+tables.
 
 References
 ----------
@@ -106,6 +147,7 @@ from planner.planning.synth.privacy import (
     GaussianMeasurement,
     PlannedInvocation,
 )
+from planner.planning.synth.sample import Sampler
 
 SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
 #: z of a one-sided 95% normal bound.
@@ -148,6 +190,76 @@ def sampling_tvd(cells: npt.ArrayLike, n_synth: float) -> FloatArray:
     0.003989
     """
     return np.asarray(SQRT_2_OVER_PI * sampling_tvd_bound(cells, n_synth))
+
+
+def rounding_variance(x: npt.ArrayLike) -> FloatArray:
+    """v(x) = E f(1 − f), f the fractional part of a cell's expected count X = x·U, U ~ Exp(1).
+
+    The variance of one cell's systematic rounding error is f(1 − f) (and its E|e| is
+    2f(1 − f)) for the fractional part f of its expected count
+    (:func:`planner.planning.synth.sample.systematic_counts`). A truth spread exactly evenly
+    would give every cell the same f, an artefact; the cells of a flat-Dirichlet table of
+    mean x are ≈ x·Exp(1), whose fractional part has density a·e^(−af)/(1 − e^(−a)) on
+    [0, 1), a = 1/x, so
+
+        v(x) = (a − 2 + (a + 2)e^(−a)) / (a²(1 − e^(−a)))
+
+    → 1/6 for x ≫ 1 (f spread evenly: E|e| → 1/3) and ≈ x for x ≪ 1 (E|e| ≈ 2x).
+
+    Examples
+    --------
+    >>> [round(float(v), 4) for v in rounding_variance([0.01, 1.0, 100.0])]
+    [0.0098, 0.164, 0.1667]
+    """
+    a = 1.0 / np.asarray(x, dtype=float)
+    small = a < 1e-2  # the closed form's cancellation; there v = 1/6 + O(a²)
+    b = np.where(small, 1.0, a)
+    v = (b - 2.0 + (b + 2.0) * np.exp(-b)) / (b * b * -np.expm1(-b))
+    return np.asarray(np.where(small, 1.0 / 6.0, v))
+
+
+def stratified_sampling_tvd(sizes: Sequence[int], n_synth: float, other: float) -> float:
+    """Predicted E TVD that the ``stratified`` sampler adds to a measured marginal (module docstring).
+
+    Parameters
+    ----------
+    sizes : sequence of int
+        k_a (a 1-way marginal) or k_a, k_b (a measured pair).
+    n_synth : float
+        N, the synthetic rows.
+    other : float
+        k̄, the cells of the separator a column is drawn given (the mean size of the
+        other columns).
+
+    Notes
+    -----
+    Per cell, the variance V of the count's error; the TVD is ½·k·√(2/π)·√V/N, at most
+    the i.i.d. term :func:`sampling_tvd`. A 1-way marginal of k_a cells sums k̄ separator
+    groups' independent roundings, each of expected count N/(k̄·k_a):
+    V₁(k_a) = k̄·v(N/(k̄·k_a)) (:func:`rounding_variance`). A pair of k_a·k_b cells is a
+    clique's table given one of its columns: one rounding of expected count N/(k_a·k_b)
+    per cell, plus the separator count's error shared out over the other column's cells:
+    V₂ = v(N/(k_a·k_b)) + ½(V₁(k_a)/k_b² + V₁(k_b)/k_a²).
+
+    Examples
+    --------
+    >>> t = stratified_sampling_tvd([4, 4], 10_000, 4.0)  # one rounding per cell: ≈ ½·16·0.33/10⁴
+    >>> 0.00025 < t < 0.0003 < float(sampling_tvd(16, 10_000))
+    True
+    """
+    n = float(n_synth)
+    k = [float(v) for v in sizes]
+
+    def one(ka: float) -> float:
+        return float(other * rounding_variance(n / (other * ka)))
+
+    if len(k) == 1:
+        var = one(k[0])
+    else:
+        ka, kb = k
+        var = float(rounding_variance(n / (ka * kb))) + 0.5 * (one(ka) / kb**2 + one(kb) / ka**2)
+    cells = float(np.prod(k))
+    return min(0.5 * cells * SQRT_2_OVER_PI * math.sqrt(var) / n, float(sampling_tvd(cells, n)))
 
 
 def _partial(m: FloatArray, t: FloatArray) -> FloatArray:
@@ -196,7 +308,8 @@ def projected_tvd(t: npt.ArrayLike) -> FloatArray:
     return out.reshape(np.shape(t))
 
 
-def marginal_tvd(sigma: npt.ArrayLike, n: float, sizes: Sequence[int], n_synth: float | None) -> FloatArray:
+def marginal_tvd(sigma: npt.ArrayLike, n: float, sizes: Sequence[int], n_synth: float | None,
+                 sampler: Sampler | str = Sampler.STRATIFIED, other: float | None = None) -> FloatArray:
     """Predicted E TVD of one synthetic marginal over columns of ``sizes`` (module docstring).
 
     Parameters
@@ -209,11 +322,17 @@ def marginal_tvd(sigma: npt.ArrayLike, n: float, sizes: Sequence[int], n_synth: 
         The sizes k_a (one column) or k_a, k_b (a pair) of the marginal's columns.
     n_synth : float or None
         N, the number of synthetic rows; ``None`` for the model itself (N → ∞).
+    sampler : Sampler or str
+        How the rows are drawn (:mod:`planner.planning.synth.sample`): ``"stratified"``
+        (the default) or ``"iid"``.
+    other : float, optional
+        k̄ of :func:`stratified_sampling_tvd` (default: the mean of ``sizes``).
 
     Notes
     -----
     k = Πk_a, σ_e = σ·√Π(1 − 1/k_a), a = TVD_proj(k·σ_e/n) (:func:`projected_tvd`),
-    b = min(1, ½√(2/π)√((k − 1)/N)); the prediction is √(a² + b²(1 − a²)) ≤ 1.
+    b = min(1, ½√(2/π)√((k − 1)/N)) for i.i.d. rows, :func:`stratified_sampling_tvd` for
+    stratified ones; the prediction is √(a² + b²(1 − a²)) ≤ 1.
 
     Examples
     --------
@@ -224,15 +343,22 @@ def marginal_tvd(sigma: npt.ArrayLike, n: float, sizes: Sequence[int], n_synth: 
     True
     """
     s = np.asarray(sigma, dtype=float)
-    return _marginal_tvds(s.ravel(), n, [list(sizes)] * s.size, n_synth).reshape(s.shape)
+    kbar = float(np.mean(sizes)) if other is None else float(other)
+    return _marginal_tvds(s.ravel(), n, [list(sizes)] * s.size, n_synth, sampler, kbar).reshape(s.shape)
 
 
-def _marginal_tvds(sigmas: FloatArray, n: float, sizes: Sequence[Sequence[int]], n_synth: float | None) -> FloatArray:
+def _marginal_tvds(sigmas: FloatArray, n: float, sizes: Sequence[Sequence[int]], n_synth: float | None,
+                   sampler: Sampler | str, other: float) -> FloatArray:
     """:func:`marginal_tvd` of many marginals at once (σ_i with ``sizes[i]``; one bisection)."""
     k = np.array([float(np.prod(z)) for z in sizes])
     shrink = np.sqrt([float(np.prod([1.0 - 1.0 / v for v in z])) for z in sizes])
     a = projected_tvd(k * sigmas * shrink / n)
-    b = np.zeros_like(k) if n_synth is None else np.minimum(1.0, sampling_tvd(k, n_synth))
+    if n_synth is None:
+        b = np.zeros_like(k)
+    elif Sampler(sampler) is Sampler.IID:
+        b = np.minimum(1.0, sampling_tvd(k, n_synth))
+    else:
+        b = np.minimum(1.0, [stratified_sampling_tvd(z, n_synth, other) for z in sizes])
     return np.asarray(np.sqrt(a * a + b * b * (1.0 - a * a)))
 
 
@@ -286,7 +412,8 @@ class ReleaseAccuracy:
 
 
 def release_accuracy(events: Sequence[PlannedInvocation], domain: Domain, n: float,
-                     n_synth: float | None, pairs: PairRule = PairRule.EVERY_PAIR) -> ReleaseAccuracy:
+                     n_synth: float | None, pairs: PairRule = PairRule.EVERY_PAIR,
+                     sampler: Sampler | str = Sampler.STRATIFIED) -> ReleaseAccuracy:
     """Predicted TVD of a release's 1-way and measured 2-way marginals (data-independent).
 
     Parameters
@@ -303,6 +430,9 @@ def release_accuracy(events: Sequence[PlannedInvocation], domain: Domain, n: flo
     pairs : PairRule
         Which pairs the selections are assumed to measure: ``EVERY_PAIR`` for MST,
         ``FEWER_CELLS`` for AIM (module docstring).
+    sampler : Sampler or str
+        How the release draws its rows (``"stratified"``, the default, or ``"iid"``): the
+        sampling term of :func:`marginal_tvd`, with k̄ the mean column size of ``domain``.
 
     Notes
     -----
@@ -336,7 +466,8 @@ def release_accuracy(events: Sequence[PlannedInvocation], domain: Domain, n: flo
     if two and index:
         shapes += [[sizes[i], sizes[j]] for i, j in index]
         sig += [two[0].sigma] * len(index)
-    vals = _marginal_tvds(np.array(sig, dtype=float), n, shapes, n_synth)
+    vals = _marginal_tvds(np.array(sig, dtype=float), n, shapes, n_synth, sampler,
+                          float(np.mean(sizes)) if sizes else 1.0)
     cells = np.array([float(np.prod(z)) for z in shapes])
     spreads = vals * np.sqrt((math.pi / 2.0 - 1.0) / cells)
     one_tvd = [float(v) for v in vals[:d]]

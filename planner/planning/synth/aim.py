@@ -13,7 +13,7 @@ outcomes still adapt to the data; the cost of every invocation does not.
    u_r = ‖M_r(x) − M̂_r‖₁ − √(2/π)·σ_t·n_r (n_r = cells of r: the expected L1 noise of
    measuring it, AIM's bias/variance trade-off [MMSM22, §4.2]); measure it with σ_t;
    refit the model (warm start);
-3. fit to all measurements and sample i.i.d. records.
+3. fit to all measurements and draw the records (:mod:`planner.planning.synth.sample`).
 
 Notes
 -----

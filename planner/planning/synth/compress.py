@@ -23,6 +23,7 @@ import numpy as np
 
 from planner.planning.synth.domain import Domain, FloatArray, IntArray
 from planner.planning.synth.inference import NoisyMarginal
+from planner.planning.synth.sample import Sampler, stratified_rows
 
 
 @dataclass(frozen=True)
@@ -58,8 +59,14 @@ class Compression:
         np.add.at(out, self.maps[j], moved)
         return np.moveaxis(out, 0, axis)
 
-    def decode(self, records: IntArray, rng: np.random.Generator) -> IntArray:
-        """Compressed codes → original codes; rare codes drawn from ``rare_weights``."""
+    def decode(self, records: IntArray, rng: np.random.Generator,
+               sampler: Sampler | str = Sampler.STRATIFIED) -> IntArray:
+        """Compressed codes → original codes; rare codes drawn from ``rare_weights``, by
+        the records' ``sampler`` (:mod:`planner.planning.synth.sample`): i.i.d., or the
+        systematic rounding of the rare records' count over the weights, dealt in a random
+        order (the model makes the original code independent of the other columns given
+        the rare code, which the random order keeps)."""
+        how = Sampler(sampler)
         out = np.empty_like(records)
         for j, mp in enumerate(self.maps):
             k = self.compressed.sizes[j]
@@ -69,7 +76,11 @@ class Compression:
             col = inv[records[:, j]]
             if self.rare[j].size:
                 hit = records[:, j] == k - 1
-                col[hit] = rng.choice(self.rare[j], size=int(hit.sum()), p=self.rare_weights[j])
+                h = int(hit.sum())
+                if how is Sampler.IID:
+                    col[hit] = rng.choice(self.rare[j], size=h, p=self.rare_weights[j])
+                else:
+                    col[hit] = self.rare[j][stratified_rows(self.rare_weights[j][None, :], np.zeros(h, np.int64), rng)]
             out[:, j] = col
         return out
 

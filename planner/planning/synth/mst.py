@@ -9,7 +9,8 @@ The mechanism [MMS21, Alg. 1], with our own inference and sampler:
    mechanism (ε_s each, ρ_s in all) over the pairs that join two different components
    (Kruskal on noisy scores), giving a spanning tree;
 4. measure the d − 1 chosen 2-way marginals with σ₂ (ρ₂ in all);
-5. fit a tree-structured graphical model to all measurements and sample i.i.d. records.
+5. fit a tree-structured graphical model to all measurements and draw the records
+   (:mod:`planner.planning.synth.sample`: controlled rounding by default, or i.i.d.).
 
 Budget split. The original splits ρ in thirds. Our default (0.25, 0.10, 0.65) is fixed in
 advance, depends on nothing but the option itself, and follows from the error
@@ -61,7 +62,7 @@ from planner.planning.synth.privacy import (
     marginal_sensitivity,
     sigma_for,
 )
-from planner.planning.synth.sample import sample_model
+from planner.planning.synth.sample import Sampler, sample_model
 
 #: (1-way measurements, selection, 2-way measurements) of [MMS21].
 ORIGINAL_SPLIT = (1.0 / 3.0, 1.0 / 3.0, 1.0 / 3.0)
@@ -180,9 +181,10 @@ class SynthFit:
     measurements: list[NoisyMarginal] = field(repr=False)
     selected: list[tuple[int, ...]]
 
-    def sample(self, rows: int, rng: np.random.Generator) -> IntArray:
-        """``rows`` i.i.d. synthetic records in the ORIGINAL codes (post-processing)."""
-        return self.compression.decode(sample_model(self.model, rows, rng), rng)
+    def sample(self, rows: int, rng: np.random.Generator, sampler: Sampler | str = Sampler.STRATIFIED) -> IntArray:
+        """``rows`` synthetic records in the ORIGINAL codes, drawn by ``sampler``
+        (:func:`planner.planning.synth.sample.sample_model`; post-processing)."""
+        return self.compression.decode(sample_model(self.model, rows, rng, sampler), rng, sampler)
 
     @property
     def total(self) -> float:
