@@ -458,6 +458,8 @@ def verdict(preds: Sequence[Prediction], q: Query, schema: Schema, scale: float 
         supports = (f"the released share is within ±{e:.2g} (±{100 * e:.3g} percentage points) of the true share "
                     "19 times in 20" + (", more than the whole 0 to 1 range: it says nothing." if e >= 1 else "."))
         return Verdict(q.id, grade, err, supports, _fix(grade, "measure a rarer or commoner event with a count"))
+    if kind == "synthetic_data":
+        return _synthetic_verdict(p, q, err)
     many = kind in ("histogram", "synthetic_sample") or kind.startswith("grouped") or kind == "count_by_key"
     if scale is None:
         return Verdict(q.id, Grade.UNJUDGED, err, f"each released number is within {err} of the truth 19 times in "
@@ -483,7 +485,31 @@ def verdict(preds: Sequence[Prediction], q: Query, schema: Schema, scale: float 
                 f"{100 * e / scale:.2g}% of its public size ({size}).")
     if p.bound_kind == "at most":
         supports += " The error shown is an upper bound."
+    elif p.bound_kind == "model":
+        supports += MODEL_CAVEAT
     return Verdict(q.id, grade, err, supports, _fix(grade, "declare tighter bounds for the column"))
+
+
+#: Said of an error predicted by a model of the release (``Prediction.bound_kind == "model"``):
+#: an approximation of its spread, not a guarantee like a noise distribution's quantile.
+MODEL_CAVEAT = " The error shown comes from a model of this release: an approximation, not a guarantee."
+
+
+def _synthetic_verdict(p: Prediction, q: Query, err: str) -> Verdict:
+    """A synthetic table: its error is a distance between distributions (TVD, 0 to 1), judged
+    on its whole range (public size 1, as :func:`planner.planning.workload.default_error_scales`
+    gives it), and predicted by a model (:mod:`planner.planning.synth.accuracy`), which the
+    sentence says, with how far the realised error went from it on real tables."""
+    from planner.planning.synth.accuracy import REALISED_VS_PREDICTED
+
+    e = p.error_bound_95
+    grade = _grade(e, USABLE_AT, ROUGH_AT)
+    supports = (f"the synthetic table's one-column and measured two-column breakdowns are predicted to differ from "
+                f"the real table's by at most {_fmt(e)} in total-variation distance (0 = identical, 1 = nothing in "
+                "common) 19 times in 20. This comes from a model of the noise and the fit: an approximation, not a "
+                f"guarantee (on real tables the realised error was {REALISED_VS_PREDICTED} times the predicted "
+                "average). Pairs of columns the release does not measure are not covered.")
+    return Verdict(q.id, grade, err, supports, _fix(grade, "use fewer columns or fewer bins per numeric column"))
 
 
 def _quantile_verdict(preds: Sequence[Prediction], q: Query, schema: Schema) -> Verdict:

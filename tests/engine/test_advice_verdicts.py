@@ -107,3 +107,37 @@ def test_without_a_public_row_count_the_verdict_says_what_to_declare() -> None:
     qs = queries_from_list([{"id": "n", "kind": "count", "mechanism": "laplace"}], schema)
     v = advice.verdicts(workload.plan(qs, schema, 1.0, 0.0, "basic"), schema)["n"]
     assert v.grade is advice.Grade.UNJUDGED and "public row count" in v.fix
+
+
+def test_a_synthetic_table_is_judged_as_a_distance_predicted_by_a_model() -> None:
+    """A synthetic table's error is a TVD from a model of the release (bound_kind "model"):
+    the verdict names the distance and says it is an approximation, not a guarantee, with
+    the realised/predicted range measured on real tables (accuracy.REALISED_VS_PREDICTED)."""
+    from planner.planning.synth.accuracy import REALISED_VS_PREDICTED
+
+    qs = queries_from_list([{"id": "syn", "kind": "synthetic_data", "mechanism": "mst",
+                             "options": {"columns": ["ethn", "occ", "wage"], "bins": 4}}], PANEL)
+    # Gaussian measurements: δ > 0, zCDP as the statistic is planned
+    p = workload.plan(qs, PANEL, 1.0, 1e-6, "zcdp", workload.default_error_scales(qs, PANEL))
+    pred = p.predictions[0]
+    assert pred.bound_kind == "model"
+    v = advice.verdicts(p, PANEL)["syn"]
+    assert "total-variation distance" in v.supports and "not a guarantee" in v.supports
+    assert REALISED_VS_PREDICTED in v.supports and "not measure are not covered" in v.supports
+    assert advice._fmt(pred.error_bound_95) in v.supports
+    # graded on the distance's whole range (0 to 1), as the planner's public size 1 gives it
+    want = advice._grade(pred.error_bound_95, advice.USABLE_AT, advice.ROUGH_AT)
+    assert v.grade is want
+    assert "fewer columns or fewer bins" in v.fix or v.grade is advice.Grade.USABLE
+
+
+def test_a_model_based_error_says_it_is_not_a_guarantee() -> None:
+    """A mean over the public row count under add/remove has bound_kind "model"
+    (statistics/mean.py: biased if the table holds another number of rows): its verdict
+    carries the model caveat; a count's exact Laplace bound does not."""
+    p = _plan([{"id": "m", "kind": "mean", "column": "wage", "mechanism": "laplace", "options": {"mode": "public_n"}},
+               {"id": "n", "kind": "count", "mechanism": "laplace"}], 1.0)
+    kinds = {pr.query_id: pr.bound_kind for pr in p.predictions}
+    v = advice.verdicts(p, PANEL)
+    assert kinds["m"] == "model" and advice.MODEL_CAVEAT.strip() in v["m"].supports
+    assert kinds["n"] == "exact" and advice.MODEL_CAVEAT.strip() not in v["n"].supports
