@@ -124,6 +124,10 @@ def _headline(kind: str, unit: str, nums: tuple[Number, ...], pred: Prediction |
             " …" if len(nums) > 6 else "")
     if kind == "mode":
         return f"{format_value(nums[0].value)}"
+    if kind == "synthetic_data":  # a table, not a number: its size, and how far its breakdowns may be
+        e = (f"; its breakdowns predicted within {format_value(pred.error_bound_95)} of the real table's "
+             "(total-variation distance, 0 to 1)") if pred is not None else ""
+        return f"{nums[0].label}{e}"
     if len(nums) == 1:
         e = f" ± {format_value(pred.error_bound_95)}" if pred is not None else ""
         return f"{format_value(nums[0].value)}{e} {unit}".strip()

@@ -73,3 +73,26 @@ def test_every_answer_carries_its_verdict_in_the_summary(released) -> None:  # t
     lines = text_summary(answer_views(fresh, plan, SCHEMA))
     assert len(lines) == 4 and all(any(g in line for g in ("Usable", "Rough", "Mostly noise")) for line in lines)
     assert all(a.verdict is not None and a.verdict["grade"] for a in fresh.answers)  # also in the release JSON
+
+
+def test_a_synthetic_table_is_headlined_by_its_rows_and_its_predicted_distance(tmp_path: Path) -> None:
+    """A synthetic table is not a number: its card read "— ± 0.04 TVD of a marginal". The
+    headline now says how many rows it holds and how far its breakdowns are predicted to be
+    from the real table's (the plan's own 95% figure, printed by format_value)."""
+    from planner.outputs.results import format_value
+
+    qs = queries_from_list([{"id": "syn", "kind": "synthetic_data", "mechanism": "mst",
+                             "options": {"columns": ["sex", "region", "age"], "rows": 1500, "bins": 4}}], SCHEMA)
+    plan = workload.plan(qs, SCHEMA, 1.0, 1e-6, "zcdp", workload.default_error_scales(qs, SCHEMA))
+    led = Ledger(f"sqlite:///{tmp_path / 'l.db'}")
+    try:
+        backend = PandasBackend(load_table(str(ROOT / "data" / "census.csv")), SCHEMA)
+        fresh = release(plan, SCHEMA, backend, led, "cd1-" + "c" * 64, "census", total_epsilon=2.0, total_delta=1e-5,
+                        rule="zcdp")
+        v = next(x for x in answer_views(fresh, plan, SCHEMA) if x.query_id == "syn")
+    finally:
+        led.close()
+    e = plan.predictions[0].error_bound_95
+    assert v.headline.startswith("1,500 synthetic rows")  # the rows asked for
+    assert f"within {format_value(e)} of the real table's" in v.headline and "total-variation" in v.headline
+    assert "—" not in v.headline

@@ -408,7 +408,7 @@ class SyntheticData(Statistic):
         recs = answer.get("records")
         n = len(recs) if isinstance(recs, list) else 0
         # the table itself is its own download: the answer row says how many rows it holds
-        return (AnswerRow("", f"{n} synthetic rows (download the table)", None),)
+        return (AnswerRow("", f"{n:,} synthetic rows (download the table)", None),)
 
     def simulate(self, pred: Prediction, q: Query, schema: Schema, agg: Aggregate, runs: int,
                  rng: np.random.Generator) -> FloatArray:
