@@ -203,11 +203,11 @@ _BUDGET_COLOURS = ("#3b5bdb", "#f08c00", "#adb5bd")
 
 def budget_bar(df: pd.DataFrame, total: float) -> alt.LayerChart:
     """One stacked bar of the lifetime budget: what was spent, what this release adds and what
-    is left (columns part, epsilon, order), each part labelled with its ε, and the lifetime total
-    as a red rule. A release that does not fit shows its part reaching past the rule."""
-    y = alt.Y("budget:N", axis=None)
-    base = alt.Chart(df).transform_calculate(budget="'lifetime'")
-    bar = base.mark_bar().encode(
+    is left (columns part, epsilon, order; a legend names the parts, a tooltip gives each ε), and
+    the lifetime total as a red rule. A release that does not fit shows its part reaching past
+    the rule."""
+    y = alt.Y("budget:N", axis=None)  # one band: every part stacks on the same row
+    bar = alt.Chart(df).transform_calculate(budget="'lifetime'").mark_bar().encode(
         x=alt.X("sum(epsilon):Q", title="ε (privacy budget) of this dataset's lifetime"), y=y,
         order=alt.Order("order:Q"),
         color=alt.Color("part:N", title=None, sort=list(BUDGET_PARTS),

@@ -32,6 +32,7 @@ from planner.core.markdown import md_literal
 from planner.core.rootfind import bisect, brentq
 from planner.data.schema import Schema
 from planner.planning.queries import Query
+from planner.planning.synth.accuracy import REALISED_VS_PREDICTED
 from planner.planning.workload import Plan, Prediction
 from planner.privacy.accountants import rule as rule_of
 
@@ -500,8 +501,6 @@ def _synthetic_verdict(p: Prediction, q: Query, err: str) -> Verdict:
     on its whole range (public size 1, as :func:`planner.planning.workload.default_error_scales`
     gives it), and predicted by a model (:mod:`planner.planning.synth.accuracy`), which the
     sentence says, with how far the realised error went from it on real tables."""
-    from planner.planning.synth.accuracy import REALISED_VS_PREDICTED
-
     e = p.error_bound_95
     grade = _grade(e, USABLE_AT, ROUGH_AT)
     supports = (f"the synthetic table's one-column and measured two-column breakdowns are predicted to differ from "

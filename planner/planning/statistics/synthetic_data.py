@@ -434,11 +434,12 @@ def answer_of(q: Query, schema: Schema, spec: GeneratorSpec, fit: SynthFit, rows
               rng: np.random.Generator) -> dict[str, JSON]:
     """The released answer: the records and what was measured (all post-processing)."""
     names = list(domain(q, schema).names)
-    codes = fit.sample(rows, rng, sampler_of(q))
+    sampler = sampler_of(q)
+    codes = fit.sample(rows, rng, sampler)
     measured: list[JSON] = [[names[a] for a in c] for c in dict.fromkeys(tuple(s) for s in fit.selected)]
     return {
         "generator": spec.generator.value,
-        "sampler": sampler_of(q).value,
+        "sampler": sampler.value,
         "columns": list(names),
         "rows": int(rows),
         "estimated_rows": float(round(fit.total, 1)),
