@@ -138,7 +138,8 @@ st.selectbox("Engine computing a release's exact aggregates", engines,
 if data.source in ("upload", "server"):
     fp = data.fingerprint
     kinds = cached.suggested_kinds(fp, data.df)
-    d = datasets.draft(fp, data.schema, kinds)
+    whole = cached.suggested_whole_numbers(fp, data.df)
+    d = datasets.draft(fp, data.schema, kinds, whole)
     all_cols = [str(c) for c in data.df.columns]
 
     def _set(field: str, wk: str) -> None:
@@ -162,7 +163,7 @@ if data.source in ("upload", "server"):
         for name in dd["use"]:
             entry = dict(cols.get(name, {"kind": kinds.get(name, "numeric"), "bounds": "", "categories": ""}))
             for field, suffix in (("kind", "kind"), ("bounds", "bounds"), ("categories", "cats"),
-                                  ("missing", "missing")):
+                                  ("missing", "missing"), ("integer", "whole")):
                 if f"data:col:{name}:{suffix}" in ss:
                     entry[field] = ss[f"data:col:{name}:{suffix}"]
             cols[name] = entry
@@ -231,7 +232,8 @@ if data.source in ("upload", "server"):
         "Bounds and categories are **public declarations** you make from outside knowledge "
         "(a questionnaire, a code book, the law). They are never filled in from the rows: "
         "bounds or categories read from the private data would themselves leak it. "
-        "Only the column *kinds* below are suggested from the data, for your convenience.",
+        "Only the column *kinds* below (and whether a number column holds whole numbers) are suggested "
+        "from the data, for your convenience.",
         icon=":material/policy:")
 
     schema_up = st.file_uploader("…or load a schema JSON you saved earlier", type=["json"],
@@ -241,7 +243,7 @@ if data.source in ("upload", "server"):
         with guard(f"{schema_up.name}: ", stop=False) as g:
             loaded, from_plan = datasets.load_schema_file(schema_up.getvalue())
         if g.ok:
-            ss[S.DRAFTS][fp] = datasets.draft_from_schema(loaded, kinds)
+            ss[S.DRAFTS][fp] = datasets.draft_from_schema(loaded, kinds, whole)
             _commit()
             saved = S.pop_notice(PAGE)  # "Schema saved: …", when the file's columns fit this one
             if saved and from_plan:
@@ -288,7 +290,8 @@ if data.source in ("upload", "server"):
         h1, h2, h3, h4, h5, h6 = st.columns([2, 2, 2, 4, 2, 1])
         h1.caption("column")
         h2.caption("kind (suggested from the data; `key`: values you cannot list, released by threshold)")
-        h3.caption("public bounds L, U (numeric)")
+        h3.caption("public bounds L, U (numeric; tick *whole numbers* for an age in years, a number of "
+                   "children: a synthetic table then draws whole numbers)")
         h4.caption('public categories (categorical; quote one that holds a comma: "Smith, John")')
         h5.caption("a missing value: blank drops the row from this column's answers; a value replaces it")
         h6.caption("bounds from DP quantiles (owner)" if owner else "")
@@ -306,6 +309,10 @@ if data.source in ("upload", "server"):
                           label_visibility="collapsed",
                           on_change=_set_col, args=(name, "bounds", bk),
                           disabled=entry["kind"] != ColumnKind.NUMERIC)
+            if entry["kind"] == ColumnKind.NUMERIC:
+                wk = f"data:col:{name}:whole"
+                ss[wk] = bool(entry.get("integer", False))
+                c3.checkbox("whole numbers", key=wk, on_change=_set_col, args=(name, "integer", wk))
             c4.text_input(f"{name}: public categories", key=ck, placeholder="categorical: a, b, c",
                           label_visibility="collapsed",
                           on_change=_set_col, args=(name, "categories", ck),
@@ -388,7 +395,7 @@ if unit.column is not None:
                "before any answer is computed.")
 decl = pd.DataFrame([
     {"column": c.name, "kind": c.kind.value,
-     "bounds": (f"[{c.lower:g}, {c.upper:g}]" + (
+     "bounds": (f"[{c.lower:g}, {c.upper:g}]" + (", whole numbers" if c.integer else "") + (
          f" (DP quantiles, release #{c.bounds_source.release_id}, ε {c.bounds_source.epsilon:.3g}"
          + (f"; tuned for a {c.bounds_source.tuned_for.value} at ε {c.bounds_source.tuned_epsilon:.3g}"
             if c.bounds_source.tuned_for is not None and c.bounds_source.tuned_epsilon is not None else "") + ")"

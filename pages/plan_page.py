@@ -21,9 +21,9 @@ st.title("Planner")
 st.caption("Decide how much privacy budget the next release spends and how it is split across the queries. "
            "Everything on this page is data-independent: it reads the schema, ε and δ, never the rows.")
 
-data, schema, sj = require_dataset()
-ss = st.session_state
 PAGE = "planner"
+data, schema, sj = require_dataset(restore=PAGE)
+ss = st.session_state
 
 # ----------------------------------------------------------------------------- lifetime budget
 st.subheader("Lifetime budget of this dataset")

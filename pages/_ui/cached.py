@@ -26,7 +26,13 @@ from planner.data.backends.base import Backend
 from planner.data.backends.pandas_backend import PandasBackend
 from planner.data.loader import column_report, load_table
 from planner.data.requests import Bins
-from planner.data.schema import ColumnKind, Schema, dataset_fingerprint, suggest_kinds
+from planner.data.schema import (
+    ColumnKind,
+    Schema,
+    dataset_fingerprint,
+    suggest_kinds,
+    suggest_whole_numbers,
+)
 from planner.planning.queries import Query, queries_from_list
 from planner.planning.statistics import statistic
 from planner.privacy.budget import SplitMode
@@ -134,6 +140,14 @@ def backend_name() -> str:
 def suggested_kinds(fingerprint: str, _df: pd.DataFrame) -> dict[str, str]:
     """Kinds suggested from the rows (kinds only: never bounds or categories)."""
     return {k: v.value for k, v in suggest_kinds(_df).items()}
+
+
+@st.cache_data(max_entries=16)
+def suggested_whole_numbers(fingerprint: str, _df: pd.DataFrame) -> frozenset[str]:
+    """The numeric columns that hold whole numbers (``suggest_whole_numbers``, of the kinds
+    :func:`suggested_kinds` already suggested)."""
+    kinds = {k: ColumnKind(v) for k, v in suggested_kinds(fingerprint, _df).items()}
+    return suggest_whole_numbers(_df, kinds)
 
 
 @st.cache_data(max_entries=16)

@@ -102,15 +102,19 @@ def cancel_switch() -> None:
 
 
 # ----------------------------------------------------------------------------- schema draft
-def draft_from_schema(schema: Schema | None, kinds: dict[str, str]) -> dict[str, Any]:
-    """A draft the form can edit: the saved declaration, or the suggested kinds only."""
-    cols: dict[str, dict[str, str]] = {name: {"kind": kind, "bounds": "", "categories": ""} for name, kind in kinds.items()}
+def draft_from_schema(schema: Schema | None, kinds: dict[str, str],
+                      whole: frozenset[str] = frozenset()) -> dict[str, Any]:
+    """A draft the form can edit: the saved declaration, or the suggested kinds (and which
+    numeric columns hold whole numbers) only."""
+    cols: dict[str, dict[str, Any]] = {name: {"kind": kind, "bounds": "", "categories": "", "integer": name in whole}
+                                       for name, kind in kinds.items()}
     if schema is None:
         return {"use": [], "columns": cols, "relation": Relation.ADD_REMOVE.value, "unit": UNIT_ROW, "max_rows": 1, "public_n": 0,
                 "sample_rate": 0.0}
     for c in schema.columns:
         entry = cols.setdefault(c.name, {"kind": c.kind.value, "bounds": "", "categories": ""})
         entry["kind"] = c.kind.value
+        entry["integer"] = c.integer
         if c.lower is not None and c.upper is not None:
             entry["bounds"] = f"{c.lower:g}, {c.upper:g}"
             if c.bounds_source is not None:  # kept while the bounds are the suggested ones
@@ -129,11 +133,12 @@ def draft_from_schema(schema: Schema | None, kinds: dict[str, str]) -> dict[str,
             "sample_rate": schema.sampling.rate if schema.sampling is not None else 0.0}
 
 
-def draft(fingerprint: str, schema: Schema | None, kinds: dict[str, str]) -> dict[str, Any]:
+def draft(fingerprint: str, schema: Schema | None, kinds: dict[str, str],
+          whole: frozenset[str] = frozenset()) -> dict[str, Any]:
     """The durable draft of a dataset's schema (created on first use)."""
     drafts = st.session_state[S.DRAFTS]
     if fingerprint not in drafts:
-        drafts[fingerprint] = draft_from_schema(schema, kinds)
+        drafts[fingerprint] = draft_from_schema(schema, kinds, whole)
     return dict(drafts[fingerprint])
 
 
@@ -201,6 +206,8 @@ def spec_from_draft(d: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
                     continue
             if c.get("bounds_source") and text == c.get("suggested"):  # the DP suggestion, untouched
                 entry["bounds_source"] = c["bounds_source"]
+            if c.get("integer"):
+                entry["integer"] = True
         if c["kind"] == ColumnKind.CATEGORICAL:
             try:
                 entry["categories"] = parse_text_list(c.get("categories") or "")

@@ -7,7 +7,7 @@ import streamlit as st
 from planner.core.errors import PlannerError
 from planner.data.schema import Schema
 
-from . import cached, fmt, frame
+from . import cached, fmt, frame, planfiles
 from . import state as S
 
 
@@ -28,12 +28,14 @@ def require_planner() -> None:
         frame.stop()
 
 
-def require_dataset() -> tuple[cached.Active, Schema, str]:
+def require_dataset(restore: str | None = None) -> tuple[cached.Active, Schema, str]:
     """Init state, load the active dataset and give it its workload.
 
     Returns ``(data, schema, schema_json)``. Stops the page with a pointer to the Data
     page when the active file cannot be read (the Data page shows why, once) or while no
-    schema has been declared yet.
+    schema has been declared yet; with ``restore`` (the page's name), also the form that
+    restores a saved plan file, which holds the schema (an owner who comes back with the
+    file and the PLAN.json of an earlier session).
     """
     S.init_state()
     require_planner()
@@ -44,8 +46,11 @@ def require_dataset() -> tuple[cached.Active, Schema, str]:
         st.page_link("pages/data_page.py", label="Go to the Data page", icon=":material/table_view:")
         frame.stop()
     if data.schema is None or data.schema_json is None:
-        st.info(f"Declare the schema of **{fmt.plain(data.name)}** on the Data page first.")
+        st.info(f"Declare the schema of **{fmt.plain(data.name)}** on the Data page first"
+                + (", or restore a plan file you saved (it holds the schema)." if restore else "."))
         st.page_link("pages/data_page.py", label="Go to the Data page", icon=":material/table_view:")
+        if restore is not None:
+            planfiles.upload_form(data, restore)
         frame.stop()
     cached.sync_workload(data)
     return data, data.schema, data.schema_json

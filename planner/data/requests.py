@@ -197,6 +197,66 @@ def bin_labels(edges: npt.ArrayLike) -> tuple[str, ...]:
     return tuple(f"[{a:g}, {b:g}{']' if i == e.size - 2 else ')'}" for i, (a, b) in enumerate(itertools.pairwise(e)))
 
 
+def whole_bin_labels(edges: npt.ArrayLike) -> tuple[str, ...]:
+    """Labels of numeric bins of a column of whole numbers: the whole numbers each bin holds,
+    ``"18–24"`` or ``"6"`` (bin i = [e_i, e_{i+1}), the last one closed, as
+    :func:`bin_labels`); a bin that holds no whole number keeps its interval label.
+
+    Examples
+    --------
+    >>> whole_bin_labels([-0.5, 0.5, 2.5, 6.5])
+    ('0', '1–2', '3–6')
+    >>> whole_bin_labels([0, 10, 20])
+    ('0–9', '10–20')
+    >>> whole_bin_labels([0, 0.4, 0.8, 1])
+    ('0', '[0.4, 0.8)', '1')
+    """
+    e = np.asarray(edges, dtype=np.float64)
+    out = []
+    for i, (a, b) in enumerate(itertools.pairwise(e)):
+        last = i == e.size - 2
+        first_whole = math.ceil(a)
+        last_whole = math.floor(b) if last else math.ceil(b) - 1
+        if first_whole > last_whole:
+            out.append(f"[{a:g}, {b:g}{']' if last else ')'}")
+        elif first_whole == last_whole:
+            out.append(f"{first_whole:d}")
+        else:
+            out.append(f"{first_whole:d}–{last_whole:d}")
+    return tuple(out)
+
+
+def integer_edges(lower: float, upper: float, bins: int) -> tuple[float, ...]:
+    """At most ``bins`` bins over [lower, upper] for a column of whole numbers, each holding
+    the same number w of consecutive whole numbers (the last one fewer when they do not
+    divide evenly): the edges sit halfway between whole numbers, so no whole number lies on
+    an edge and every bin holds at least one. With a = ⌈lower⌉, b = ⌊upper⌋ and m = b − a + 1
+    whole numbers, w = ⌈m / bins⌉ and there are ⌈m / w⌉ bins; the outer edges are widened to
+    the bounds where those are further out, so the bins cover [lower, upper] (a clipped value
+    always has a bin).
+
+    Proof that the edges increase: the last inner edge a − ½ + (k − 1)w, k = ⌈m/w⌉, is below
+    a − ½ + m = b + ½, the last edge, since (k − 1)w < m.
+
+    Examples
+    --------
+    >>> integer_edges(0, 6, 10)  # 7 whole numbers, one bin each
+    (-0.5, 0.5, 1.5, 2.5, 3.5, 4.5, 5.5, 6.5)
+    >>> integer_edges(18, 90, 10)  # 73 whole numbers, 8 in each bin: 18–25, …, 82–89, 90
+    (17.5, 25.5, 33.5, 41.5, 49.5, 57.5, 65.5, 73.5, 81.5, 89.5, 90.5)
+    >>> integer_edges(0.2, 2.7, 4)  # bounds that are not whole numbers: 1 and 2
+    (0.2, 1.5, 2.7)
+    """
+    a, b = math.ceil(lower), math.floor(upper)
+    m = b - a + 1
+    if m < 1 or bins < 1:
+        raise QueryError(f"no whole number lies in [{lower:g}, {upper:g}], or no bin was asked for.")
+    w = -(-m // bins)
+    k = -(-m // w)
+    inner = [a - 0.5 + j * w for j in range(1, k)]
+    return (min(a - 0.5, float(lower)), *(float(v) for v in inner), max(b + 0.5, float(upper)))
+
+
 # ------------------------------------------------------------------ results
 @dataclass(frozen=True, slots=True)
 class CountAggregate:
@@ -487,8 +547,11 @@ class Bins(Request[BinCounts]):
             raise QueryError("bin edges must be at least 2 strictly increasing finite numbers.")
 
     def labels(self, column: Column) -> tuple[str, ...]:
-        """The labels of the bins, in order."""
-        return bin_labels(self.edges) if self.edges is not None else column.labels
+        """The labels of the bins, in order (the whole numbers a bin holds, for a column
+        declared to hold whole numbers: :func:`whole_bin_labels`)."""
+        if self.edges is None:
+            return column.labels
+        return whole_bin_labels(self.edges) if column.integer else bin_labels(self.edges)
 
 
 @dataclass(frozen=True, slots=True)
@@ -694,5 +757,7 @@ __all__ = [
     "bin_labels",
     "declared",
     "group_labels",
+    "integer_edges",
     "unknown",
+    "whole_bin_labels",
 ]

@@ -36,7 +36,7 @@ from planner.data.schema.column import (
     Scalar,
 )
 from planner.data.schema.fingerprint import dataset_fingerprint
-from planner.data.schema.suggest import suggest_kinds
+from planner.data.schema.suggest import suggest_kinds, suggest_whole_numbers
 from planner.data.schema.table import (
     SCHEMA_VERSION,
     PrivacyUnit,
@@ -69,4 +69,5 @@ __all__ = [
     "parse_text_list",
     "sampling_from_dict",
     "suggest_kinds",
+    "suggest_whole_numbers",
 ]

@@ -324,6 +324,14 @@ class Column:
     bounds_source : BoundsSource or None
         Numeric only: the DP query the bounds came from (:class:`BoundsSource`); written to
         JSON only when set, so a column without it keeps its JSON and the schema its hash.
+    integer : bool
+        Numeric only: the column holds whole numbers (an age in years, a number of children),
+        a public fact the owner declares like the bounds. What is drawn from the column's bins
+        is then whole numbers too (a synthetic table's values, its bins' labels "18–24"), and
+        a synthetic table cuts it between whole numbers
+        (:func:`planner.data.requests.integer_edges`). Written to JSON
+        (``"integer": true``) only when set, so every other column keeps its JSON and the
+        schema its hash. Released values are never rounded by it: a mean stays a mean.
     """
 
     name: str
@@ -334,6 +342,7 @@ class Column:
     categories: tuple[str, ...] | None = None
     other_bin: bool = False
     bounds_source: BoundsSource | None = None
+    integer: bool = False
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name.strip():
@@ -355,6 +364,12 @@ class Column:
                                   f"is {kind.value}; remove it.")
             if not isinstance(self.bounds_source, BoundsSource):
                 raise SchemaError(f"column {name!r}: 'bounds_source' must be a BoundsSource.")
+        if not isinstance(self.integer, bool):
+            raise SchemaError(f"column {name!r}: 'integer' must be true or false (whether the column holds whole "
+                              f"numbers); got {self.integer!r}.")
+        if self.integer and kind is not ColumnKind.NUMERIC:
+            raise SchemaError(f"column {name!r}: 'integer' (whole numbers) applies to numeric columns only, this one "
+                              f"is {kind.value}; remove it.")
         if kind is ColumnKind.NUMERIC:
             self._check_numeric()
         else:
@@ -394,6 +409,9 @@ class Column:
             )
         object.__setattr__(self, "lower", lo)
         object.__setattr__(self, "upper", hi)
+        if self.integer and math.ceil(lo) > math.floor(hi):
+            raise SchemaError(f"column {name!r}: no whole number lies in its bounds [{lo:g}, {hi:g}], yet it is "
+                              "declared to hold whole numbers; widen the bounds or untick 'whole numbers'.")
 
     def _check_categorical(self) -> None:
         name = self.name
@@ -494,6 +512,8 @@ class Column:
             out["upper"] = self.upper
             if self.bounds_source is not None:  # only when set: the hash of other schemas is unchanged
                 out["bounds_source"] = self.bounds_source.to_dict()
+            if self.integer:  # only when set, likewise
+                out["integer"] = True
         if self.kind is ColumnKind.CATEGORICAL:
             out["categories"] = list(self.categories or ())
             out["other_bin"] = self.other_bin
@@ -509,7 +529,7 @@ class Column:
         if not isinstance(name, str) or not name.strip():
             raise SchemaError("every column needs a non-empty string 'name'.")
         check_name(name, "column name", error=SchemaError, layout=True)
-        allowed = {"name", "kind", "lower", "upper", "categories", "other_bin", "missing", "bounds_source"}
+        allowed = {"name", "kind", "lower", "upper", "categories", "other_bin", "missing", "bounds_source", "integer"}
         unknown = set(data) - allowed
         if unknown:
             raise SchemaError(
@@ -536,6 +556,10 @@ class Column:
         other = data.get("other_bin", False)
         if not isinstance(other, bool):
             raise SchemaError(f"column {name!r}: 'other_bin' must be true or false.")
+        whole = data.get("integer", False)
+        if not isinstance(whole, bool):
+            raise SchemaError(f"column {name!r}: 'integer' must be true or false (whether the column holds whole "
+                              "numbers).")
         return cls(
             name=name,
             kind=kind,
@@ -546,4 +570,5 @@ class Column:
             other_bin=other,
             bounds_source=None if data.get("bounds_source") is None
             else BoundsSource.from_dict(data["bounds_source"], name),
+            integer=whole,
         )

@@ -2,7 +2,8 @@
 
 :func:`suggest_kinds` looks at a loaded table's dtypes and distinct counts and returns
 *kinds* only, never bounds or categories: those are public declarations the owner makes
-(:mod:`planner.data.schema.column`).
+(:mod:`planner.data.schema.column`). :func:`suggest_whole_numbers` says which numeric columns
+hold whole numbers, a type like the kind.
 """
 
 from __future__ import annotations
@@ -89,3 +90,39 @@ def suggest_kinds(df: pd.DataFrame, max_categories: int = 50) -> dict[str, Colum
         else:
             out[key] = ColumnKind.KEY  # many values, repeated (a city, a product): keys not listed
     return out
+
+
+def suggest_whole_numbers(df: pd.DataFrame, kinds: dict[str, ColumnKind] | None = None) -> frozenset[str]:
+    """The columns suggested numeric whose values that read as numbers are all whole numbers
+    (an integer column, a CSV column of integers with empty cells, text such as "42"), for
+    the owner's convenience only, like the kinds: the owner ticks or unticks "whole numbers"
+    and saves.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> df = pd.DataFrame({"age": [30, 41, 52], "kids": ["1", "", "3"], "hours": [37.5, 40.0, 8.0],
+    ...                    "ok": [True, False, True]})
+    >>> sorted(suggest_whole_numbers(df))
+    ['age', 'kids']
+    """
+    import numpy as np
+    import pandas as pd
+
+    kinds = suggest_kinds(df) if kinds is None else kinds
+    out: set[str] = set()
+    for name in df.columns:
+        key = str(name)
+        if kinds.get(key) is not ColumnKind.NUMERIC:
+            continue
+        s = df[name]
+        if pd.api.types.is_integer_dtype(s.dtype):
+            out.add(key)
+            continue
+        if not pd.api.types.is_numeric_dtype(s.dtype):
+            s = pd.to_numeric(s.astype(str).str.strip(), errors="coerce")
+        v = s.to_numpy(dtype=np.float64, na_value=np.nan)
+        v = v[np.isfinite(v)]
+        if v.size and bool(np.all(v == np.floor(v))):
+            out.add(key)
+    return frozenset(out)

@@ -53,7 +53,9 @@ of it with the default sampler (0.59–1.18 with i.i.d. rows; the module
 conditional independence: data-dependent, not covered by the prediction (the owner-only
 comparison shows them).
 
-Numeric values are drawn uniformly within their synthetic bin (post-processing).
+Numeric values are drawn uniformly within their synthetic bin (post-processing). A column the
+schema declares to hold whole numbers (``"integer": true``) is cut between whole numbers
+(:func:`planner.data.requests.integer_edges`) and drawn as one of its bin's whole numbers.
 
 References
 ----------
@@ -160,7 +162,10 @@ def request(q: Query, schema: Schema) -> rq.Marginals:
         col = schema.column(name)
         if col.kind is ColumnKind.NUMERIC:
             lo, hi = col.bounds
-            edges.append(tuple(float(v) for v in np.linspace(lo, hi, nb + 1)))
+            if col.integer:  # cut between whole numbers: at most nb bins, one per value when few
+                edges.append(rq.integer_edges(lo, hi, nb))
+            else:
+                edges.append(tuple(float(v) for v in np.linspace(lo, hi, nb + 1)))
         else:
             edges.append(None)
     return rq.Marginals(cols, tuple(edges))
@@ -224,7 +229,8 @@ def _digits(width: float) -> int:
 
 def decode(codes: IntArray, q: Query, schema: Schema, rng: np.random.Generator) -> list[dict[str, JSON]]:
     """Synthetic records from their bin codes: a category's label, true / false, or a
-    number drawn uniformly within its numeric bin (post-processing)."""
+    number drawn uniformly within its numeric bin — for a column declared to hold whole
+    numbers, one of the whole numbers the bin holds, each equally likely (post-processing)."""
     r = request(q, schema)
     cols: list[list[JSON]] = []
     for j, (name, e) in enumerate(zip(r.columns, r.edges, strict=True)):
@@ -238,6 +244,11 @@ def decode(codes: IntArray, q: Query, schema: Schema, rng: np.random.Generator) 
         else:
             edges = np.asarray(e, dtype=np.float64)
             lo, hi = edges[c], edges[c + 1]
+            if col.integer:  # the whole numbers of bin i = [e_i, e_{i+1}), the last one closed
+                first = np.ceil(lo)
+                last = np.where(c == edges.size - 2, np.floor(hi), np.ceil(hi) - 1.0)
+                cols.append([int(v) for v in first + np.floor(rng.random(c.size) * (last - first + 1.0))])
+                continue
             x = lo + (hi - lo) * rng.random(c.size)
             nd = _digits(float(np.min(np.diff(edges))))
             cols.append([round(float(v), nd) for v in x])
@@ -323,7 +334,9 @@ class SyntheticData(Statistic):
             "times it), not a guarantee. Pairs of columns that are not measured are only as good as the "
             "model's independence assumptions: that depends on the data and is not predicted.",
             "Numeric columns are cut into equal bins over their declared bounds; a synthetic value is drawn "
-            "uniformly within its bin.",
+            "uniformly within its bin. A column declared to hold whole numbers is cut between whole numbers "
+            "(one bin per value when there are no more values than bins) and its synthetic values are whole "
+            "numbers.",
             "By default (sampler 'stratified') the rows are drawn so that the counts of each table the model "
             "holds are its expected counts rounded to whole rows, dealt to the rows in a random order: each row "
             "still follows the model, with less random error than drawing every row independently ('iid').",
