@@ -254,3 +254,18 @@ def test_the_prediction_is_a_tvd_near_the_release_paths_error_on_a_sparse_table(
     assert 0 < pred.rmse <= pred.error_bound_95 <= 1, where
     if epsilon < 1:  # the case the old prediction failed: the raw noise of a 12×10 table is above 1
         assert float(measurement_tvd(pred.noise["sigma_2way"], n, 120)) > 1
+
+
+@pytest.mark.parametrize(("epsilon", "expected"), [(0.001, "mst"), (4.0, "aim")])
+def test_the_plan_names_the_generator_the_release_runs_not_the_choice(epsilon: float, expected: str) -> None:
+    """``mst_or_aim`` is a rule, not a mechanism: the plan's table, chart and report name the
+    one the release runs at this share (the census sample: n = 50,000; the rule of
+    :func:`planner.planning.synth.generator.choose`), as the release and its answer do."""
+    q = queries_from_list([{"id": "s", "kind": "synthetic_data", "options": {"columns": COLUMNS, "rows": 50}}],
+                          SCHEMA)[0]
+    assert q.mechanism.value == "mst_or_aim"
+    p = plan([q], SCHEMA, epsilon, 1e-6, "zcdp")
+    (pred,) = p.predictions
+    item = prepare(p, SCHEMA).items[0]
+    assert pred.mechanism == item.mechanism == expected
+    assert p.to_dict()["queries"][0]["mechanism"] == expected  # the plan file and `planner plan`

@@ -337,11 +337,14 @@ def column_units(q: Query, tail: str = "units") -> str:
 
 
 def prediction(part: Part, share: ItemAllocation, *, noise: dict[str, float], scales: dict[str, float],
-               rmse: float, bound: float, unit: str, bound_kind: str = "exact") -> Prediction:
-    """A :class:`Prediction` for ``part`` at ``share`` (the shared bookkeeping)."""
+               rmse: float, bound: float, unit: str, bound_kind: str = "exact",
+               mechanism: str | None = None) -> Prediction:
+    """A :class:`Prediction` for ``part`` at ``share`` (the shared bookkeeping). ``mechanism``:
+    the one the release runs where the query names a choice made at this share (a synthetic
+    table's ``mst_or_aim`` is MST or AIM by its budget); by default the query's."""
     q = part.query
     return Prediction(
-        id=part.item.id, query_id=q.id, kind=q.kind.value, mechanism=q.mechanism.value, part=part.label,
+        id=part.item.id, query_id=q.id, kind=q.kind.value, mechanism=mechanism or q.mechanism.value, part=part.label,
         epsilon=share.epsilon, delta=share.delta, rho=share.rho, noise=noise, rmse=float(rmse),
         error_bound_95=float(bound), unit=unit, theta=share.theta,
         currency="rho" if part.item.is_gaussian else "epsilon", scales=scales, bound_kind=bound_kind,

@@ -366,7 +366,7 @@ class SyntheticData(Statistic):
 
     def predict(self, part: Part, share: ItemAllocation, schema: Schema, rule: CompositionRule) -> Prediction:
         q = part.query
-        _, events = planned(q, schema, share.theta)
+        spec, events = planned(q, schema, share.theta)
         acc = accuracy(q, schema, share.theta)
         one = [e for e in events if isinstance(e, GaussianMeasurement) and e.round is None]
         two = [e for e in events if isinstance(e, GaussianMeasurement) and e.round is not None]
@@ -377,7 +377,7 @@ class SyntheticData(Statistic):
             noise |= {"sigma_2way": two[0].sigma, "selection_epsilon": sel[0].epsilon, "tvd_2way": acc.two_way_mean}
         scales = {e.label: (e.sigma if isinstance(e, GaussianMeasurement) else e.scale) for e in events}
         return prediction(part, share, noise=noise, scales=scales, rmse=acc.mean, bound=acc.bound_95,
-                          unit=self.unit(q, schema), bound_kind="model")
+                          unit=self.unit(q, schema), bound_kind="model", mechanism=spec.generator.value)
 
     def requests(self, q: Query, schema: Schema) -> tuple[rq.Request[Any], ...]:
         return (request(q, schema),)
