@@ -211,11 +211,11 @@ def _option_widget(o: OptionSpec, kind: str, schema: Schema) -> None:
     elif o.type is OptionType.INT:
         st.number_input(label, value=None, step=1, format="%d", help=_help(o),
                         placeholder=f"default {o.default}" if o.default is not None else
-                        ("required" if o.required else "blank: not set"), **_bind(path, o.default))
+                        ("required" if o.required else f"blank: {o.blank or 'not set'}"), **_bind(path, o.default))
     elif o.type is OptionType.FLOAT:
         st.number_input(label, value=None, format="%g", help=_help(o),
                         placeholder="required" if o.required else
-                        (f"default {o.default:g}" if o.default is not None else "blank: not set"),
+                        (f"default {o.default:g}" if o.default is not None else f"blank: {o.blank or 'not set'}"),
                         **_bind(path, o.default))
     elif o.type is OptionType.FLOATS:
         st.text_input(label, help=_help(o) + " Type numbers separated by commas.",
@@ -403,9 +403,13 @@ def render(schema: Schema, mode: SplitMode) -> None:
     c1.text_input("id", placeholder="e.g. age_quartiles", help="A short unique name for the answer.",
                   **_bind(("id",), ""))
     columns = _columns_for(stat, schema)
-    c2.selectbox("column", columns, format_func=lambda c: c or "(none: every row)",
-                 help=f"A {kind} query needs {stat.column_hint}. Only such declared columns are listed.",
-                 **_bind(("column",), columns[0] if columns else None, columns))
+    if columns == [""]:  # a statistic that takes no column (a synthetic table names its columns below)
+        _put(("column",), "")
+        c2.caption(f"**column**: none — {stat.column_hint}.")
+    else:
+        c2.selectbox("column", columns, format_func=lambda c: c or "(none: every row)",
+                     help=f"A {kind} query needs {stat.column_hint}. Only such declared columns are listed.",
+                     **_bind(("column",), columns[0] if columns else None, columns))
     mechs = [m.name.value for m in stat.mechanisms]
     labels = {m.name.value: m.label for m in stat.mechanisms}
     c3.selectbox("mechanism", mechs, format_func=lambda m: f"{labels[m]} ({m})",

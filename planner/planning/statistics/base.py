@@ -117,7 +117,9 @@ class OptionSpec:
 
     ``minimum``/``maximum`` bound numbers (exclusive when ``open_bounds``), ``min_items``
     and ``max_items`` lists; ``choices`` is the closed set of a CHOICE; ``column_kinds``
-    the kinds of declared column a COLUMNS option may list (what a form offers).
+    the kinds of declared column a COLUMNS option may list (what a form offers); ``blank``
+    says what an optional option left blank means when that is not a fixed ``default`` (a
+    synthetic table's rows: "the public row count").
     """
 
     name: str
@@ -133,6 +135,7 @@ class OptionSpec:
     min_items: int = 1
     max_items: int = 1_000_000
     column_kinds: frozenset[ColumnKind] = frozenset({ColumnKind.CATEGORICAL, ColumnKind.BOOLEAN})
+    blank: str | None = None
 
     def parse(self, value: Any, where: str) -> Any:
         """The value, validated and normalised (tuples for lists); :class:`QueryError`

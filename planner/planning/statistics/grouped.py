@@ -120,7 +120,7 @@ BY = OptionSpec("by", OptionType.COLUMNS, "Group by",
 ROWS_PER_GROUP = OptionSpec("rows_per_group", OptionType.FLOAT, "Rows per group (public guess)",
                             "How many rows a typical group holds, a public guess used only to predict the error "
                             "of means and quantiles; by default the declared public n ÷ the number of groups.",
-                            minimum=1.0)
+                            minimum=1.0, blank="public n ÷ groups")
 
 
 def group_labels(q: Query, schema: Schema) -> tuple[str, ...]:

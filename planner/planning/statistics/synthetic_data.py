@@ -142,7 +142,7 @@ COLUMNS = OptionSpec("columns", OptionType.COLUMNS, "Columns",
 ROWS = OptionSpec("rows", OptionType.INT, "Rows",
                   "How many synthetic rows to draw (default: the declared public row count). Any number costs "
                   "the same: the rows are drawn from the noisy model.",
-                  minimum=1, maximum=MAX_SYNTHETIC_RECORDS)
+                  minimum=1, maximum=MAX_SYNTHETIC_RECORDS, blank="the public row count")
 SAMPLER = OptionSpec("sampler", OptionType.CHOICE, "How the rows are drawn",
                      "stratified: each table of the model is drawn with counts rounded from its expected counts "
                      "and dealt to the rows in a random order (lower error; each row still follows the model); "
