@@ -129,6 +129,15 @@ def grid_cell(page: Any, row: int, col: int) -> str:
     return page.locator(f"#glide-cell-{col}-{row}").first.inner_text()
 
 
+def upload_file(page: Any, path: Path) -> None:
+    """Upload ``path`` on the Data page, as a person does, and wait until it is the active dataset."""
+    page.get_by_text("Upload a file").click()
+    wait_for_run(page)
+    page.get_by_test_id("stFileUploader").first.locator('input[type="file"]').set_input_files(str(path))
+    wait_for_run(page)
+    page.get_by_text(f"Active dataset: {path.name}").wait_for()
+
+
 def no_exception(page: Any) -> None:
     assert page.get_by_test_id("stException").count() == 0, page.get_by_test_id("stException").first.inner_text()
 
@@ -225,11 +234,7 @@ def test_owner_flow_keeps_every_setting_and_releases_the_plan_set(
 
     # --- upload a CSV the test made, and declare its schema in the form
     csv = people_csv(tmp_path / "people.csv")
-    page.get_by_text("Upload a file").click()
-    wait_for_run(page)
-    page.get_by_test_id("stFileUploader").first.locator('input[type="file"]').set_input_files(str(csv))
-    wait_for_run(page)
-    page.get_by_text("Active dataset: people.csv").wait_for()
+    upload_file(page, csv)
     page.get_by_role("heading", name="Declare the schema").wait_for()
     multiselect_add(page, "Columns to declare", ["age", "income", "region", "smoker"])
     fill(page, "age: public bounds L, U", "18, 90")

@@ -36,6 +36,7 @@ from tests.e2e.test_flow import (
     open_page,
     release_now,
     shot,
+    upload_file,
     wait_for_run,
 )
 
@@ -58,12 +59,7 @@ def test_key_count_flow(page: Any, app_url: str, app_ledger_url: str, tmp_path: 
     page.goto(app_url)
     wait_for_run(page)
     expect_title(page, "Data and schema")
-    page.get_by_text("Upload a file").click()
-    wait_for_run(page)
-    page.get_by_test_id("stFileUploader").first.locator('input[type="file"]').set_input_files(
-        str(shops_csv(tmp_path / "shops.csv")))
-    wait_for_run(page)
-    page.get_by_text("Active dataset: shops.csv").wait_for()
+    upload_file(page, shops_csv(tmp_path / "shops.csv"))
     multiselect_add(page, "Columns to declare", ["zip", "amount"])
     choose(page, "zip: kind", "key")
     fill(page, "amount: public bounds L, U", "0, 500")

@@ -30,6 +30,7 @@ from tests.e2e.test_flow import (
     shot,
     sidebar_text,
     tour,
+    upload_file,
     wait_for_run,
 )
 
@@ -64,11 +65,7 @@ def test_a_first_time_owner_releases_a_panel_file_that_reads_as_results(
 
     # --- upload the panel and say what is public
     csv = panel_csv(tmp_path / "panel.csv")
-    page.get_by_text("Upload a file").click()
-    wait_for_run(page)
-    page.get_by_test_id("stFileUploader").first.locator('input[type="file"]').set_input_files(str(csv))
-    wait_for_run(page)
-    page.get_by_text("Active dataset: panel.csv").wait_for()
+    upload_file(page, csv)
     multiselect_add(page, "Columns to declare", ["nr", "lwage", "union", "occupation"])
     choose(page, "nr: kind", "identifier")
     fill(page, "lwage: public bounds L, U", "0, 5")

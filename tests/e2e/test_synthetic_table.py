@@ -41,6 +41,7 @@ from tests.e2e.test_flow import (
     release_now,
     shot,
     tour,
+    upload_file,
     wait_for_run,
 )
 
@@ -103,11 +104,7 @@ def test_a_synthetic_table_of_ten_columns_from_upload_to_download(
 
     # --- upload the survey and declare its ten columns
     data = household_csv(tmp_path / "household.csv")
-    page.get_by_text("Upload a file").click()
-    wait_for_run(page)
-    page.get_by_test_id("stFileUploader").first.locator('input[type="file"]').set_input_files(str(data))
-    wait_for_run(page)
-    page.get_by_text("Active dataset: household.csv").wait_for()
+    upload_file(page, data)
     multiselect_add(page, "Columns to declare", [c for c, _, _ in DECLARED])
     for name, kind, public in DECLARED:
         choose(page, f"{name}: kind", kind)
@@ -206,11 +203,7 @@ def test_a_synthetic_table_of_ten_columns_from_upload_to_download(
     page.reload()
     wait_for_run(page)
     open_page(page, "Data")
-    page.get_by_text("Upload a file").click()
-    wait_for_run(page)
-    page.get_by_test_id("stFileUploader").first.locator('input[type="file"]').set_input_files(str(data))
-    wait_for_run(page)
-    page.get_by_text("Active dataset: household.csv").wait_for()
+    upload_file(page, data)
     open_page(page, "Planner")
     page.get_by_test_id("stFileUploader").filter(has_text="Restore a plan file").locator(
         'input[type="file"]').set_input_files(str(plan_file))
