@@ -17,6 +17,7 @@ import pytest
 
 from planner.core.errors import QueryError
 from planner.planning.synth.accuracy import (
+    AIM_UNMEASURED_L1,
     PairRule,
     marginal_tvd,
     measurement_tvd,
@@ -669,7 +670,8 @@ def test_release_prediction_uses_the_planned_sigmas_and_weighs_the_pairs() -> No
         assert acc.measured_pairs == 2 and acc.pair_weights == pytest.approx([1 / 3] * 3)
         assert acc.mean == pytest.approx((sum(acc.one_way) + 2 * np.mean(acc.two_way)) / 5)
         aim_like = release_accuracy(ev, dom, 3000, 3000, PairRule.FEWER_CELLS)
-        w = np.array([1 / 64, 1 / 36, 1 / 144])
+        # AIM's weights: a softmax of −√(2/π)·σ_t·k_r/(τ·n) over the pairs' cells 64, 36, 144
+        w = np.exp(-math.sqrt(2 / math.pi) * s2 * np.array([64.0, 36.0, 144.0]) / (AIM_UNMEASURED_L1 * 3000))
         assert aim_like.pair_weights == pytest.approx(w / w.sum())
         assert aim_like.two_way_mean < acc.two_way_mean  # smaller tables weigh more
     small = release_accuracy(mst_events(0.01, dom), dom, 3000, None)
@@ -714,3 +716,18 @@ def test_decoding_the_rare_category_follows_the_sampler(sampler: str) -> None:
         assert abs(float(np.mean(out[1:n] != out[: n - 1])) - q) <= 5 * math.sqrt(q * (1 - q) / n)
     else:
         assert np.all(np.abs(got - n * w) <= 5 * np.sqrt(n * w * (1 - w)))
+
+
+def test_aims_pair_weights_flatten_as_its_measurements_sharpen() -> None:
+    """AIM measures small tables first only while its noise penalty is large against the table
+    (docs/measurements/2026-12-07b/aim_prediction.txt: at ε = 4 on Bikeshare a measured pair held
+    122 cells, the average pair 128, the old 1/k weighting's 45). The predicted mean cells of a
+    measured pair grow towards the average pair's as σ_t falls, and the weights sum to 1."""
+    from planner.planning.synth.accuracy import aim_pair_weights
+
+    cells = np.array([4.0, 16.0, 64.0, 256.0])
+    means = [float(np.dot(aim_pair_weights(cells, sigma, 8645.0), cells)) for sigma in (40.0, 20.0, 8.0, 2.0, 0.1)]
+    assert all(a < b for a, b in itertools.pairwise(means)), means
+    assert means[0] < 40 and means[-1] == pytest.approx(cells.mean(), rel=0.01)
+    tiny = aim_pair_weights(cells, 1e6, 10.0)  # a huge penalty: no underflow, all on the smallest
+    assert np.isfinite(tiny).all() and tiny[0] == pytest.approx(1.0) and float(tiny.sum()) == pytest.approx(1.0)
