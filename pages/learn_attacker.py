@@ -10,6 +10,7 @@ import math
 
 import streamlit as st
 
+from pages._ui import charts
 from pages._ui import demo_charts as dc
 from pages._ui import state as S
 from pages._ui.guard import guard
@@ -69,10 +70,9 @@ st.markdown(
     f"Both questions together cost ε = {res.total_epsilon:g} (only the first involves X)."
 )
 left, right = st.columns(2)
-left.altair_chart(dc.posterior_chart(res.posterior, float(lo), float(hi), res.prior), width="stretch")
-right.altair_chart(
-    dc.likelihood_ratio_chart(res.epsilon, res.scale, res.noisy_total - res.noisy_without), width="stretch"
-)
+charts.draw(dc.posterior_chart(res.posterior, float(lo), float(hi), res.prior), left)
+charts.draw(
+    dc.likelihood_ratio_chart(res.epsilon, res.scale, res.noisy_total - res.noisy_without), right)
 
 st.subheader("3. The same guarantee as a hypothesis test")
 st.caption("After Wasserman and Zhou, *A statistical framework for differential privacy*, JASA 2010 (as presented by Yang Yu, Purdue, 2015).")
@@ -85,7 +85,7 @@ delta = st.select_slider(
     **S.learned("atk_delta", 0.0), help="Approximate DP allows the guarantee to fail with probability δ; 0 = pure DP.",
 )
 with guard(stop=False):
-    st.altair_chart(dc.power_chart(float(epsilon), float(delta)), width="stretch")
+    charts.draw(dc.power_chart(float(epsilon), float(delta)))
 st.markdown(
     f"**What you see:** no test can rise above the limit curves. At ε = {epsilon:g}, accepting 5 % "
     f"false alarms buys at most a {min(1.0, 0.05 * math.exp(float(epsilon)) + float(delta)):.1%} chance "

@@ -8,6 +8,7 @@ if str(Path(__file__).resolve().parents[1]) not in sys.path:  # `streamlit run p
 
 import streamlit as st
 
+from pages._ui import charts
 from pages._ui import demo_charts as dc
 from pages._ui import state as S
 from pages._ui.guard import guard
@@ -66,14 +67,10 @@ m3.metric("Sum/count error", _short(res.composed_mae), help=f"Mean absolute erro
 m4.metric("Sum/count is better by", f"{res.ratio:,.0f}×",
           help=f"Ratio of the two typical errors; large-n approximation: {res.ratio_large_n:,.0f}×")
 left, right = st.columns(2)
-left.altair_chart(
-    dc.averaging_chart(res.naive, res.true_mean, "Naive method", unit, f"average + noise C/ε, C = {res.bound:,.0f}"),
-    width="stretch",
-)
-right.altair_chart(
-    dc.averaging_chart(res.composed, res.true_mean, "Sum ÷ count method", unit, "noisy sum ÷ noisy count, ε/2 each"),
-    width="stretch",
-)
+charts.draw(
+    dc.averaging_chart(res.naive, res.true_mean, "Naive method", unit, f"average + noise C/ε, C = {res.bound:,.0f}"), left)
+charts.draw(
+    dc.averaging_chart(res.composed, res.true_mean, "Sum ÷ count method", unit, "noisy sum ÷ noisy count, ε/2 each"), right)
 st.markdown(
     f"**What you see:** 20,000 simulated releases of each method, both spending ε = {res.epsilon:g} "
     f"on the same {res.n:,} people (values clipped to [{lo:,.0f}, {hi:,.0f}] {unit}). "

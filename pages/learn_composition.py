@@ -9,6 +9,7 @@ if str(Path(__file__).resolve().parents[1]) not in sys.path:  # `streamlit run p
 import pandas as pd
 import streamlit as st
 
+from pages._ui import charts
 from pages._ui import demo_charts as dc
 from pages._ui import state as S
 from pages._ui.guard import guard
@@ -45,7 +46,7 @@ delta = c3.select_slider("δ (chance the guarantee fails)", [1e-9, 1e-7, 1e-6, 1
 with guard():
     curves = _curves(float(eps0), int(k_max), float(delta))
 
-st.altair_chart(dc.composition_chart(curves), width="stretch")
+charts.draw(dc.composition_chart(curves))
 if curves.drv_crossover is None:
     cross = f"With ε = {eps0:g} per question (e^ε ≥ 2) the textbook advanced formula never beats the basic rule."
 else:
@@ -70,7 +71,7 @@ total = st.select_slider("Total ε to spend", [0.1, 0.5, 1.0, 2.0, 5.0, 10.0], *
                          help=dc.EPSILON_HELP)
 with guard():
     acc = _accuracy(float(total), int(k_max), float(delta))
-st.altair_chart(dc.accuracy_chart(acc), width="stretch")
+charts.draw(dc.accuracy_chart(acc))
 SHORT = {r: registered_rule(r).short for r in demos.DEMO_RULES}
 table = pd.DataFrame({"questions k": acc.k})
 config: dict[str, object] = {"questions k": st.column_config.NumberColumn(format="%d")}
@@ -92,7 +93,7 @@ g = dc.rng(seed)
 answers = {
     dc.RULE_LABELS[r]: demos.simulate_count_answers(500.0, float(acc.per_query[r][i]), 2000, g) for r in demos.DEMO_RULES
 }
-st.altair_chart(dc.rule_answers_chart(answers, 500.0), width="stretch")
+charts.draw(dc.rule_answers_chart(answers, 500.0))
 st.caption(
     f"One count (true value 500) answered {2000:,} times with each rule's ε per question, when "
     f"{k_pick:,} counting questions (Δ = 1, Laplace noise) share ε = {total:g} (δ = {delta:g} for the "

@@ -8,6 +8,7 @@ if str(Path(__file__).resolve().parents[1]) not in sys.path:  # `streamlit run p
 
 import streamlit as st
 
+from pages._ui import charts
 from pages._ui import demo_charts as dc
 from pages._ui import state as S
 from pages._ui.guard import guard
@@ -58,20 +59,17 @@ with guard():
     curve = _mise(int(n), float(eps), int(reps), seed)
 
 left, right = st.columns(2)
-left.altair_chart(dc.sample_chart(sample.real, f"Real sample ({n:,} points)"), width="stretch")
-right.altair_chart(
-    dc.sample_chart(sample.synthetic, f"Synthetic sample (ε = {eps:g}, {m} bins)"), width="stretch"
-)
+charts.draw(dc.sample_chart(sample.real, f"Real sample ({n:,} points)"), left)
+charts.draw(
+    dc.sample_chart(sample.synthetic, f"Synthetic sample (ε = {eps:g}, {m} bins)"), right)
 st.markdown(
     "**What you see:** on the left the real data, on the right made-up points drawn from the "
     "noisy histogram; both should follow the dashed true shape. Below, how far each method's "
     "shape is from the truth, averaged over many simulated datasets (MISE: mean integrated "
     "squared error; lower is better)."
 )
-st.altair_chart(
-    dc.mise_chart(curve, f"Error of the estimated shape vs number of bins (n = {n:,}, ε = {eps:g})"),
-    width="stretch",
-)
+charts.draw(
+    dc.mise_chart(curve, f"Error of the estimated shape vs number of bins (n = {n:,}, ε = {eps:g})"))
 st.markdown(
     "The private histograms are always further from the truth than the raw one, and their "
     "error grows with the number of bins (more bins, more noisy bars). Smaller ε or smaller n "

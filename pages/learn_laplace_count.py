@@ -9,8 +9,8 @@ if str(Path(__file__).resolve().parents[1]) not in sys.path:  # `streamlit run p
 import pandas as pd
 import streamlit as st
 
+from pages._ui import charts, frame
 from pages._ui import demo_charts as dc
-from pages._ui import frame
 from pages._ui import state as S
 from pages._ui.guard import guard
 from planner.learn import laplace_count as demos
@@ -48,8 +48,8 @@ with guard():
     demo = _demo((int(big), int(small)), tuple(sorted(float(e) for e in eps)), seed)
 
 left, right = st.columns(2)
-left.altair_chart(dc.laplace_count_chart(demo, 0), width="stretch")
-right.altair_chart(dc.laplace_count_chart(demo, 1), width="stretch")
+charts.draw(dc.laplace_count_chart(demo, 0), left)
+charts.draw(dc.laplace_count_chart(demo, 1), right)
 st.markdown(
     "**What you see:** each curve shows where the published count is likely to land for one ε "
     "(faint bars: 20,000 simulated publications). The green band is “within 10 % of the truth”: "

@@ -8,6 +8,7 @@ if str(Path(__file__).resolve().parents[1]) not in sys.path:  # `streamlit run p
 
 import streamlit as st
 
+from pages._ui import charts
 from pages._ui import demo_charts as dc
 from pages._ui import state as S
 from pages._ui.guard import guard
@@ -42,7 +43,7 @@ n = c2.select_slider("Number of voters n (odd)", [11, 21, 51, 101, 201, 501, 100
 with guard():
     curves = _curves(float(eps), int(n))
 
-st.altair_chart(dc.majority_chart(curves), width="stretch")
+charts.draw(dc.majority_chart(curves))
 matches = "matches" if curves.quarter_matches else "does NOT match"
 st.markdown(
     f"**What you see:** near a tie every mechanism is close to a coin toss; far from it, all "

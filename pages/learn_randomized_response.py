@@ -9,6 +9,7 @@ if str(Path(__file__).resolve().parents[1]) not in sys.path:  # `streamlit run p
 import numpy as np
 import streamlit as st
 
+from pages._ui import charts
 from pages._ui import demo_charts as dc
 from pages._ui import state as S
 from pages._ui.guard import guard
@@ -68,8 +69,8 @@ m4.metric("Respondents needed", f"{sim.data_cost:.1f}×",
           help="(2p − 1)⁻²: how many times more respondents than a direct question, for the same precision")
 
 left, right = st.columns(2)
-left.altair_chart(dc.survey_reports_chart(sim), width="stretch")
-right.altair_chart(dc.survey_estimate_chart(sim), width="stretch")
+charts.draw(dc.survey_reports_chart(sim), left)
+charts.draw(dc.survey_estimate_chart(sim), right)
 st.markdown(
     f"**What you see:** the coins pull the share of “yes” reports towards ½ "
     f"({sim.report_rate:.1%} here); because the coins' odds are known, the correction "
@@ -77,7 +78,7 @@ st.markdown(
     f"had {sim.sample_rate:.1%}). The price: about {sim.data_cost:.1f} times as many respondents "
     "for the same precision as asking directly."
 )
-st.altair_chart(dc.repeated_surveys_chart(est, direct, sim.true_rate), width="stretch")
+charts.draw(dc.repeated_surveys_chart(est, direct, sim.true_rate))
 st.caption(
     f"Typical error of the estimate over repeated surveys: randomized response ±{sim.rr_sd:.1%} "
     f"(Warner's formula) vs ±{sim.direct_sd:.1%} asking directly. "

@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from pages._ui import fmt
+from pages._ui import charts, fmt
 from pages._ui.guard import guard
 from planner.planning import dpsgd
 from planner.privacy.budget import CompositionRule
@@ -138,7 +138,7 @@ chart = (
         tooltip=["accountant:N", alt.Tooltip("epochs:Q", format=".3g"), alt.Tooltip("ε:Q", format=".4g")],
     )
 )
-st.altair_chart(chart, width="stretch")
+charts.draw(chart)
 
 st.subheader("Plan for a target ε")
 st.number_input("Target ε", min_value=0.01, max_value=100.0, step=0.1, key=_seed("train.target"),

@@ -2,8 +2,9 @@
 Vega-Lite spec without Altair's JSON-schema validation (``charts.Unvalidated``: the validation
 was 60-70% of a chart's conversion on every run). The validation is done here instead, on the
 charts the pages really draw: every chart drawn on the Planner, the Accuracy page (every census
-query, the simulation check included), the Release page (a release of the census workload)
-and the Ledger is valid Vega-Lite, and its spec is the same with and without the validation."""
+query, the simulation check included), the Release page (a release of the census workload),
+the Ledger, every Learn page and the Training page is valid Vega-Lite, and its spec is the same
+with and without the validation."""
 
 from __future__ import annotations
 
@@ -83,3 +84,27 @@ def test_every_chart_the_main_pages_draw_is_valid_and_unchanged_by_skipping_the_
     for p, chart in drawn:
         checked = _spec(chart, validate=True)  # raises on a spec that is not valid Vega-Lite
         assert checked == _spec(chart, validate=False), p
+
+
+LEARN_AND_TRAINING = [*sorted(p.name for p in (ROOT / "pages").glob("learn_*.py")), "training_page.py"]
+
+
+@pytest.mark.parametrize("name", LEARN_AND_TRAINING)
+def test_every_chart_of_the_learn_and_training_pages_is_valid_and_drawn_unvalidated(
+        name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Their charts go through ``charts.draw`` too (they were validated on every slider step):
+    each one the page draws is recorded, valid, and the same spec either way; and the page
+    draws nothing else (as many Vega-Lite elements as recorded charts)."""
+    drawn: list[Any] = []
+    made = charts.Unvalidated.__init__
+
+    def record(self: charts.Unvalidated, chart: Any) -> None:
+        drawn.append(chart)
+        made(self, chart)
+
+    monkeypatch.setattr(charts.Unvalidated, "__init__", record)
+    at = AppTest.from_file(str(ROOT / "pages" / name), default_timeout=120).run(timeout=120)
+    assert not at.exception, [e.value for e in at.exception]
+    assert drawn and len(drawn) == len(at.get("vega_lite_chart")), name
+    for chart in drawn:
+        assert _spec(chart, validate=True) == _spec(chart, validate=False), name
