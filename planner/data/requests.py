@@ -197,10 +197,24 @@ def bin_labels(edges: npt.ArrayLike) -> tuple[str, ...]:
     return tuple(f"[{a:g}, {b:g}{']' if i == e.size - 2 else ')'}" for i, (a, b) in enumerate(itertools.pairwise(e)))
 
 
+def whole_numbers_of_bins(edges: npt.ArrayLike) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
+    """The first and last whole number each bin holds (bin i = [e_i, e_{i+1}), the last one
+    closed): ⌈e_i⌉ and ⌈e_{i+1}⌉ − 1 (⌊e_{i+1}⌋ for the last bin); first > last for a bin that
+    holds none. The one definition :func:`whole_bin_labels` and a synthetic table's values use.
+
+    >>> [list(map(int, v)) for v in whole_numbers_of_bins([-0.5, 0.5, 2.5, 6.5])]
+    [[0, 1, 3], [0, 2, 6]]
+    """
+    e = np.asarray(edges, dtype=np.float64)
+    last = np.ceil(e[1:]) - 1.0
+    last[-1] = np.floor(e[-1])
+    return np.ceil(e[:-1]), last
+
+
 def whole_bin_labels(edges: npt.ArrayLike) -> tuple[str, ...]:
-    """Labels of numeric bins of a column of whole numbers: the whole numbers each bin holds,
-    ``"18–24"`` or ``"6"`` (bin i = [e_i, e_{i+1}), the last one closed, as
-    :func:`bin_labels`); a bin that holds no whole number keeps its interval label.
+    """Labels of numeric bins of a column of whole numbers: the whole numbers each bin holds
+    (:func:`whole_numbers_of_bins`), ``"18–24"`` or ``"6"``; a bin that holds no whole number
+    keeps its interval label (:func:`bin_labels`).
 
     Examples
     --------
@@ -211,19 +225,11 @@ def whole_bin_labels(edges: npt.ArrayLike) -> tuple[str, ...]:
     >>> whole_bin_labels([0, 0.4, 0.8, 1])
     ('0', '[0.4, 0.8)', '1')
     """
-    e = np.asarray(edges, dtype=np.float64)
-    out = []
-    for i, (a, b) in enumerate(itertools.pairwise(e)):
-        last = i == e.size - 2
-        first_whole = math.ceil(a)
-        last_whole = math.floor(b) if last else math.ceil(b) - 1
-        if first_whole > last_whole:
-            out.append(f"[{a:g}, {b:g}{']' if last else ')'}")
-        elif first_whole == last_whole:
-            out.append(f"{first_whole:d}")
-        else:
-            out.append(f"{first_whole:d}–{last_whole:d}")
-    return tuple(out)
+    first, last = whole_numbers_of_bins(edges)
+    return tuple(
+        interval if a > b else f"{int(a):d}" if a == b else f"{int(a):d}–{int(b):d}"
+        for a, b, interval in zip(first.tolist(), last.tolist(), bin_labels(edges), strict=True)
+    )
 
 
 def integer_edges(lower: float, upper: float, bins: int) -> tuple[float, ...]:
@@ -760,4 +766,5 @@ __all__ = [
     "integer_edges",
     "unknown",
     "whole_bin_labels",
+    "whole_numbers_of_bins",
 ]

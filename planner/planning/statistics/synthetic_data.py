@@ -246,12 +246,11 @@ def decode(codes: IntArray, q: Query, schema: Schema, rng: np.random.Generator) 
             cols.append([labels[v] for v in c.tolist()])
         else:
             edges = np.asarray(e, dtype=np.float64)
-            lo, hi = edges[c], edges[c + 1]
-            if col.integer:  # the whole numbers of bin i = [e_i, e_{i+1}), the last one closed
-                first = np.ceil(lo)
-                last = np.where(c == edges.size - 2, np.floor(hi), np.ceil(hi) - 1.0)
+            if col.integer:  # one of the whole numbers of the bin, each equally likely
+                first, last = (v[c] for v in rq.whole_numbers_of_bins(edges))
                 cols.append([int(v) for v in first + np.floor(rng.random(c.size) * (last - first + 1.0))])
                 continue
+            lo, hi = edges[c], edges[c + 1]
             x = lo + (hi - lo) * rng.random(c.size)
             nd = _digits(float(np.min(np.diff(edges))))
             cols.append([round(float(v), nd) for v in x])
