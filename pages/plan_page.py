@@ -327,3 +327,6 @@ st.caption("Download this plan as the PLAN.json the command line reads (`planner
            "report for stakeholders; upload a plan file to restore a plan.")
 planfiles.downloads(data, view, PAGE)
 planfiles.upload_form(data, PAGE)
+
+# the ε the box's + and − send next, planned while the owner reads (nothing drawn, nothing released)
+planning.prefetch_neighbours(data, sj, view)

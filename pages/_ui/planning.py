@@ -11,6 +11,8 @@ release under it); before that, the rule chosen on the Planner is a what-if.
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import json
 import math
 from dataclasses import dataclass
@@ -23,7 +25,7 @@ from planner.data.schema import Schema
 from planner.privacy.accountants.base import as_rule
 from planner.privacy.budget import Budget, CompositionRule, SplitMode, check_delta, check_epsilon
 
-from . import cached
+from . import cached, prefetch
 from . import state as S
 
 if TYPE_CHECKING:  # imported when first used: the Data page draws without the optimiser or the ledger
@@ -214,3 +216,30 @@ def plan_or_error(data: cached.Active, schema_json: str) -> tuple[PlanView | Non
         return current_plan(data, schema_json), None
     except PlannerError as exc:
         return None, str(exc)
+
+
+def prefetch_neighbours(data: cached.Active, schema_json: str, view: PlanView) -> None:
+    """Plan, in the background, what an ε step on the Planner will ask for
+    (:mod:`pages._ui.prefetch`): the documents at ε ± the box's step, made by :func:`spec_json`
+    exactly as the page will make them, planned by the cached calls the page makes in that
+    mode — every rule for the optimal split's comparison (the rule in force first), the plan
+    and the per-rule summary for an equal or manual split. The least-ε mode has no ε to step."""
+    s = view.settings
+    if s.mode is SplitMode.TARGET:
+        return
+    rows = copy.deepcopy(st.session_state[S.WORKLOAD])  # read here: the thread reads no session state
+    texts: dict[float, str] = {}
+
+    def text(eps: float) -> str:
+        if eps not in texts:
+            texts[eps] = spec_json(data, schema_json, dataclasses.replace(s, epsilon=eps), rows)[0]
+        return texts[eps]
+
+    jobs: list[prefetch.Job] = []
+    for eps in prefetch.neighbours(s.epsilon):
+        if s.mode is SplitMode.WEIGHTED:
+            for rule in [s.rule] + [r for r in S.RULES if r != s.rule]:
+                jobs.append(lambda e=eps, r=rule: cached.spec_plan(cached.with_rule(text(e), r)))
+        else:
+            jobs += [lambda e=eps: cached.spec_plan(text(e)), lambda e=eps: cached.compare_spec(text(e))]
+    prefetch.soon(jobs)

@@ -399,9 +399,12 @@ _OBSERVE = """() => {
 }"""
 
 
-def _timed_run(pg: Any, action: Any) -> float:
-    """Seconds from ``action()`` until the script run it started has ended (browser clock)."""
+def _timed_run(pg: Any, action: Any, settle_ms: int = 0) -> float:
+    """Seconds from ``action()`` until the script run it started has ended (browser clock),
+    ``settle_ms`` after the page went idle (an owner reading before the next click)."""
     pg.wait_for_selector(IDLE, timeout=120_000)
+    if settle_ms:
+        pg.wait_for_timeout(settle_ms)
     t0 = float(pg.evaluate("() => performance.now()"))
     action()
     pg.wait_for_function(
@@ -418,6 +421,17 @@ def _timed_run(pg: Any, action: Any) -> float:
     pg.wait_for_selector(IDLE, timeout=300_000)
     t1 = float(pg.evaluate("t0 => Math.max(...window.__runs.filter(x => x[0] > t0 && x[1] === 'notRunning')"
                            ".map(x => x[0]))", t0))
+    return (t1 - t0) / 1000.0
+
+
+def _timed_text(pg: Any, action: Any, text: str) -> float:
+    """Seconds from ``action()`` until ``text`` is on the page (browser clock, polled each frame)."""
+    pg.wait_for_selector(IDLE, timeout=120_000)
+    t0 = float(pg.evaluate("() => performance.now()"))
+    action()
+    pg.wait_for_function("t => document.body.innerText.includes(t)", arg=text, polling="raf", timeout=60_000)
+    t1 = float(pg.evaluate("() => performance.now()"))
+    pg.wait_for_selector(IDLE, timeout=120_000)
     return (t1 - t0) / 1000.0
 
 
@@ -445,7 +459,8 @@ def bench_interactions(root: Path) -> dict[str, Any]:
     out: dict[str, Any] = {}
     app = Path(home) / "floor"
     app.mkdir()
-    (app / "app.py").write_text("import streamlit as st\nst.number_input('ε for this release', value=1.0, step=0.1)\n")
+    (app / "app.py").write_text("import streamlit as st\nv = st.number_input('ε for this release', value=1.0, step=0.1)\n"
+                                "st.markdown(f'floor value {v:g}')\n")
     floor_proc, floor_url = _serve(app, home)
     proc, url = _serve(root, home)
     try:
@@ -465,21 +480,39 @@ def bench_interactions(root: Path) -> dict[str, Any]:
             errors: list[str] = []
             out["errors"] = errors
 
-            def series(name: str, page: Any, actions: list[Any]) -> None:
+            def series(name: str, page: Any, actions: list[Any], settle_ms: int = 0) -> None:
                 """Time each action; one that starts no observed run within a minute is named
                 among the errors and left out (never a guessed time)."""
                 got = []
                 for k, act in enumerate(actions):
                     try:
-                        got.append(_timed_run(page, act))
+                        got.append(_timed_run(page, act, settle_ms))
                     except Exception as exc:  # reported among the errors, not hidden
                         errors.append(f"{name} action {k}: {type(exc).__name__}")
                 if got:
                     out[name] = _med(got)
 
-            series("floor_rerun", fp, [_type_number(fp, "ε for this release", e) for e in eps])
+            # the one-line app's run is so short that its "running" state is often never drawn (the
+            # browser batches the two changes): it is timed to its new value drawn instead
+            got = []
+            for k, e in enumerate(eps):
+                try:
+                    got.append(_timed_text(fp, _type_number(fp, "ε for this release", e), f"floor value {e:g}"))
+                except Exception as exc:  # reported among the errors, not hidden
+                    errors.append(f"floor_rerun action {k}: {type(exc).__name__}")
+            if got:
+                out["floor_rerun"] = _med(got)
             series("planner_eps_change", pg, [_type_number(pg, "ε for this release", e) for e in eps])
             series("planner_eps_revisit", pg, [_type_number(pg, "ε for this release", e) for e in eps[:3]])
+            # the box's + and − (pages/_ui/prefetch.py plans those ε in the background while the
+            # owner reads): each click 2 s after the previous run ended, every ε new to the process
+            box = pg.get_by_test_id("stNumberInput").filter(has_text="ε for this release")
+            for name, start, button in (("planner_eps_step_up", 2.35, "stNumberInputStepUp"),  # 2.5, 2.6, 2.7
+                                        ("planner_eps_step_down", 3.85, "stNumberInputStepDown")):  # 3.8, 3.7, 3.6
+                _timed_run(pg, _type_number(pg, "ε for this release", start))
+                series(name, pg, [lambda b=button: box.get_by_test_id(b).click()] * 3, settle_ms=2000)
+            series("planner_eps_change_settled", pg, [_type_number(pg, "ε for this release", e)
+                                                      for e in (0.83, 1.37, 0.57)], settle_ms=2000)
 
             def pick(label: str) -> Any:
                 def act() -> None:
@@ -511,6 +544,8 @@ def bench_interactions(root: Path) -> dict[str, Any]:
     if "floor_rerun" in out:
         f = out["floor_rerun"]["median"]
         out["ratio_to_floor"] = {k: out[k]["median"] / f for k in ("planner_eps_change", "planner_eps_revisit",
+                                                                    "planner_eps_step_up", "planner_eps_step_down",
+                                                                    "planner_eps_change_settled",
                                                                     "planner_rule_change", "page_switch",
                                                                     "slider_step") if k in out}
     return out

@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from pages._ui import prefetch
 from pages._ui import state as S
 from planner import release as rel
 from planner.data.schema import Schema
@@ -276,7 +277,14 @@ def test_owner_flow_keeps_every_setting_and_releases_the_plan_set(
 
     # --- set ε, δ and the rule on the Planner, and the lifetime budget
     open_page(page, "Planner")
-    fill(page, "ε for this release", "0.5")
+    # ε by the box's − button, from a value off its 0.1 grid: what the background planning of
+    # the neighbours (pages/_ui/prefetch.py) predicts the browser sends is what the page gets
+    fill(page, "ε for this release", "0.55")
+    page.get_by_test_id("stNumberInput").filter(has_text="ε for this release").get_by_test_id(
+        "stNumberInputStepDown").click()
+    wait_for_run(page)
+    assert prefetch.neighbours(0.55) == [0.7, 0.5]
+    assert page.get_by_label("ε for this release", exact=True).input_value() == "0.5"
     fill(page, "δ", "1e-7")
     choose(page, "Composition rule (what-if)", "zcdp (zero-concentrated DP)")
     fill(page, "Lifetime ε (all releases together)", "4")
