@@ -404,7 +404,12 @@ def error_scales(queries: tuple[Query, ...], schema: Schema) -> dict[str, float]
 Pins = tuple[tuple[str, float], ...]
 
 
-@st.cache_data(max_entries=64)
+#: Plans kept: a Planner run asks for five (one per rule) and plans ten more in the background
+#: (:mod:`pages._ui.prefetch`); a plan is a few kB (the census plan's pickle: 3 kB).
+SPEC_PLANS = 256
+
+
+@st.cache_data(max_entries=SPEC_PLANS)
 def spec_plan(spec_json: str) -> plan_spec.PlanOutcome:
     """The plan of a PLAN.json document (``planner.planning.plan_spec.build_plan``): exactly what
     ``planner plan`` and ``planner release`` make of the same file."""
@@ -432,7 +437,7 @@ def compare(spec_json: str) -> dict[str, workload.Plan | PlannerError]:
     return out
 
 
-@st.cache_data(max_entries=32)
+@st.cache_data(max_entries=64)
 def compare_spec(spec_json: str) -> dict[str, dict[str, Any] | str]:
     """``planner.planning.plan_spec.compare_spec``: the same file under every rule, in its mode."""
     from planner.planning import plan_spec

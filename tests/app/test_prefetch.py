@@ -111,3 +111,23 @@ def test_the_target_mode_has_no_step(monkeypatch):
     calls = _counting(monkeypatch)
     at.run()
     assert calls == []  # nothing planned in the background either: nothing changes with ε
+
+
+def test_a_newer_request_stops_an_older_one_between_jobs():
+    assert prefetch.wait(120)
+    done: list[str] = []
+    started, release = threading.Event(), threading.Event()
+
+    def first() -> None:
+        started.set()
+        assert release.wait(60)
+        done.append("a1")
+
+    prefetch.soon([first, lambda: done.append("a2"), lambda: done.append("a3")])
+    assert started.wait(60)
+    assert not prefetch.wait(0)  # busy
+    prefetch.soon([lambda: done.append("b1"), lambda: 1 / 0, lambda: done.append("b3")])
+    release.set()
+    assert prefetch.wait(60)
+    # a1 was under way and ends; a2 and a3 are dropped; a job that fails does not stop the others
+    assert done == ["a1", "b1", "b3"]
