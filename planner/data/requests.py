@@ -232,6 +232,15 @@ def whole_bin_labels(edges: npt.ArrayLike) -> tuple[str, ...]:
     )
 
 
+def numeric_bin_labels(column: Column, edges: npt.ArrayLike) -> tuple[str, ...]:
+    """The labels of numeric bins of ``column``: the whole numbers each bin holds for a column
+    declared to hold them (:func:`whole_bin_labels`), else the intervals (:func:`bin_labels`).
+    The one definition of the labels a backend's bin counts carry and a statistic releases
+    (:class:`Bins`, ``planner.planning.statistics.histogram.labels``): a release checks that
+    the two agree before it answers."""
+    return whole_bin_labels(edges) if column.integer else bin_labels(edges)
+
+
 def integer_edges(lower: float, upper: float, bins: int) -> tuple[float, ...]:
     """At most ``bins`` bins over [lower, upper] for a column of whole numbers, each holding
     the same number w of consecutive whole numbers (the last one fewer when they do not
@@ -553,11 +562,11 @@ class Bins(Request[BinCounts]):
             raise QueryError("bin edges must be at least 2 strictly increasing finite numbers.")
 
     def labels(self, column: Column) -> tuple[str, ...]:
-        """The labels of the bins, in order (the whole numbers a bin holds, for a column
-        declared to hold whole numbers: :func:`whole_bin_labels`)."""
+        """The labels of the bins, in order: the column's declared ones, or
+        :func:`numeric_bin_labels` of the edges."""
         if self.edges is None:
             return column.labels
-        return whole_bin_labels(self.edges) if column.integer else bin_labels(self.edges)
+        return numeric_bin_labels(column, self.edges)
 
 
 @dataclass(frozen=True, slots=True)
@@ -764,6 +773,7 @@ __all__ = [
     "declared",
     "group_labels",
     "integer_edges",
+    "numeric_bin_labels",
     "unknown",
     "whole_bin_labels",
     "whole_numbers_of_bins",

@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from planner.core.errors import SchemaError
+from planner.core.errors import QueryError, SchemaError
 from planner.data.backends import PandasBackend
 from planner.data.requests import Bins, MarginalTables, integer_edges, whole_bin_labels
 from planner.data.schema import Column, ColumnKind, MissingRule, Schema, suggest_whole_numbers
@@ -141,3 +141,68 @@ def test_a_release_of_a_whole_number_column_downloads_whole_numbers() -> None:
     recs = item.answer(agg)["records"]
     assert isinstance(recs, list) and len(recs) == 500
     assert all(isinstance(rec["age"], int) and 18 <= rec["age"] <= 90 for rec in recs)  # type: ignore[index]
+
+
+def _every_numeric_kind() -> list[dict[str, object]]:
+    """One query of every statistic that takes a numeric column, on the whole-number age."""
+    from planner.planning.statistics import STATISTICS
+
+    qs: list[dict[str, object]] = [
+        {"id": "n", "kind": "count", "column": "age"},
+        {"id": "s", "kind": "sum", "column": "age"},
+        {"id": "m", "kind": "mean", "column": "age"},
+        {"id": "h", "kind": "histogram", "column": "age", "options": {"bins": 8}},
+        {"id": "q", "kind": "quantile", "column": "age", "options": {"alphas": [0.25, 0.75]}},
+        {"id": "md", "kind": "median", "column": "age"},
+        {"id": "ss", "kind": "synthetic_sample", "column": "age", "options": {"bins": 8}},
+        {"id": "gc", "kind": "grouped_count", "column": "age", "options": {"by": ["sex"]}},
+        {"id": "gs", "kind": "grouped_sum", "column": "age", "options": {"by": ["sex"]}},
+        {"id": "gm", "kind": "grouped_mean", "column": "age", "options": {"by": ["sex"]}},
+        {"id": "gq", "kind": "grouped_quantile", "column": "age", "options": {"by": ["sex"], "alphas": [0.5]}},
+    ]
+    numeric = {k.value for k, s in STATISTICS.items() if ColumnKind.NUMERIC in s.column_kinds}
+    assert {q["kind"] for q in qs} == numeric, "a statistic that takes a numeric column is missing here"
+    return qs
+
+
+@pytest.mark.parametrize("engine", ["pandas", "duckdb"])
+def test_every_statistic_of_a_whole_number_column_is_released(tmp_path, engine) -> None:
+    """The release path end to end (spend, sample, answers) on a column declared to hold whole
+    numbers. Before the fix a histogram or synthetic sample of such a column recorded its spend
+    and then failed: the backend labelled the bins by their whole numbers ("18–26") and the
+    statistic by their intervals ("[18, 27)"), and a release refuses counts whose bins differ."""
+    from planner import release as rel
+    from planner.data.backends import make_backend
+    from planner.data.requests import numeric_bin_labels
+    from planner.ledger import Ledger
+
+    schema = _whole(CENSUS, "age")
+    qs = queries_from_list(_every_numeric_kind(), schema)
+    p = plan(qs, schema, 4.0, 0.0, "basic")
+    raw = (ROOT / "data" / "census.csv").read_bytes()
+    backend = PandasBackend(pd.read_csv(ROOT / "data" / "census.csv"), schema) if engine == "pandas" else \
+        make_backend("duckdb", raw, schema)
+    led = Ledger(f"sqlite:///{tmp_path}/l.db")
+    out = rel.release(p, schema, backend, led, "census", "census", total_epsilon=4.0, total_delta=0.0, rule="basic")
+    got = {a.query_id: a.answer for a in out.answers}
+    assert set(got) == {q.id for q in qs}
+    edges = np.linspace(18, 90, 9)
+    assert numeric_bin_labels(schema.column("age"), edges) == whole_bin_labels(edges)
+    assert got["h"]["labels"] == list(whole_bin_labels(edges))  # "18–26", …, "81–90"
+    assert got["ss"]["labels"] == got["h"]["labels"]
+    sample = got["ss"]["sample"]
+    assert len(sample) > 1000  # about the 48,480 rows' noisy total, at most 10,000
+    assert all(float(v).is_integer() and 18 <= v <= 90 for v in sample)
+    # each value lies in a bin with a positive noisy count (the bins' whole numbers, nothing else)
+    first, last = (np.ceil(edges[:-1]), np.append(np.ceil(edges[1:-1]) - 1, 90))
+    live = [(a, b) for a, b, c in zip(first, last, got["ss"]["counts"], strict=True) if c > 0]
+    assert all(any(a <= v <= b for a, b in live) for v in sample)
+
+
+def test_a_synthetic_sample_of_a_whole_number_column_needs_bins_at_least_one_wide() -> None:
+    schema = _whole(CENSUS, "age")  # [18, 90]: 72 bins of width 1 at most
+    queries_from_list([{"id": "ok", "kind": "synthetic_sample", "column": "age", "options": {"bins": 72}}], schema)
+    with pytest.raises(QueryError, match=r"column 'age' holds whole numbers.*Use at most 72 bins"):
+        queries_from_list([{"id": "x", "kind": "synthetic_sample", "column": "age", "options": {"bins": 73}}], schema)
+    # a column not declared to hold whole numbers keeps any number of bins
+    queries_from_list([{"id": "y", "kind": "synthetic_sample", "column": "age", "options": {"bins": 500}}], CENSUS)

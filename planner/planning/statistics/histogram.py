@@ -20,7 +20,7 @@ import numpy as np
 
 from planner.core.errors import QueryError
 from planner.data import requests as rq
-from planner.data.requests import BinCounts, bin_labels
+from planner.data.requests import BinCounts, numeric_bin_labels
 from planner.data.schema import ColumnKind, Relation, Schema
 from planner.planning.mechanisms.base import MechanismName, Sensitivity
 from planner.planning.queries import MAX_GRID, Query, QueryKind, QueryPart
@@ -73,7 +73,7 @@ def labels(q: Query, schema: Schema) -> tuple[str, ...]:
     """Labels of the released bins (histogram, synthetic sample, mode)."""
     e = edges(q, schema)
     if e is not None:
-        return bin_labels(e)
+        return numeric_bin_labels(column_of(q, schema), e)
     if q.column is None:
         raise QueryError(f"{q.where}: a {q.kind.value} query has no bins.")
     return column_of(q, schema).labels

@@ -4,17 +4,20 @@ Bins B₁…B_m over [L, U]; the counts are released with Laplace noise of scale
 (Δ₁ as for a histogram: :func:`planner.planning.statistics.histogram.bins_sensitivity`), then
 post-processed (docs/mathematics.md §8): D̃_j = max(D_j, 0), q̂_j = D̃_j/ΣD̃, and
 k = min(round(ΣD̃), 10 000) points are drawn from the histogram density (uniform within a
-bin). Everything after the noisy counts is post-processing, so the sample is ε-DP
+bin; for a column declared to hold whole numbers, one of the bin's whole numbers, each
+equally likely). Everything after the noisy counts is post-processing, so the sample is ε-DP
 whatever k. The prediction is the per-bin error of the noisy counts.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
+from planner.core.errors import QueryError
 from planner.data import requests as rq
 from planner.data.requests import BinCounts
 from planner.data.schema import ColumnKind, Schema
@@ -32,6 +35,7 @@ from planner.planning.statistics.base import (
     Part,
     Prediction,
     Statistic,
+    column_of,
     one_draw,
     wrong_aggregate,
 )
@@ -45,8 +49,12 @@ if TYPE_CHECKING:
 M = MechanismName
 
 
-def sample_from(noisy: list[float], bin_edges: FloatArray) -> dict[str, Any]:
-    """Post-processing of a perturbed histogram: clamp, normalise, draw (module docstring)."""
+def sample_from(noisy: list[float], bin_edges: FloatArray, *, whole: bool = False) -> dict[str, Any]:
+    """Post-processing of a perturbed histogram: clamp, normalise, draw (module docstring).
+    With ``whole`` (a column declared to hold whole numbers) each value is one of the whole
+    numbers its bin holds, each equally likely: ⌊u·m⌋ + the bin's first whole number, m of
+    them (:func:`planner.data.requests.whole_numbers_of_bins`; u < 1, so ⌊u·m⌋ ≤ m − 1).
+    Every bin holds one (:meth:`SyntheticSample.check_schema`)."""
     from planner.privacy.noise import MAX_SYNTHETIC_ROWS, post_process_sample, post_process_uniform
 
     d = np.maximum(np.asarray(noisy, dtype=np.float64), 0.0)
@@ -56,8 +64,14 @@ def sample_from(noisy: list[float], bin_edges: FloatArray) -> dict[str, Any]:
     prob = d / total
     k = int(min(round(total), MAX_SYNTHETIC_ROWS))
     idx = post_process_sample(prob, k)
-    lo, hi = bin_edges[idx], bin_edges[idx + 1]
-    sample = lo + (hi - lo) * post_process_uniform(k)
+    u = post_process_uniform(k)
+    if whole:
+        first, last = rq.whole_numbers_of_bins(bin_edges)
+        m = (last - first + 1.0)[idx]
+        sample = first[idx] + np.minimum(np.floor(u * m), m - 1.0)
+    else:
+        lo, hi = bin_edges[idx], bin_edges[idx + 1]
+        sample = lo + (hi - lo) * u
     return {"probabilities": [float(p) for p in prob], "sample": [float(v) for v in sample]}
 
 
@@ -76,6 +90,20 @@ class SyntheticSample(Statistic):
     options = (OptionSpec("bins", OptionType.INT, "Number of bins",
                           "The declared range [L, U] cut into this many equal bins.", required=True,
                           minimum=1, maximum=MAX_GRID),)
+
+    def check_schema(self, q: Query, schema: Schema) -> None:
+        """A column of whole numbers is sampled as whole numbers, so every bin must hold one:
+        bins at least 1 wide (any interval [a, a + w) with w ≥ 1 holds ⌈a⌉), i.e. at most
+        ⌊U − L⌋ of them (one bin always: the bounds of such a column hold a whole number)."""
+        if q.column is None or not (col := column_of(q, schema)).integer:
+            return
+        lo, hi = col.bounds
+        most = max(1, math.floor(hi - lo))
+        nb = int(q.option("bins") or 1)
+        if nb > most:
+            raise QueryError(f"{q.where}: column {q.column!r} holds whole numbers, so a synthetic sample draws "
+                             f"whole numbers and each of its bins must hold one; {nb} bins over [{lo:g}, {hi:g}] "
+                             f"are narrower than 1. Use at most {most} bins.")
 
     def parts(self, q: Query, schema: Schema) -> tuple[QueryPart, ...]:
         return (QueryPart("synthetic_sample", bins_sensitivity(schema), size=len(labels(q, schema))),)
@@ -104,12 +132,13 @@ class SyntheticSample(Statistic):
         e = edges(q, schema)
         assert e is not None
         comp = add.component("bins", M.LAPLACE, bins_sensitivity(schema), share, integer_data=True, vector=True)
+        whole = column_of(q, schema).integer
 
         def answer(agg: Aggregate) -> dict[str, JSON]:
             if not isinstance(agg, BinCounts) or tuple(agg.labels) != tuple(labs):
                 raise wrong_aggregate(q, agg)
             noisy = [float(v) for v in comp.invoke(list(agg.counts))]
-            return {"labels": list(labs), "counts": list(noisy), **sample_from(noisy, e)}
+            return {"labels": list(labs), "counts": list(noisy), **sample_from(noisy, e, whole=whole)}
 
         return ItemRelease(part, share, pred, (one_draw(part, share, [comp]),), answer, comp.constructor)
 
