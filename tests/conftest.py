@@ -96,3 +96,18 @@ def spark_cluster_master() -> Iterator[str]:
         yield url
     finally:
         spark_cluster.stop(directory / "cluster")
+
+
+# ------------------------------------------------------------------ the Planner's background planning
+
+
+@pytest.fixture(autouse=True)
+def _background_planning_ends_with_its_test() -> Iterator[None]:
+    """A Planner page run in an AppTest starts background planning (``pages/_ui/prefetch.py``);
+    it ends before the next test starts, so that no test counts or times another's plans."""
+    yield
+    import sys
+
+    prefetch = sys.modules.get("pages._ui.prefetch")
+    if prefetch is not None:
+        assert prefetch.wait(300), "the Planner's background planning did not finish within 5 minutes"
