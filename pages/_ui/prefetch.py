@@ -22,7 +22,9 @@ What it computes and what it cannot change:
   not cached; the page's own call makes it again and shows the engine's message.
 * the newest request replaces an older one not yet started, and a request older than the
   newest stops between two rules: an owner who types another ε does not wait for plans of ε
-  they left. At most one thread plans at a time.
+  they left. At most one thread plans at a time, and it starts a plan only while no script
+  run of any session is under way (it waits for the page it was asked from to finish, and
+  gives way to the next click between two plans; a plan under way is not interrupted).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from __future__ import annotations
 import logging
 import math
 import threading
+import time
 from collections.abc import Callable, Sequence
 from typing import Final
 
@@ -118,6 +121,21 @@ def wait(timeout: float | None = None) -> bool:
     return _idle.wait(timeout)
 
 
+#: The name Streamlit gives the thread of a script run (``ScriptRunner.start``); it ends with its runs.
+SCRIPT_THREAD: Final[str] = "ScriptRunner.scriptThread"
+
+
+def _after_page_runs(generation: int) -> bool:
+    """Wait while any session's script run is under way (the owner is waiting for it: a plan
+    made beside it takes CPU and the interpreter's lock from it); True when the request is
+    still the newest, False when a newer one replaced it."""
+    while current(generation):
+        if not any(t.name == SCRIPT_THREAD and t.is_alive() for t in threading.enumerate()):
+            return True
+        time.sleep(0.02)
+    return False
+
+
 class _NotThisThread(logging.Filter):
     """Drop this thread's records: a cached call outside a script run warns "missing
     ScriptRunContext" (and "No runtime found" in a bare process), which here is expected."""
@@ -145,7 +163,7 @@ def _run() -> None:
                 _wake.wait()
             generation, jobs = _pending.pop()
         for job in jobs:
-            if not current(generation):
+            if not _after_page_runs(generation):
                 break
             try:
                 job()
