@@ -211,6 +211,22 @@ def whole_numbers_of_bins(edges: npt.ArrayLike) -> tuple[npt.NDArray[np.float64]
     return np.ceil(e[:-1]), last
 
 
+def draw_whole_numbers(edges: npt.ArrayLike, bins: npt.ArrayLike, u: npt.ArrayLike) -> npt.NDArray[np.float64]:
+    """For each drawn bin index in ``bins``, one of the whole numbers that bin holds
+    (:func:`whole_numbers_of_bins`), each equally likely, from uniforms ``u`` in [0, 1): the
+    bin's first whole number + ⌊u·m⌋, m of them; capped at m − 1, since u·m may round up to
+    m in floating point. Every drawn bin must hold one. The one rule a synthetic sample and a
+    synthetic table's values use.
+
+    >>> draw_whole_numbers([-0.5, 0.5, 2.5, 6.5], [2, 2, 1, 0], [0.0, 0.99, 0.5, 0.7]).tolist()
+    [3.0, 6.0, 2.0, 0.0]
+    """
+    first, last = whole_numbers_of_bins(edges)
+    idx = np.asarray(bins, dtype=np.intp)
+    m = (last - first + 1.0)[idx]
+    return first[idx] + np.minimum(np.floor(np.asarray(u, dtype=np.float64) * m), m - 1.0)
+
+
 def whole_bin_labels(edges: npt.ArrayLike) -> tuple[str, ...]:
     """Labels of numeric bins of a column of whole numbers: the whole numbers each bin holds
     (:func:`whole_numbers_of_bins`), ``"18–24"`` or ``"6"``; a bin that holds no whole number
@@ -771,6 +787,7 @@ __all__ = [
     "SumAggregate",
     "bin_labels",
     "declared",
+    "draw_whole_numbers",
     "group_labels",
     "integer_edges",
     "numeric_bin_labels",

@@ -483,13 +483,15 @@ def bench_interactions(root: Path) -> dict[str, Any]:
             errors: list[str] = []
             out["errors"] = errors
 
-            def series(name: str, page: Any, actions: list[Any], settle_ms: int = 0, prepare: Any = None) -> None:
-                """Time each action; one that starts no observed run within a minute is named
-                among the errors and left out (never a guessed time)."""
+            def series(name: str, page: Any, actions: list[Any], settle_ms: int = 0, prepare: Any = None,
+                       timer: Any = None) -> None:
+                """Time each action (``timer(page, action, k)``, by default to the end of the run
+                it started); one that starts no observed run within a minute is named among the
+                errors and left out (never a guessed time)."""
                 got = []
                 for k, act in enumerate(actions):
                     try:
-                        got.append(_timed_run(page, act, settle_ms, prepare))
+                        got.append(timer(page, act, k) if timer else _timed_run(page, act, settle_ms, prepare))
                     except Exception as exc:  # reported among the errors, not hidden
                         errors.append(f"{name} action {k}: {type(exc).__name__}")
                 if got:
@@ -497,14 +499,8 @@ def bench_interactions(root: Path) -> dict[str, Any]:
 
             # the one-line app's run is so short that its "running" state is often never drawn (the
             # browser batches the two changes): it is timed to its new value drawn instead
-            got = []
-            for k, e in enumerate(eps):
-                try:
-                    got.append(_timed_text(fp, _type_number(fp, "ε for this release", e), f"floor value {e:g}"))
-                except Exception as exc:  # reported among the errors, not hidden
-                    errors.append(f"floor_rerun action {k}: {type(exc).__name__}")
-            if got:
-                out["floor_rerun"] = _med(got)
+            series("floor_rerun", fp, [_type_number(fp, "ε for this release", e) for e in eps],
+                   timer=lambda page, act, k: _timed_text(page, act, f"floor value {eps[k]:g}"))
             series("planner_eps_change", pg, [_type_number(pg, "ε for this release", e) for e in eps])
             series("planner_eps_revisit", pg, [_type_number(pg, "ε for this release", e) for e in eps[:3]])
             # the box's + and − (pages/_ui/prefetch.py plans those ε in the background while the

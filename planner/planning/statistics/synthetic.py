@@ -52,9 +52,8 @@ M = MechanismName
 def sample_from(noisy: list[float], bin_edges: FloatArray, *, whole: bool = False) -> dict[str, Any]:
     """Post-processing of a perturbed histogram: clamp, normalise, draw (module docstring).
     With ``whole`` (a column declared to hold whole numbers) each value is one of the whole
-    numbers its bin holds, each equally likely: ⌊u·m⌋ + the bin's first whole number, m of
-    them (:func:`planner.data.requests.whole_numbers_of_bins`; u < 1, so ⌊u·m⌋ ≤ m − 1).
-    Every bin holds one (:meth:`SyntheticSample.check_schema`)."""
+    numbers its bin holds, each equally likely (:func:`planner.data.requests.draw_whole_numbers`);
+    every bin holds one (:meth:`SyntheticSample.check_schema`)."""
     from planner.privacy.noise import MAX_SYNTHETIC_ROWS, post_process_sample, post_process_uniform
 
     d = np.maximum(np.asarray(noisy, dtype=np.float64), 0.0)
@@ -66,9 +65,7 @@ def sample_from(noisy: list[float], bin_edges: FloatArray, *, whole: bool = Fals
     idx = post_process_sample(prob, k)
     u = post_process_uniform(k)
     if whole:
-        first, last = rq.whole_numbers_of_bins(bin_edges)
-        m = (last - first + 1.0)[idx]
-        sample = first[idx] + np.minimum(np.floor(u * m), m - 1.0)
+        sample = rq.draw_whole_numbers(bin_edges, idx, u)
     else:
         lo, hi = bin_edges[idx], bin_edges[idx + 1]
         sample = lo + (hi - lo) * u

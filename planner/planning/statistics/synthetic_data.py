@@ -247,8 +247,7 @@ def decode(codes: IntArray, q: Query, schema: Schema, rng: np.random.Generator) 
         else:
             edges = np.asarray(e, dtype=np.float64)
             if col.integer:  # one of the whole numbers of the bin, each equally likely
-                first, last = (v[c] for v in rq.whole_numbers_of_bins(edges))
-                cols.append([int(v) for v in first + np.floor(rng.random(c.size) * (last - first + 1.0))])
+                cols.append([int(v) for v in rq.draw_whole_numbers(edges, c, rng.random(c.size))])
                 continue
             lo, hi = edges[c], edges[c + 1]
             x = lo + (hi - lo) * rng.random(c.size)
